@@ -1,0 +1,58 @@
+import type { Effect } from 'effect'
+import type { ProviderError } from '../errors.js'
+
+/**
+ * A tool call as the model produced it. `arguments` is the raw JSON text: a malformed one is fed
+ * back to the model rather than rejected by the adapter.
+ */
+export interface ToolCall {
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+}
+
+/** The provider-neutral conversation every adapter translates to its own wire format. */
+export type ChatMessage =
+  | { readonly role: 'system'; readonly content: string }
+  | { readonly role: 'user'; readonly content: string }
+  | { readonly role: 'assistant'; readonly content: string; readonly toolCalls: ReadonlyArray<ToolCall> }
+  | { readonly role: 'tool'; readonly toolCallId: string; readonly name: string; readonly content: string }
+
+/** A tool offered to the model: a name, a description and a JSON Schema for its arguments. */
+export interface ToolSpec {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Readonly<Record<string, unknown>>
+}
+
+export interface ChatRequest {
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly tools: ReadonlyArray<ToolSpec>
+}
+
+export interface TokenUsage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+}
+
+/** A successful model answer: text, tool calls (possibly none) and what it cost. */
+export interface ChatReply {
+  readonly text: string
+  readonly toolCalls: ReadonlyArray<ToolCall>
+  readonly usage?: TokenUsage | undefined
+  /** Milliseconds from dispatch to the first streamed byte; undefined when not streamed. */
+  readonly timeToFirstTokenMs?: number | undefined
+}
+
+export const ProviderKind = { openai: 'openai', anthropic: 'anthropic', scripted: 'scripted' } as const
+export type ProviderKind = (typeof ProviderKind)[keyof typeof ProviderKind]
+
+/**
+ * One model endpoint of a fallback chain. `chat` is interruptible: interrupting the Effect aborts
+ * the HTTP request in flight. Adapters never retry; retries and fall-over are the run machine's.
+ */
+export interface Provider {
+  readonly name: string
+  readonly kind: ProviderKind
+  readonly chat: (request: ChatRequest) => Effect.Effect<ChatReply, ProviderError>
+}

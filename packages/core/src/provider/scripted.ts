@@ -1,0 +1,69 @@
+import { Effect } from 'effect'
+import { ProviderError } from '../errors.js'
+import { kindOfStatus } from './http-error.js'
+import type { ChatReply, Provider, ToolCall } from './provider.js'
+import { SCRIPT_EXHAUSTED_TEXT, type ScriptedStep } from './scripted-step.js'
+
+export interface ScriptedProviderOptions {
+  readonly name?: string
+  readonly steps: ReadonlyArray<ScriptedStep>
+}
+
+/** A scripted provider also tells how often it was asked and what it was sent (for tests). */
+export interface ScriptedProvider extends Provider {
+  readonly calls: ReadonlyArray<Parameters<Provider['chat']>[0]>
+}
+
+/**
+ * Plays `steps` in order, one per dispatch, then answers plain text. Errors and disconnects fail
+ * like their HTTP counterparts would, so the machine cannot tell a script from a server.
+ */
+export const makeScriptedProvider = (options: ScriptedProviderOptions): ScriptedProvider => {
+  const name = options.name ?? 'scripted'
+  const calls: Array<Parameters<Provider['chat']>[0]> = []
+  return {
+    name,
+    kind: 'scripted',
+    calls,
+    chat: (request) =>
+      Effect.suspend(() => {
+        const index = calls.length
+        calls.push(request)
+        const step = options.steps[index]
+        const answer = step === undefined ? Effect.succeed(textReply(SCRIPT_EXHAUSTED_TEXT)) : playStep(name, index, step)
+        return step?.delayMs ? Effect.zipRight(Effect.sleep(step.delayMs), answer) : answer
+      })
+  }
+}
+
+const textReply = (text: string): ChatReply => ({ text, toolCalls: [] })
+
+const playStep = (provider: string, index: number, step: ScriptedStep): Effect.Effect<ChatReply, ProviderError> => {
+  if (step.error !== undefined) {
+    const { status, retryAfterMs, message } = step.error
+    return Effect.fail(
+      new ProviderError({
+        kind: kindOfStatus(status),
+        provider,
+        httpStatus: status,
+        retryAfterMs,
+        message: message ?? `scripted HTTP ${status}`
+      })
+    )
+  }
+  if (step.disconnect === true) {
+    return Effect.fail(
+      new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'connection reset by scripted provider' })
+    )
+  }
+  const toolCalls: ToolCall[] = (step.toolCalls ?? []).map((call, i) => ({
+    id: `call_${index + 1}_${i + 1}`,
+    name: call.name,
+    arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {})
+  }))
+  return Effect.succeed({
+    text: step.text ?? '',
+    toolCalls,
+    usage: step.usage ?? { inputTokens: 0, outputTokens: 0 }
+  })
+}
