@@ -9,6 +9,7 @@ export default defineConfig({
     include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    pool: 'forks'
+    pool: 'forks',
+    globalSetup: ['test/setup/nats-server.ts']
   }
 })

@@ -1,1 +1,9 @@
-export {}
+export * from './errors.js'
+export * from './machine/run-machine.js'
+export * from './machine/run-state.js'
+export * from './supervisor/conversation.js'
+export * from './supervisor/run-observer.js'
+export * from './supervisor/store-service.js'
+export * from './supervisor/supervisor.js'
+export * from './api/agentvisor.js'
+export * from './trace/run-trace.js'

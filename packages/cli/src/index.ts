@@ -1,1 +1,2 @@
-export {}
+export { main } from './main.js'
+export * from './mock-llm/index.js'

@@ -1,1 +1,38 @@
-export {}
+export type { Database } from './database.js'
+export type { Executor } from './executor.js'
+export { StoreError } from './errors.js'
+export { openStore, type Store } from './open-store.js'
+export { resolveDbPath, DB_ENV_VAR } from './resolve-db-path.js'
+export { migrations, migrationProvider } from './migrations/index.js'
+
+export { RunStatus, type RunsTable, type RunRow, type NewRun, type RunUpdate } from './tables/runs.table.js'
+export type { TransitionsTable, TransitionRow, NewTransition } from './tables/transitions.table.js'
+export type { StepsTable, StepRow, NewStep } from './tables/steps.table.js'
+export {
+  AttemptReason,
+  AttemptOutcome,
+  type SettledAttemptOutcome,
+  type AttemptsTable,
+  type AttemptRow,
+  type NewAttempt,
+  type AttemptSettlement
+} from './tables/attempts.table.js'
+
+export {
+  insertRun,
+  getRun,
+  listRuns,
+  listChildren,
+  updateRun,
+  type ListRunsOptions,
+  type RunPatch
+} from './repositories/runs.repository.js'
+export { appendTransition, listTransitions, lastTransition } from './repositories/transitions.repository.js'
+export { insertStep, setStepResults, setStepFeedback, listSteps } from './repositories/steps.repository.js'
+export {
+  insertAttempt,
+  settleAttempt,
+  listAttempts,
+  settlePendingAttempts
+} from './repositories/attempts.repository.js'
+export { toRunRecord, type RunRecord } from './records/run-record.js'

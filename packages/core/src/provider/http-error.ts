@@ -1,4 +1,4 @@
-import type { ProviderErrorKind } from '../errors.js'
+import { ProviderError, type ProviderErrorKind } from '../errors.js'
 
 /**
  * The error kind an HTTP status means (CONTRACT.md §3): 401/403 auth; 400/404/422 and other 4xx
@@ -28,4 +28,149 @@ export const parseRetryAfter = (
   if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined
   const date = Date.parse(retryAfter)
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}
+
+/** The header lookup both SDKs' errors expose (a fetch `Headers`), kept narrow so core owns no SDK type. */
+export interface HeaderLookup {
+  get(name: string): string | null
+}
+
+/** Milliseconds a response asks us to wait, from its `retry-after-ms` or `retry-after` header. */
+export const retryAfterFromHeaders = (headers: HeaderLookup | null | undefined, now: number = Date.now()): number | undefined =>
+  headers == null ? undefined : parseRetryAfter(headers.get('retry-after'), headers.get('retry-after-ms'), now)
+
+// Wordings of "the prompt does not fit" across OpenAI, Anthropic, vLLM and llama.cpp. Kept specific:
+// a 429 about "tokens per minute" is rate limiting, not overflow.
+const CONTEXT_OVERFLOW =
+  /context[_ ]length[_ ]exceeded|maximum context length|context window|exceeds? the context|prompt is too long|too many tokens in (the )?prompt/i
+
+/**
+ * True when an error code or message says the request cannot fit the model's context. Retrying the
+ * same request cannot help, so it is a `request` error whatever status carried it.
+ */
+export const isContextOverflow = (...texts: ReadonlyArray<string | null | undefined>): boolean =>
+  texts.some((text) => text != null && CONTEXT_OVERFLOW.test(text))
+
+/** Replaces every occurrence of `secret` in `text`, so a server echoing a key cannot leak it into a trace. */
+export const redactSecret = (text: string, secret: string | undefined): string =>
+  secret === undefined || secret.length < 4 ? text : text.split(secret).join('[redacted]')
+
+/** The first line of an error text, bounded: provider messages end up in run traces and `--json` output. */
+const oneLine = (text: string): string => {
+  const line = text.split('\n')[0]!.trim()
+  return line.length > 500 ? `${line.slice(0, 497)}...` : line
+}
+
+/** The first string `code` in an error's cause chain (`ECONNREFUSED`, `UND_ERR_SOCKET`, ...). */
+export const networkErrorCode = (error: unknown): string | undefined => {
+  let current: unknown = error
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === 'string' && code !== '') return code
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+// Failures that happen before a single byte of the request can reach the server. Anything else
+// (reset, socket hang up, an unknown code) may have been processed, and is reported as such.
+const NEVER_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_HAS_EXPIRED'
+])
+
+/** The deepest message of an error's cause chain: `fetch failed` says less than what caused it. */
+const innermostMessage = (error: unknown): string | undefined => {
+  let message: string | undefined
+  let current: unknown = error
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (current.message !== '') message = current.message
+    current = current.cause
+  }
+  return message
+}
+
+/** What an adapter learned from a response with an error status, independent of the SDK that read it. */
+export interface HttpStatusFailure {
+  readonly status: number
+  readonly headers?: HeaderLookup | null | undefined
+  /** The SDK's or server's message; redacted and cut to one line here. */
+  readonly message: string
+  /** A machine-readable code from the body (`context_length_exceeded`, `overloaded_error`, ...). */
+  readonly code?: string | null | undefined
+  readonly cause?: unknown
+}
+
+/**
+ * Maps an HTTP error status faithfully (CONTRACT.md §3): the status picks the kind, a context
+ * overflow is a `request` error whatever the status, Retry-After is kept for the backoff.
+ */
+export const providerErrorFromStatus = (provider: string, failure: HttpStatusFailure, secret?: string): ProviderError => {
+  const overflow = failure.status !== 401 && failure.status !== 403 && failure.status !== 429 && isContextOverflow(failure.code, failure.message)
+  const message = oneLine(redactSecret(failure.message, secret))
+  return new ProviderError({
+    kind: overflow ? 'request' : kindOfStatus(failure.status),
+    provider,
+    httpStatus: failure.status,
+    retryAfterMs: retryAfterFromHeaders(failure.headers),
+    message: overflow ? `context length exceeded: ${message}` : message,
+    cause: failure.cause
+  })
+}
+
+/**
+ * A request that got no HTTP response: always transient. `possiblyDelivered` unless the error
+ * proves the connection was never made (ECONNREFUSED, DNS failure, connect timeout), because a
+ * reset after connecting may come after the server accepted the work.
+ */
+export const providerErrorFromConnection = (
+  provider: string,
+  cause: unknown,
+  options: { readonly timedOut?: boolean | undefined; readonly secret?: string | undefined } = {}
+): ProviderError => {
+  const code = networkErrorCode(cause)
+  const neverConnected = code !== undefined && NEVER_CONNECTED.has(code)
+  const what = options.timedOut === true ? 'request timed out' : 'connection failed'
+  const inner = innermostMessage(cause)
+  const detail = code ?? (inner === undefined ? undefined : oneLine(redactSecret(inner, options.secret)))
+  return new ProviderError({
+    kind: 'transient',
+    provider,
+    possiblyDelivered: !neverConnected,
+    message: detail === undefined ? what : `${what}: ${detail}`,
+    cause
+  })
+}
+
+/**
+ * A streamed answer that broke off (socket cut, error event, no finish reason): transient, the
+ * model already worked on it, and the text received so far is kept for the trace.
+ */
+export const providerErrorFromStreamCut = (
+  provider: string,
+  cause: unknown,
+  partialText: string,
+  secret?: string
+): ProviderError => {
+  const code = networkErrorCode(cause)
+  const inner = innermostMessage(cause)
+  const detail = code ?? (inner === undefined ? undefined : oneLine(redactSecret(inner, secret)))
+  return new ProviderError({
+    kind: 'transient',
+    provider,
+    possiblyDelivered: true,
+    partialText,
+    message: detail === undefined ? 'stream ended before the answer was complete' : `stream cut: ${detail}`,
+    cause
+  })
 }

@@ -1,0 +1,32 @@
+// Starting a run from TypeScript, without the CLI. Run it with: npx tsx examples/api-run.ts
+import * as path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { Agentvisor, type RunResult } from '@agentvisor/actors'
+import { loadScenarios, startMockLlm } from '@agentvisor/cli'
+
+/** Runs the single-agent task through the TS API against an OpenAI-compatible server at `baseUrl`. */
+export async function runWithApi(options: { db: string; baseUrl: string; workspace: string }): Promise<RunResult> {
+  const av = await Agentvisor.open({ db: options.db })
+  try {
+    return await av.run({
+      goal: 'Write DONE into out.txt',
+      workspace: options.workspace,
+      providers: [{ name: 'primary', kind: 'openai', baseUrl: options.baseUrl, model: 'demo-model' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      limits: { maxSteps: 6 }
+    })
+  } finally {
+    await av.close()
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const here = path.dirname(new URL(import.meta.url).pathname)
+  const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(here, 'single-agent', 'scenarios.json')) })
+  try {
+    const result = await runWithApi({ db: '.agentvisor/agentvisor.db', baseUrl: mock.url, workspace: path.join(here, 'single-agent', 'ws') })
+    console.log(result)
+  } finally {
+    await mock.close()
+  }
+}

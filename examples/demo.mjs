@@ -1,0 +1,31 @@
+// The README's first command: runs examples/single-agent against the bundled mock LLM on the
+// embedded defaults (SQLite under .agentvisor/, in-process, no API key), then prints its trace.
+import { spawnSync } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import * as path from 'node:path'
+import { loadScenarios, startMockLlm } from '@agentvisor/cli'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const example = path.join(here, 'single-agent')
+const bin = path.join(here, '..', 'packages', 'cli', 'bin', 'agentvisor.js')
+
+const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(example, 'scenarios.json')), port: 4010 }).catch((error) => {
+  console.error(`demo: cannot start the mock LLM on 127.0.0.1:4010 (${error.message}); is the port taken?`)
+  process.exit(1)
+})
+try {
+  // A fresh workspace each time, so the run visibly creates its files.
+  rmSync(path.join(example, 'ws'), { recursive: true, force: true })
+  const agentvisor = (...args) => spawnSync(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+  const run = agentvisor('run', path.join(example, 'task.json'), '--json')
+  const result = JSON.parse(run.stdout.trim().split('\n').at(-1))
+  console.log(`\nresult: ${JSON.stringify(result)}\n`)
+  const show = agentvisor('show', result.runId)
+  process.stdout.write(show.stdout)
+  console.log(`\nThe workspace is ${path.join(example, 'ws')}; the store is .agentvisor/agentvisor.db.`)
+  console.log(`Try: npx agentvisor runs   |   npx agentvisor show ${result.runId} --json`)
+  process.exitCode = run.status ?? 1
+} finally {
+  await mock.close()
+}

@@ -1,0 +1,94 @@
+import { ContractError, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { Cause, Effect, Either, Exit, Layer, ManagedRuntime } from 'effect'
+import { StoreLive, StoreService } from '../supervisor/store-service.js'
+import {
+  type RunHandle,
+  type RunResult,
+  type StartOptions,
+  Supervisor,
+  SupervisorLive,
+  type SupervisorOptions
+} from '../supervisor/supervisor.js'
+
+export interface AgentvisorOptions extends SupervisorOptions {
+  /** The SQLite file of the store (created and migrated if absent). */
+  readonly db: string
+}
+
+/** A run started from the TypeScript API. */
+export interface StartedRun {
+  readonly runId: string
+  /** Resolves when the run finishes or pauses; it never rejects for a run's own failure. */
+  readonly result: Promise<RunResult>
+  readonly cancel: () => Promise<void>
+}
+
+/**
+ * The TypeScript entry point: open a store, start or resume runs, close.
+ *
+ * @example
+ * const av = await Agentvisor.open({ db: '.agentvisor/agentvisor.db' })
+ * const result = await av.run({ goal: 'Write DONE into out.txt', workspace: 'ws', providers: [...] })
+ * await av.close()
+ */
+export class Agentvisor {
+  private constructor(private readonly runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>) {}
+
+  static async open(options: AgentvisorOptions): Promise<Agentvisor> {
+    const layer = SupervisorLive(options).pipe(Layer.provideMerge(StoreLive(options.db)))
+    const runtime = ManagedRuntime.make(layer)
+    await unwrap(runtime, Effect.void)
+    return new Agentvisor(runtime)
+  }
+
+  /**
+   * Validates a task (the task-file shape, or an already validated `TaskContract`); relative
+   * workspaces resolve against `baseDir` (default: the current folder). Throws `ContractError`.
+   */
+  static contract(task: unknown, baseDir: string = process.cwd()): TaskContract {
+    const parsed = parseTaskContract(task, baseDir)
+    if (Either.isLeft(parsed)) throw parsed.left
+    return parsed.right
+  }
+
+  /** Starts a run and returns at once; `result` settles when it finishes or pauses. */
+  async start(task: unknown, options: StartOptions = {}): Promise<StartedRun> {
+    const contract = Agentvisor.contract(task)
+    return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.start(contract, options))))
+  }
+
+  /** Starts a run and waits for it to finish or pause. */
+  async run(task: unknown, options: StartOptions = {}): Promise<RunResult> {
+    return (await this.start(task, options)).result
+  }
+
+  /** Continues an interrupted or paused run under the same run id. */
+  async resume(runId: string, options: StartOptions = {}): Promise<StartedRun> {
+    return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.resume(runId, options))))
+  }
+
+  /** Interrupts every run still going (they end `cancelled`) and closes the store. */
+  async close(): Promise<void> {
+    await this.runtime.dispose()
+  }
+
+  private wrap(handle: RunHandle): StartedRun {
+    return {
+      runId: handle.runId,
+      result: unwrap(this.runtime, handle.result),
+      cancel: () => unwrap(this.runtime, handle.cancel)
+    }
+  }
+}
+
+/**
+ * Runs an effect and rejects with its own typed error (a `RunNotFoundError`, a `StoreError`...)
+ * rather than Effect's FiberFailure wrapper, so promise users can `instanceof` and read `_tag`.
+ */
+const unwrap = async <A, E>(runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>, effect: Effect.Effect<A, E, Supervisor | StoreService>): Promise<A> => {
+  const exit = await runtime.runPromiseExit(effect)
+  if (Exit.isSuccess(exit)) return exit.value
+  throw Cause.squash(exit.cause)
+}
+
+export { ContractError }

@@ -1,0 +1,217 @@
+import type { RunError } from '@agentvisor/core'
+import { and, assign, setup } from 'xstate'
+
+/** Why a dispatch happens: the first ask of a step, a retry after backoff, or the next provider of the chain. */
+export type DispatchReason = 'initial' | 'retry' | 'fallover'
+
+/** What the run machine starts from; every number is read from the validated contract. */
+export interface RunMachineInput {
+  readonly maxSteps: number
+  readonly maxRetries: number
+  readonly dispatchCeiling: number
+  readonly providerCount: number
+  readonly timeoutMs: number
+}
+
+/**
+ * The machine's whole memory. It is small on purpose: the conversation lives in the steps table,
+ * so a persisted snapshot stays a few hundred bytes however long the run gets.
+ */
+export interface RunContext extends RunMachineInput {
+  /** The current step, 1-based: one model call and the tools it asked for. */
+  readonly step: number
+  /** Steps whose model call was answered. */
+  readonly completedSteps: number
+  /** Index in the fallback chain of the provider the next dispatch goes to. */
+  readonly providerIndex: number
+  /** Index of the next attempt within the current step (its receipt row). */
+  readonly attempt: number
+  readonly reason: DispatchReason
+  /** Retries spent in the current step. */
+  readonly retries: number
+  /** Provider dispatches of the whole run, checked against the ceiling before each one. */
+  readonly dispatches: number
+  /** Epoch ms at which `retrying` dispatches again (persisted so a resume waits only the rest). */
+  readonly retryAt: number | null
+  /** Whether the last model answer asked for tools (verification without a contract needs it). */
+  readonly lastHadToolCalls: boolean
+  readonly error: RunError | null
+  /** Set on entering `finished`: a finished run ignores every event. */
+  readonly ended: boolean
+}
+
+export type RunEvent =
+  | { readonly type: 'PROVIDER_OK'; readonly hasToolCalls: boolean }
+  | { readonly type: 'PROVIDER_ERROR'; readonly error: RunError; readonly retryAt: number }
+  /** A dispatch that was in flight when the driver died: settled `unknown`, sent again. */
+  | { readonly type: 'DISPATCH_LOST' }
+  | { readonly type: 'CEILING_REACHED' }
+  | { readonly type: 'NEXT_PROVIDER' }
+  | { readonly type: 'RETRY_DUE' }
+  | { readonly type: 'TOOLS_DONE' }
+  | { readonly type: 'APPROVAL_REQUESTED' }
+  | { readonly type: 'APPROVALS_DECIDED' }
+  | { readonly type: 'CHILDREN_SPAWNED' }
+  | { readonly type: 'CHILDREN_DONE' }
+  | { readonly type: 'VERIFY_PASSED' }
+  | { readonly type: 'VERIFY_FAILED' }
+  | { readonly type: 'CANCEL' }
+  | { readonly type: 'TIMEOUT' }
+  | { readonly type: 'FAIL'; readonly error: RunError }
+
+export type RunEventType = RunEvent['type']
+
+/**
+ * The run machine of CONTRACT.md §3. It is pure: it decides, it does no I/O. The supervisor
+ * performs each state's entry work (a dispatch, the tools, a verification), persists the
+ * transition, and only then sends the outcome as the next event, so every effect happens after
+ * the transition that led to it is durable, and a resume simply re-enters the restored state.
+ */
+export const runMachine = setup({
+  types: {
+    context: {} as RunContext,
+    events: {} as RunEvent,
+    input: {} as RunMachineInput
+  },
+  guards: {
+    isTransient: ({ event }) => event.type === 'PROVIDER_ERROR' && event.error.kind === 'transient',
+    hasNextProvider: ({ context }) => context.providerIndex + 1 < context.providerCount,
+    hasRetryLeft: ({ context }) => context.retries < context.maxRetries,
+    hasToolCalls: ({ event }) => event.type === 'PROVIDER_OK' && event.hasToolCalls,
+    atStepCap: ({ context }) => context.step >= context.maxSteps,
+    isActive: ({ context }) => !context.ended
+  },
+  actions: {
+    /** Every answered, failed or lost dispatch counts against the ceiling and opens the next receipt row. */
+    countDispatch: assign({
+      dispatches: ({ context }) => context.dispatches + 1,
+      attempt: ({ context }) => context.attempt + 1
+    }),
+    recordError: assign({
+      error: ({ event, context }) => (event.type === 'PROVIDER_ERROR' || event.type === 'FAIL' ? event.error : context.error)
+    })
+  }
+}).createMachine({
+  id: 'run',
+  initial: 'dispatching',
+  context: ({ input }) => ({
+    ...input,
+    step: 1,
+    completedSteps: 0,
+    providerIndex: 0,
+    attempt: 0,
+    reason: 'initial',
+    retries: 0,
+    dispatches: 0,
+    retryAt: null,
+    lastHadToolCalls: false,
+    error: null,
+    ended: false
+  }),
+  on: {
+    CANCEL: { guard: 'isActive', target: '.finished.cancelled', actions: assign({ error: { kind: 'cancelled', message: 'run cancelled' } }) },
+    TIMEOUT: {
+      guard: 'isActive',
+      target: '.finished.timedOut',
+      actions: assign({ error: ({ context }) => ({ kind: 'timeout', message: `run exceeded its timeout of ${context.timeoutMs} ms` }) as RunError })
+    },
+    FAIL: { guard: 'isActive', target: '.finished.failed', actions: 'recordError' }
+  },
+  states: {
+    dispatching: {
+      on: {
+        PROVIDER_OK: [
+          {
+            guard: 'hasToolCalls',
+            target: 'acting',
+            actions: ['countDispatch', assign({ completedSteps: ({ context }) => context.completedSteps + 1, lastHadToolCalls: true, error: null })]
+          },
+          {
+            target: 'verifying',
+            actions: ['countDispatch', assign({ completedSteps: ({ context }) => context.completedSteps + 1, lastHadToolCalls: false, error: null })]
+          }
+        ],
+        PROVIDER_ERROR: [
+          {
+            // A transient error moves along the chain without spending a retry.
+            guard: and(['isTransient', 'hasNextProvider']),
+            target: 'fallingOver',
+            actions: ['countDispatch', 'recordError', assign({ providerIndex: ({ context }) => context.providerIndex + 1, reason: 'fallover' })]
+          },
+          {
+            // With the chain exhausted the step starts again from the primary, after a backoff.
+            guard: and(['isTransient', 'hasRetryLeft']),
+            target: 'retrying',
+            actions: ['countDispatch', 'recordError', assign({ retryAt: ({ event }) => (event.type === 'PROVIDER_ERROR' ? event.retryAt : null) })]
+          },
+          // auth and request errors never fall over and never retry.
+          { target: 'finished.failed', actions: ['countDispatch', 'recordError'] }
+        ],
+        DISPATCH_LOST: { target: 'dispatching', reenter: true, actions: ['countDispatch', assign({ reason: 'retry' })] },
+        CEILING_REACHED: {
+          target: 'finished.failed',
+          actions: assign({
+            error: ({ context }) => ({ kind: 'ceiling', message: `dispatch ceiling of ${context.dispatchCeiling} exhausted` }) as RunError
+          })
+        }
+      }
+    },
+    fallingOver: {
+      // The supervisor's entry work here picks the next provider of the chain (circuit breakers skip).
+      on: { NEXT_PROVIDER: 'dispatching' }
+    },
+    retrying: {
+      on: {
+        RETRY_DUE: {
+          target: 'dispatching',
+          actions: assign({ providerIndex: 0, reason: 'retry', retries: ({ context }) => context.retries + 1, retryAt: null })
+        }
+      }
+    },
+    awaitingApproval: {
+      on: { APPROVALS_DECIDED: 'acting' }
+    },
+    acting: {
+      on: {
+        TOOLS_DONE: 'verifying',
+        APPROVAL_REQUESTED: 'awaitingApproval',
+        CHILDREN_SPAWNED: 'awaitingChildren'
+      }
+    },
+    awaitingChildren: {
+      on: { CHILDREN_DONE: 'acting' }
+    },
+    verifying: {
+      on: {
+        VERIFY_PASSED: 'finished.succeeded',
+        VERIFY_FAILED: [
+          { guard: 'atStepCap', target: 'finished.stepCapReached' },
+          {
+            target: 'dispatching',
+            actions: assign({
+              step: ({ context }) => context.step + 1,
+              providerIndex: 0,
+              attempt: 0,
+              reason: 'initial',
+              retries: 0,
+              error: null
+            })
+          }
+        ]
+      }
+    },
+    finished: {
+      // Nothing leaves a finished run: `ended` switches off the root-level CANCEL/TIMEOUT/FAIL.
+      entry: assign({ ended: true }),
+      // Required by XState for a compound state; every transition here names its final child.
+      initial: 'failed',
+      states: {
+        succeeded: { type: 'final' },
+        stepCapReached: { type: 'final' },
+        failed: { type: 'final' },
+        cancelled: { type: 'final' },
+        timedOut: { type: 'final' }
+      }
+    }
+  }
+})

@@ -1,0 +1,318 @@
+import {
+  type ChatMessage,
+  type Provider,
+  ProviderError,
+  type RetryPolicy,
+  type RunError,
+  type TaskContract,
+  type ToolCall,
+  type Workspace,
+  retryDelayMs,
+  runErrorFromProvider,
+  runTool,
+  verify,
+  WORKSPACE_TOOLS
+} from '@agentvisor/core'
+import {
+  appendTransition,
+  type Database,
+  insertAttempt,
+  insertStep,
+  setStepFeedback,
+  setStepResults,
+  settleAttempt,
+  settlePendingAttempts,
+  StoreError,
+  updateRun
+} from '@agentvisor/store'
+import { Duration, Effect } from 'effect'
+import type { Kysely, Transaction } from 'kysely'
+import type { Actor } from 'xstate'
+import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
+import { isFinalPath, statePath, statusOfState } from '../machine/run-state.js'
+import { stepMessages, summarizePrompt, type ToolResultRecord } from './conversation.js'
+import { notify, type RunObserver } from './run-observer.js'
+
+/** Everything one run's driver needs; built by the supervisor, owned by the run's fiber. */
+export interface RunDriverDeps {
+  readonly db: Kysely<Database>
+  readonly runId: string
+  readonly contract: TaskContract
+  readonly providers: ReadonlyArray<Provider>
+  readonly workspace: Workspace
+  readonly actor: Actor<typeof runMachine>
+  /** The conversation so far (opening messages plus every stored step); the driver appends to it. */
+  readonly messages: ChatMessage[]
+  /** The last transition's seq (0 for a new run). */
+  readonly seq: number
+  readonly observers: ReadonlyArray<RunObserver>
+  readonly retryPolicy: RetryPolicy
+  /** Epoch ms after which the run times out: creation time plus `timeoutMs`, so downtime counts. */
+  readonly deadline: number
+  /** Per-attempt deadline applied when the provider config sets none. */
+  readonly attemptTimeoutMs: number
+}
+
+/** A state's entry work result: the event to send, and the step data to commit with its transition. */
+interface Work {
+  readonly event: RunEvent
+  readonly writes?: (trx: Transaction<Database>) => Promise<unknown>
+  /** In-memory bookkeeping done once the transition is durable. */
+  readonly after?: () => void
+}
+
+const store = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError> =>
+  Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `store: ${what} failed`, cause }) })
+
+const now = (): string => new Date().toISOString()
+
+/** The driver of one run: performs each state's entry work and commits the resulting transition. */
+export const makeRunDriver = (deps: RunDriverDeps) => {
+  const { db, runId, contract, actor, messages, observers } = deps
+  let seq = deps.seq
+  let lastToolCalls: ReadonlyArray<ToolCall> = lastAssistantToolCalls(messages)
+
+  const context = (): RunContext => actor.getSnapshot().context
+  const currentPath = (): string => statePath(actor.getSnapshot().value)
+
+  /**
+   * Sends the event and persists the transition with its step data in one transaction. It is
+   * uninterruptible: a cancel that lands mid-commit waits, so memory and store never disagree.
+   */
+  const commit = (work: Work): Effect.Effect<void, StoreError> =>
+    Effect.uninterruptible(
+      Effect.gen(function* () {
+        const before = actor.getSnapshot()
+        if (!before.can(work.event)) return
+        const from = statePath(before.value)
+        actor.send(work.event)
+        const after = actor.getSnapshot()
+        const to = statePath(after.value)
+        const at = now()
+        const ctx = after.context
+        const status = statusOfState(to)
+        seq += 1
+        const row = { run_id: runId, seq, from_state: from, event: work.event.type, to_state: to, snapshot_json: JSON.stringify(actor.getPersistedSnapshot()), at }
+        yield* store('commit transition', () =>
+          db.transaction().execute(async (trx) => {
+            await work.writes?.(trx)
+            await appendTransition(trx, row)
+            await updateRun(trx, runId, {
+              status,
+              state: to,
+              steps: ctx.completedSteps,
+              updated_at: at,
+              error_json: ctx.error === null ? null : JSON.stringify(ctx.error),
+              ended_at: isFinalPath(to) ? at : null
+            })
+          })
+        )
+        work.after?.()
+        notify(observers, 'onTransition', { runId, seq, from, event: work.event.type, to, at })
+      })
+    )
+
+  const dispatch = (ctx: RunContext): Effect.Effect<Work, StoreError> =>
+    Effect.gen(function* () {
+      if (ctx.dispatches >= ctx.dispatchCeiling) return { event: { type: 'CEILING_REACHED' } } satisfies Work
+      const provider = deps.providers[ctx.providerIndex]!
+      const config = contract.providers[ctx.providerIndex]!
+      const startedAt = Date.now()
+      const attemptKey = { runId, step: ctx.step, attempt: ctx.attempt }
+      yield* store('write attempt', () =>
+        insertAttempt(db, {
+          run_id: runId,
+          step: ctx.step,
+          attempt: ctx.attempt,
+          provider: provider.name,
+          reason: ctx.reason,
+          error_kind: null,
+          http_status: null,
+          error_message: null,
+          latency_ms: null,
+          ttft_ms: null,
+          tokens_in: null,
+          tokens_out: null,
+          partial_text: null,
+          started_at: new Date(startedAt).toISOString()
+        })
+      )
+      notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
+      const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
+      const outcome = yield* provider.chat({ messages: [...messages], tools: WORKSPACE_TOOLS }).pipe(
+        Effect.timeoutFail({
+          duration: Duration.millis(deadlineMs),
+          onTimeout: () =>
+            new ProviderError({
+              kind: 'transient',
+              provider: provider.name,
+              possiblyDelivered: true,
+              message: `no answer within the attempt deadline of ${deadlineMs} ms`
+            })
+        }),
+        Effect.either,
+        // A cancel or timeout aborts the call (the adapter's AbortSignal); the receipt says so.
+        Effect.onInterrupt(() =>
+          Effect.promise(() =>
+            settleAttempt(db, attemptKey.runId, attemptKey.step, attemptKey.attempt, {
+              outcome: 'cancelled',
+              settled_at: now(),
+              latency_ms: Date.now() - startedAt
+            })
+          ).pipe(Effect.ignore)
+        )
+      )
+      const latency = Date.now() - startedAt
+      if (outcome._tag === 'Left') {
+        const error = outcome.left
+        const retryAt = Date.now() + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs)
+        return {
+          event: { type: 'PROVIDER_ERROR', error: runErrorFromProvider(error), retryAt },
+          writes: (trx) =>
+            settleAttempt(trx, runId, ctx.step, ctx.attempt, {
+              outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
+              settled_at: now(),
+              error_kind: error.kind,
+              http_status: error.httpStatus ?? null,
+              error_message: error.message,
+              latency_ms: latency,
+              partial_text: error.partialText ?? null
+            })
+        } satisfies Work
+      }
+      const reply = outcome.right
+      const step = { text: reply.text, toolCalls: reply.toolCalls }
+      return {
+        event: { type: 'PROVIDER_OK', hasToolCalls: reply.toolCalls.length > 0 },
+        writes: async (trx) => {
+          await settleAttempt(trx, runId, ctx.step, ctx.attempt, {
+            outcome: 'ok',
+            settled_at: now(),
+            latency_ms: latency,
+            ttft_ms: reply.timeToFirstTokenMs ?? null,
+            tokens_in: reply.usage?.inputTokens ?? null,
+            tokens_out: reply.usage?.outputTokens ?? null
+          })
+          await insertStep(trx, {
+            run_id: runId,
+            step: ctx.step,
+            provider: provider.name,
+            prompt_summary: summarizePrompt(messages),
+            text: reply.text,
+            tool_calls_json: JSON.stringify(reply.toolCalls),
+            results_json: null,
+            tokens_in: reply.usage?.inputTokens ?? 0,
+            tokens_out: reply.usage?.outputTokens ?? 0,
+            at: now()
+          })
+        },
+        after: () => {
+          messages.push(...stepMessages(step))
+          lastToolCalls = reply.toolCalls
+        }
+      } satisfies Work
+    })
+
+  const act = (ctx: RunContext): Effect.Effect<Work> =>
+    Effect.gen(function* () {
+      const results: ToolResultRecord[] = []
+      for (const call of lastToolCalls) {
+        notify(observers, 'onToolCall', { runId, step: ctx.step, name: call.name, target: toolTarget(call) })
+        const outcome = yield* runTool(deps.workspace, call)
+        notify(observers, 'onToolResult', { runId, step: ctx.step, name: call.name, ok: outcome.ok, output: outcome.output })
+        results.push({ toolCallId: call.id, name: call.name, ok: outcome.ok, output: outcome.output })
+      }
+      return {
+        event: { type: 'TOOLS_DONE' },
+        writes: (trx) => setStepResults(trx, runId, ctx.step, JSON.stringify(results)),
+        after: () => {
+          for (const r of results) messages.push({ role: 'tool', toolCallId: r.toolCallId, name: r.name, content: r.output })
+        }
+      } satisfies Work
+    })
+
+  const check = (ctx: RunContext): Effect.Effect<Work> =>
+    Effect.gen(function* () {
+      if (contract.verify === undefined) {
+        // Without a contract the run is done when the model stops asking for tools.
+        return { event: { type: ctx.lastHadToolCalls ? 'VERIFY_FAILED' : 'VERIFY_PASSED' } } satisfies Work
+      }
+      const result = yield* verify(deps.workspace, contract.verify)
+      if (result.passed) return { event: { type: 'VERIFY_PASSED' } } satisfies Work
+      if (ctx.lastHadToolCalls) return { event: { type: 'VERIFY_FAILED' } } satisfies Work
+      // The model thinks it is done but the contract disagrees: tell it why.
+      const feedback = `The goal is not reached yet: ${result.detail}. Keep working.`
+      return {
+        event: { type: 'VERIFY_FAILED' },
+        writes: (trx) => setStepFeedback(trx, runId, ctx.step, feedback),
+        after: () => messages.push({ role: 'user', content: feedback })
+      } satisfies Work
+    })
+
+  const waitToRetry = (ctx: RunContext): Effect.Effect<Work> =>
+    Effect.as(Effect.sleep(Duration.millis(Math.max(0, (ctx.retryAt ?? 0) - Date.now()))), { event: { type: 'RETRY_DUE' } })
+
+  /** The entry work of the current state; `undefined` when the run stops here (final or paused). */
+  const workFor = (path: string, ctx: RunContext): Effect.Effect<Work, StoreError> | undefined => {
+    switch (path) {
+      case 'dispatching':
+        return dispatch(ctx)
+      case 'fallingOver':
+        return Effect.succeed({ event: { type: 'NEXT_PROVIDER' } })
+      case 'retrying':
+        return waitToRetry(ctx)
+      case 'acting':
+        return act(ctx)
+      case 'verifying':
+        return check(ctx)
+      case 'awaitingChildren':
+        return Effect.succeed({ event: { type: 'FAIL', error: { kind: 'internal', message: 'child runs are not available in this build' } } })
+      default:
+        return undefined
+    }
+  }
+
+  /** Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the work. */
+  const drive: Effect.Effect<void, StoreError> = Effect.gen(function* () {
+    for (;;) {
+      const work = workFor(currentPath(), context())
+      if (work === undefined) return
+      yield* commit(yield* work)
+    }
+  })
+
+  /**
+   * Prepares a restored run: a dispatch that was in flight when the last driver died is settled
+   * `unknown` (the provider may have answered) and sent again as a new attempt.
+   */
+  const recover: Effect.Effect<void, StoreError> = Effect.gen(function* () {
+    if (currentPath() !== 'dispatching') return
+    const lost = yield* store('settle lost attempts', () => settlePendingAttempts(db, runId, 'unknown'))
+    if (lost > 0) yield* commit({ event: { type: 'DISPATCH_LOST' } })
+  })
+
+  return { drive, recover, commit, currentPath, context, lastSeq: () => seq }
+}
+
+export type RunDriver = ReturnType<typeof makeRunDriver>
+
+const lastAssistantToolCalls = (messages: ReadonlyArray<ChatMessage>): ReadonlyArray<ToolCall> => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (message.role === 'assistant') return message.toolCalls
+  }
+  return []
+}
+
+/** The path or command a tool call is about, for progress lines (never file contents). */
+const toolTarget = (call: ToolCall): string => {
+  try {
+    const args = JSON.parse(call.arguments) as Record<string, unknown>
+    const target = args['path'] ?? args['command']
+    return typeof target === 'string' ? target : ''
+  } catch {
+    return ''
+  }
+}
+
+export type { RunError }

@@ -1,0 +1,20 @@
+import { openStore, type Store, StoreError } from '@agentvisor/store'
+import { Context, Effect, Layer } from 'effect'
+
+/** The run store as an Effect service: opened (and migrated) when the layer is built, closed with it. */
+export class StoreService extends Context.Tag('agentvisor/Store')<StoreService, Store>() {}
+
+/** A layer owning the SQLite store at `file`. */
+export const StoreLive = (file: string): Layer.Layer<StoreService, StoreError> =>
+  Layer.scoped(
+    StoreService,
+    Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => openStore(file),
+        catch: (cause) => new StoreError({ message: `cannot open the store at ${file}: ${describe(cause)}`, cause })
+      }),
+      (store) => Effect.promise(() => store.close())
+    )
+  )
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))

@@ -1,0 +1,251 @@
+import { randomUUID } from 'node:crypto'
+import {
+  type ContractError,
+  DEFAULT_RETRY_POLICY,
+  makeProvider,
+  openWorkspace,
+  type Provider,
+  type ProviderConfig,
+  type RetryPolicy,
+  type RunError,
+  type TaskContract,
+  type WorkspaceError
+} from '@agentvisor/core'
+import { getRun, insertRun, lastTransition, listSteps, type RunStatus, StoreError } from '@agentvisor/store'
+import { Context, Deferred, Duration, Effect, Fiber, Layer, Scope } from 'effect'
+import { type Actor, createActor, type InspectionEvent } from 'xstate'
+import { RunNotFoundError, RunNotResumableError } from '../errors.js'
+import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
+import { isFinalPath, statusOfState } from '../machine/run-state.js'
+import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
+import { makeRunDriver, type RunDriver } from './run-driver.js'
+import { notify, type RunObserver } from './run-observer.js'
+import { StoreService } from './store-service.js'
+
+/** How a run ended (or paused): the `--json` shape of `run` and `resume` (CONTRACT.md §4). */
+export interface RunResult {
+  readonly runId: string
+  readonly status: RunStatus
+  readonly steps: number
+  readonly error?: RunError | undefined
+}
+
+/** A run being driven by its fiber. */
+export interface RunHandle {
+  readonly runId: string
+  /** Waits for the run to finish or pause. */
+  readonly result: Effect.Effect<RunResult>
+  /** Cancels the run: its fiber is interrupted, tool processes killed, and it ends `cancelled`. */
+  readonly cancel: Effect.Effect<void>
+}
+
+export interface SupervisorOptions {
+  /** Where API keys are read from at dispatch time (default `process.env`). */
+  readonly env?: NodeJS.ProcessEnv
+  readonly retryPolicy?: RetryPolicy
+  /** Deadline of one provider call when its config sets none (default 120 s). */
+  readonly attemptTimeoutMs?: number
+  /** Observers of every run this supervisor drives. */
+  readonly observers?: ReadonlyArray<RunObserver>
+  /** XState inspection events of every run actor (the Stately inspector, tests). */
+  readonly inspect?: (event: InspectionEvent) => void
+  /** Builds a provider from its config; the default reads the task file's kinds. */
+  readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv) => Provider
+}
+
+export interface StartOptions {
+  readonly parentId?: string | undefined
+  readonly observers?: ReadonlyArray<RunObserver>
+}
+
+/** Starts and resumes runs, one supervised fiber each, all interrupted when the layer closes. */
+export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
+  Supervisor,
+  {
+    readonly start: (contract: TaskContract, options?: StartOptions) => Effect.Effect<RunHandle, StoreError | WorkspaceError>
+    readonly resume: (
+      runId: string,
+      options?: StartOptions
+    ) => Effect.Effect<RunHandle, StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError>
+  }
+>() {}
+
+const DEFAULT_ATTEMPT_TIMEOUT_MS = 120_000
+
+const machineInput = (contract: TaskContract): RunMachineInput => ({
+  maxSteps: contract.limits.maxSteps,
+  maxRetries: contract.limits.maxRetries,
+  dispatchCeiling: contract.limits.dispatchCeiling,
+  providerCount: contract.providers.length,
+  timeoutMs: contract.limits.timeoutMs
+})
+
+const resultOf = (runId: string, driver: RunDriver): RunResult => {
+  const ctx = driver.context()
+  return {
+    runId,
+    status: statusOfState(driver.currentPath()),
+    steps: ctx.completedSteps,
+    ...(ctx.error !== null ? { error: ctx.error } : {})
+  }
+}
+
+/** The supervisor layer; it needs the store. */
+export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Supervisor, never, StoreService> =>
+  Layer.scoped(
+    Supervisor,
+    Effect.gen(function* () {
+      const { db } = yield* StoreService
+      const scope = yield* Effect.scope
+      const env = options.env ?? process.env
+      const buildProvider = options.makeProvider ?? makeProvider
+
+      /** Runs one driver to its end under the run's deadline and cancel signal. */
+      const supervise = (
+        runId: string,
+        driver: RunDriver,
+        actor: Actor<typeof runMachine>,
+        deadline: number,
+        cancelled: Deferred.Deferred<void>,
+        observers: ReadonlyArray<RunObserver>
+      ): Effect.Effect<RunResult> =>
+        Effect.gen(function* () {
+          yield* driver.recover
+          const stop = yield* Effect.raceFirst(
+            Effect.as(driver.drive, 'settled' as const),
+            Effect.raceFirst(
+              Effect.as(Deferred.await(cancelled), 'cancel' as const),
+              Effect.as(Effect.sleep(Duration.millis(Math.max(0, deadline - Date.now()))), 'timeout' as const)
+            )
+          )
+          // By now the drive fiber is interrupted and its finalizers (tool process groups,
+          // in-flight provider calls) have run: the final transition is the last thing written.
+          if (stop === 'cancel') yield* driver.commit({ event: { type: 'CANCEL' } })
+          if (stop === 'timeout') yield* driver.commit({ event: { type: 'TIMEOUT' } })
+        }).pipe(
+          Effect.catchAllCause((cause) =>
+            driver
+              .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: internalMessage(cause) } } })
+              .pipe(Effect.ignore)
+          ),
+          Effect.map(() => resultOf(runId, driver)),
+          Effect.tap((result) => Effect.sync(() => notify(observers, 'onFinished', result))),
+          Effect.ensuring(Effect.sync(() => actor.stop()))
+        )
+
+      const launch = (
+        runId: string,
+        contract: TaskContract,
+        actor: Actor<typeof runMachine>,
+        steps: ReadonlyArray<StepRecord> | undefined,
+        seq: number,
+        createdAt: string,
+        startOptions: StartOptions
+      ): Effect.Effect<RunHandle, WorkspaceError> =>
+        Effect.gen(function* () {
+          const workspace = yield* openWorkspace(contract.workspace)
+          const observers = [...(options.observers ?? []), ...(startOptions.observers ?? [])]
+          const driver = makeRunDriver({
+            db,
+            runId,
+            contract,
+            providers: contract.providers.map((config) => buildProvider(config, env)),
+            workspace,
+            actor,
+            messages: steps === undefined ? openingMessages(contract) : rebuildConversation(contract, steps),
+            seq,
+            observers,
+            retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
+            deadline: Date.parse(createdAt) + contract.limits.timeoutMs,
+            attemptTimeoutMs: options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS
+          })
+          const cancelled = yield* Deferred.make<void>()
+          const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
+          const fiber = yield* Effect.forkIn(supervise(runId, driver, actor, deadline, cancelled, observers), scope)
+          return {
+            runId,
+            result: Fiber.join(fiber),
+            cancel: Effect.asVoid(Deferred.succeed(cancelled, undefined))
+          }
+        })
+
+      const start = (contract: TaskContract, startOptions: StartOptions = {}) =>
+        Effect.gen(function* () {
+          const runId = randomUUID()
+          const createdAt = new Date().toISOString()
+          yield* Effect.tryPromise({
+            try: () =>
+              insertRun(db, {
+                id: runId,
+                parent_id: startOptions.parentId ?? null,
+                status: 'running',
+                goal: contract.goal,
+                contract_json: JSON.stringify(contract),
+                state: 'dispatching',
+                error_json: null,
+                created_at: createdAt,
+                updated_at: createdAt,
+                ended_at: null
+              }),
+            catch: (cause) => new StoreError({ message: 'store: cannot create the run', cause })
+          })
+          const actor = createActor(runMachine, { input: machineInput(contract), ...inspectOption(options) })
+          actor.start()
+          return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions)
+        })
+
+      const resume = (runId: string, startOptions: StartOptions = {}) =>
+        Effect.gen(function* () {
+          const loaded = yield* Effect.tryPromise({
+            try: async () => {
+              const run = await getRun(db, runId)
+              if (run === undefined) return undefined
+              const [last, steps] = await Promise.all([lastTransition(db, runId), listSteps(db, runId)])
+              return { run, last, steps }
+            },
+            catch: (cause) => new StoreError({ message: `store: cannot load run ${runId}`, cause })
+          })
+          if (loaded === undefined) return yield* new RunNotFoundError({ runId })
+          const { run, last, steps } = loaded
+          const contract = yield* Effect.try({
+            try: () => JSON.parse(run.contract_json) as TaskContract,
+            catch: () => new RunNotResumableError({ runId, reason: 'its stored contract is not readable' })
+          })
+          const snapshot = yield* Effect.try({
+            try: () => (last === undefined ? undefined : (JSON.parse(last.snapshot_json) as unknown)),
+            catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot is not readable' })
+          })
+          const actor = yield* Effect.try({
+            try: () =>
+              createActor(runMachine, {
+                input: machineInput(contract),
+                ...(snapshot === undefined ? {} : { snapshot: snapshot as never }),
+                ...inspectOption(options)
+              }).start(),
+            catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot does not fit the run machine' })
+          })
+          const records = steps.map(
+            (row): StepRecord => ({
+              text: row.text,
+              toolCalls: JSON.parse(row.tool_calls_json),
+              results: row.results_json === null ? undefined : JSON.parse(row.results_json),
+              feedback: row.feedback ?? undefined
+            })
+          )
+          const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions)
+          return handle
+        })
+
+      return { start, resume }
+    })
+  )
+
+const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
+
+const internalMessage = (cause: unknown): string => {
+  const text = String(cause)
+  const first = text.split('\n')[0] ?? text
+  return first.length > 300 ? `${first.slice(0, 297)}...` : first
+}
+
+export { isFinalPath }

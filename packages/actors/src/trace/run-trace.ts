@@ -1,0 +1,108 @@
+import type { RunError } from '@agentvisor/core'
+import {
+  type Executor,
+  getRun,
+  listAttempts,
+  listChildren,
+  listSteps,
+  listTransitions,
+  type RunRecord,
+  toRunRecord
+} from '@agentvisor/store'
+import type { ToolResultRecord } from '../supervisor/conversation.js'
+
+/** One model-call attempt of a receipt (CONTRACT.md §4). Optional fields appear when known. */
+export interface AttemptTrace {
+  readonly provider: string
+  readonly reason: string
+  readonly outcome: string
+  readonly errorKind?: string
+  readonly httpStatus?: number
+  readonly message?: string
+  readonly latencyMs?: number
+  /** Null when unknown (not streamed), never 0 as a stand-in. */
+  readonly ttftMs: number | null
+  readonly tokensIn?: number
+  readonly tokensOut?: number
+  readonly partialText?: string
+}
+
+/** The full trace of a run, exactly the `show --json` object. */
+export interface RunTrace {
+  readonly run: RunRecord & { readonly error?: RunError }
+  readonly transitions: ReadonlyArray<{ seq: number; from: string; event: string; to: string; at: string }>
+  readonly steps: ReadonlyArray<{
+    step: number
+    provider: string
+    promptSummary: string
+    text: string
+    toolCalls: ReadonlyArray<{ name: string; arguments: unknown }>
+    results: ReadonlyArray<string>
+    tokens: number
+  }>
+  readonly receipts: ReadonlyArray<{ step: number; attempts: ReadonlyArray<AttemptTrace>; winner: number | null }>
+  readonly policyEvents: ReadonlyArray<unknown>
+  readonly approvals: ReadonlyArray<unknown>
+  readonly children: ReadonlyArray<{ id: string; status: string }>
+}
+
+/** Tool-call arguments as JSON when they parse, else the raw text the model sent. */
+const parseArguments = (raw: string): unknown => {
+  try {
+    return JSON.parse(raw)
+  } catch {
+    return raw
+  }
+}
+
+/** Reads a run's whole trace from the store; undefined when there is no such run. */
+export const loadRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
+  const run = await getRun(db, runId)
+  if (run === undefined) return undefined
+  const [transitions, steps, attempts, children] = await Promise.all([
+    listTransitions(db, runId),
+    listSteps(db, runId),
+    listAttempts(db, runId),
+    listChildren(db, runId)
+  ])
+  const receipts = new Map<number, AttemptTrace[]>()
+  const winners = new Map<number, number>()
+  for (const a of attempts) {
+    const list = receipts.get(a.step) ?? []
+    if (a.outcome === 'ok') winners.set(a.step, list.length)
+    list.push({
+      provider: a.provider,
+      reason: a.reason,
+      outcome: a.outcome,
+      ...(a.error_kind !== null ? { errorKind: a.error_kind } : {}),
+      ...(a.http_status !== null ? { httpStatus: a.http_status } : {}),
+      ...(a.error_message !== null ? { message: a.error_message } : {}),
+      ...(a.latency_ms !== null ? { latencyMs: a.latency_ms } : {}),
+      ttftMs: a.ttft_ms,
+      ...(a.tokens_in !== null ? { tokensIn: a.tokens_in } : {}),
+      ...(a.tokens_out !== null ? { tokensOut: a.tokens_out } : {}),
+      ...(a.partial_text !== null ? { partialText: a.partial_text } : {})
+    })
+    receipts.set(a.step, list)
+  }
+  return {
+    run: { ...toRunRecord(run), ...(run.error_json !== null ? { error: JSON.parse(run.error_json) as RunError } : {}) },
+    transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
+    steps: steps.map((s) => ({
+      step: s.step,
+      provider: s.provider,
+      promptSummary: s.prompt_summary,
+      text: s.text,
+      toolCalls: (JSON.parse(s.tool_calls_json) as Array<{ name: string; arguments: string }>).map((c) => ({
+        name: c.name,
+        arguments: parseArguments(c.arguments)
+      })),
+      results: s.results_json === null ? [] : (JSON.parse(s.results_json) as ToolResultRecord[]).map((r) => r.output),
+      tokens: s.tokens_in + s.tokens_out
+    })),
+    receipts: [...receipts.entries()].map(([step, list]) => ({ step, attempts: list, winner: winners.get(step) ?? null })),
+    policyEvents: [],
+    approvals: [],
+    children: children.map((c) => ({ id: c.id, status: c.status }))
+  }
+}

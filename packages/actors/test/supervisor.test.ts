@@ -1,0 +1,149 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import * as path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { Agentvisor, loadRunTrace } from '@agentvisor/actors'
+import { openStore } from '@agentvisor/store'
+
+const dirs: string[] = []
+const tempDir = () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'av-supervisor-'))
+  dirs.push(dir)
+  return dir
+}
+let av: Agentvisor | undefined
+afterEach(async () => {
+  await av?.close()
+  av = undefined
+})
+
+const open = async (dir: string) => {
+  av = await Agentvisor.open({ db: path.join(dir, 'av.db'), retryPolicy: { baseDelayMs: 1, maxDelayMs: 5, jitter: 0 } })
+  return av
+}
+
+const trace = async (dir: string, runId: string) => {
+  const store = await openStore(path.join(dir, 'av.db'))
+  try {
+    return (await loadRunTrace(store.db, runId))!
+  } finally {
+    await store.close()
+  }
+}
+
+const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
+
+describe('the supervisor', () => {
+  it('falls over to the secondary on a 503 and records both attempts in one receipt', async () => {
+    const dir = tempDir()
+    const result = await (await open(dir)).run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      providers: [
+        { name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }] },
+        { name: 'secondary', kind: 'scripted', steps: [write('out.txt', 'DONE')] }
+      ],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
+    })
+    expect(result).toMatchObject({ status: 'succeeded', steps: 1 })
+    const t = await trace(dir, result.runId)
+    expect(t.receipts).toEqual([
+      {
+        step: 1,
+        winner: 1,
+        attempts: [
+          expect.objectContaining({ provider: 'primary', reason: 'initial', outcome: 'failed', errorKind: 'transient', httpStatus: 503 }),
+          expect.objectContaining({ provider: 'secondary', reason: 'fallover', outcome: 'ok' })
+        ]
+      }
+    ])
+    expect(t.transitions.map((x) => x.to)).toEqual(['fallingOver', 'dispatching', 'acting', 'verifying', 'finished.succeeded'])
+  })
+
+  it('never falls over on a 401 and reports the primary kind, status and provider', async () => {
+    const dir = tempDir()
+    const result = await (await open(dir)).run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      providers: [
+        { name: 'primary', kind: 'scripted', steps: [{ error: { status: 401 } }] },
+        { name: 'secondary', kind: 'scripted', steps: [write('out.txt', 'DONE')] }
+      ]
+    })
+    expect(result).toMatchObject({ status: 'failed', steps: 0, error: { kind: 'auth', httpStatus: 401, provider: 'primary' } })
+    expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
+    const t = await trace(dir, result.runId)
+    expect(t.receipts[0]!.attempts).toHaveLength(1)
+  })
+
+  it('retries the step from the primary after the chain is exhausted, up to maxRetries', async () => {
+    const dir = tempDir()
+    const result = await (await open(dir)).run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      providers: [{ name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }, { error: { status: 429 } }, { disconnect: true }] }],
+      limits: { maxRetries: 2 }
+    })
+    expect(result).toMatchObject({ status: 'failed', error: { kind: 'transient' } })
+    const t = await trace(dir, result.runId)
+    expect(t.receipts[0]!.attempts.map((a) => [a.reason, a.outcome])).toEqual([
+      ['initial', 'failed'],
+      ['retry', 'failed'],
+      ['retry', 'unknown']
+    ])
+  })
+
+  it('stops before the dispatch that would pass the ceiling', async () => {
+    const dir = tempDir()
+    const result = await (await open(dir)).run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      providers: [{ name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }, { error: { status: 503 } }, { error: { status: 503 } }] }],
+      limits: { maxRetries: 5, dispatchCeiling: 2 }
+    })
+    expect(result).toMatchObject({ status: 'failed', error: { kind: 'ceiling', message: 'dispatch ceiling of 2 exhausted' } })
+    expect((await trace(dir, result.runId)).receipts[0]!.attempts).toHaveLength(2)
+  })
+
+  it('succeeds without a verify contract when the model answers without tool calls', async () => {
+    const dir = tempDir()
+    const result = await (await open(dir)).run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      providers: [{ name: 'primary', kind: 'scripted', steps: [write('a.txt', 'x'), { text: 'finished' }] }]
+    })
+    expect(result).toMatchObject({ status: 'succeeded', steps: 2 })
+    expect(readFileSync(path.join(dir, 'ws', 'a.txt'), 'utf8')).toBe('x')
+  })
+
+  it('cancels a run mid-dispatch: the attempt settles cancelled and the run ends cancelled', async () => {
+    const dir = tempDir()
+    const agentvisor = await open(dir)
+    const run = await agentvisor.start({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }]
+    })
+    await new Promise((r) => setTimeout(r, 200))
+    await run.cancel()
+    const result = await run.result
+    expect(result).toMatchObject({ status: 'cancelled', error: { kind: 'cancelled' } })
+    const t = await trace(dir, run.runId)
+    expect(t.receipts[0]!.attempts).toEqual([expect.objectContaining({ outcome: 'cancelled' })])
+    expect(t.transitions.at(-1)).toMatchObject({ from: 'dispatching', event: 'CANCEL', to: 'finished.cancelled' })
+  })
+
+  it('ends timed_out when the run passes its wall-clock timeout', async () => {
+    const dir = tempDir()
+    const result = await (await open(dir)).run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [{ name: 'exec', arguments: { command: 'sleep 30' } }] }] }],
+      limits: { timeoutMs: 500 }
+    })
+    expect(result).toMatchObject({ status: 'timed_out', error: { kind: 'timeout' } })
+    const t = await trace(dir, result.runId)
+    expect(t.transitions.at(-1)).toMatchObject({ from: 'acting', event: 'TIMEOUT', to: 'finished.timedOut' })
+  })
+})

@@ -1,0 +1,26 @@
+import { Agentvisor } from '@agentvisor/actors'
+import { resolveDbPath } from '@agentvisor/store'
+import { say } from '../output.js'
+import { progressObserver } from '../progress.js'
+import { parseCommandArgs } from '../usage-error.js'
+import { awaitWithSignals, exitCodeOf, reportResult } from './run.js'
+
+/** `agentvisor resume RUN [--json] [--db PATH]` */
+export const resumeCommand = async (argv: string[]): Promise<number> => {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { json: { type: 'boolean' }, db: { type: 'string' } },
+    { min: 1, max: 1, names: 'RUN (the id of the run to resume)' }
+  )
+  const startedAt = Date.now()
+  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)] })
+  try {
+    const run = await av.resume(positionals[0]!)
+    say(`agentvisor: resuming run ${run.runId}`)
+    const result = await awaitWithSignals(run)
+    reportResult(result, values.json === true, startedAt)
+    return exitCodeOf(result.status)
+  } finally {
+    await av.close()
+  }
+}

@@ -1,0 +1,84 @@
+import { Agentvisor, type RunResult, type StartedRun } from '@agentvisor/actors'
+import { ApprovalMode, loadTaskFile, type TaskContract } from '@agentvisor/core'
+import { resolveDbPath } from '@agentvisor/store'
+import { Effect, Either, Schema } from 'effect'
+import { elapsed, printJson, say } from '../output.js'
+import { progressObserver } from '../progress.js'
+import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
+
+const isApprovalMode = Schema.is(ApprovalMode)
+
+/** The exit code a run's status means (CONTRACT.md §4). */
+export const exitCodeOf = (status: RunResult['status']): ExitCode => {
+  if (status === 'succeeded') return ExitCode.succeeded
+  if (status === 'awaiting_approval') return ExitCode.paused
+  return ExitCode.failed
+}
+
+/** Prints how a run ended: a line on stderr, and the `--json` object on stdout. */
+export const reportResult = (result: RunResult, json: boolean, startedAt: number): void => {
+  const error = result.error === undefined ? '' : `: ${result.error.kind}: ${result.error.message}`
+  say(`agentvisor: run ${result.runId} ${result.status} after ${result.steps} step${result.steps === 1 ? '' : 's'} (${elapsed(startedAt)})${error}`)
+  if (json) printJson(result)
+}
+
+/**
+ * Waits for a started run, turning SIGINT/SIGTERM into a clean cancel (the run ends
+ * `cancelled`, its tool processes killed); a second signal leaves at once.
+ */
+export const awaitWithSignals = async (run: StartedRun): Promise<RunResult> => {
+  let signalled = false
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) process.exit(130)
+    signalled = true
+    say(`agentvisor: ${signal} received, cancelling run ${run.runId}`)
+    void run.cancel()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  try {
+    return await run.result
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+}
+
+const loadContract = async (file: string): Promise<TaskContract> => {
+  const loaded = await Effect.runPromise(Effect.either(loadTaskFile(file)))
+  if (Either.isLeft(loaded)) throw new UsageError(`${file}: ${loaded.left.message}`)
+  return loaded.right
+}
+
+/** `agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto]` */
+export const runCommand = async (argv: string[]): Promise<number> => {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    {
+      json: { type: 'boolean' },
+      db: { type: 'string' },
+      approval: { type: 'string' },
+      nats: { type: 'string' },
+      inspect: { type: 'boolean' }
+    },
+    { min: 1, max: 1, names: 'TASK (the task file to run)' }
+  )
+  if (values.approval !== undefined && !isApprovalMode(values.approval)) {
+    throw new UsageError(`--approval must be prompt, defer or auto (got "${values.approval}")`)
+  }
+  if (values.nats !== undefined) throw new UsageError('--nats is not supported by this build yet (child runs over NATS arrive with the NATS bus)')
+  if (values.inspect === true) throw new UsageError('--inspect is not supported by this build yet')
+  const loaded = await loadContract(positionals[0]!)
+  const contract: TaskContract = values.approval === undefined ? loaded : { ...loaded, approval: values.approval }
+  const startedAt = Date.now()
+  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)] })
+  try {
+    const run = await av.start(contract)
+    say(`agentvisor: run ${run.runId} started: ${contract.goal}`)
+    const result = await awaitWithSignals(run)
+    reportResult(result, values.json === true, startedAt)
+    return exitCodeOf(result.status)
+  } finally {
+    await av.close()
+  }
+}

@@ -1,0 +1,52 @@
+import { loadRunTrace, type RunTrace } from '@agentvisor/actors'
+import { openCliStore } from '../open-store.js'
+import { printJson } from '../output.js'
+import { parseCommandArgs, UsageError } from '../usage-error.js'
+
+/** `agentvisor show RUN [--json] [--db PATH]` */
+export const showCommand = async (argv: string[]): Promise<number> => {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { json: { type: 'boolean' }, db: { type: 'string' } },
+    { min: 1, max: 1, names: 'RUN (the id of the run to show)' }
+  )
+  const runId = positionals[0]!
+  const store = await openCliStore(values.db)
+  try {
+    const trace = await loadRunTrace(store.db, runId)
+    if (trace === undefined) throw new UsageError(`no run with id ${runId}`)
+    if (values.json === true) printJson(trace)
+    else process.stdout.write(formatTrace(trace))
+    return 0
+  } finally {
+    await store.close()
+  }
+}
+
+/** The trace as a person reads it: the run, its transitions, and each step with its attempts. */
+export const formatTrace = (trace: RunTrace): string => {
+  const lines: string[] = []
+  const { run } = trace
+  lines.push(`run ${run.id}  ${run.status}`)
+  lines.push(`  goal: ${run.goal}`)
+  if (run.parentId !== null) lines.push(`  parent: ${run.parentId}`)
+  lines.push(`  created ${run.createdAt}, updated ${run.updatedAt}`)
+  if (run.error !== undefined) lines.push(`  error: ${run.error.kind}: ${run.error.message}`)
+  lines.push('', 'transitions:')
+  for (const t of trace.transitions) lines.push(`  ${String(t.seq).padStart(3)}  ${t.at}  ${t.from} --${t.event}--> ${t.to}`)
+  for (const step of trace.steps) {
+    lines.push('', `step ${step.step} (${step.provider}, ${step.tokens} tokens)`)
+    const receipt = trace.receipts.find((r) => r.step === step.step)
+    for (const [i, a] of (receipt?.attempts ?? []).entries()) {
+      const failure = a.errorKind === undefined ? '' : ` ${a.errorKind}${a.httpStatus === undefined ? '' : ` ${a.httpStatus}`}`
+      lines.push(`  attempt ${i + 1}: ${a.provider} ${a.reason} -> ${a.outcome}${failure}${a.latencyMs === undefined ? '' : ` in ${a.latencyMs}ms`}`)
+    }
+    if (step.text !== '') lines.push(`  says: ${step.text.replace(/\s+/g, ' ').slice(0, 200)}`)
+    for (const [i, call] of step.toolCalls.entries()) {
+      lines.push(`  ${call.name} ${JSON.stringify(call.arguments).slice(0, 160)}`)
+      const result = step.results[i]
+      if (result !== undefined) lines.push(`    -> ${result.replace(/\s+/g, ' ').slice(0, 160)}`)
+    }
+  }
+  return `${lines.join('\n')}\n`
+}

@@ -1,0 +1,69 @@
+import { readFile } from 'node:fs/promises'
+import { ContractError, parseTaskText, ScriptedStep } from '@agentvisor/core'
+import { Either, ParseResult, Schema } from 'effect'
+
+/** The model name whose steps answer every model the file does not list. */
+export const ANY_MODEL = '*'
+
+/**
+ * A scenarios file: per model name, the steps it plays in order (the `ScriptedStep`s of the
+ * `scripted` provider), `"*"` for any model not listed.
+ *
+ * @example
+ * { "models": { "gpt-4o-mini": [{ "error": { "status": 503, "retryAfterMs": 0 } }, { "text": "hi" }], "*": [{ "text": "done" }] } }
+ */
+export const MockScenarios = Schema.Struct({
+  models: Schema.Record({ key: Schema.String, value: Schema.Array(ScriptedStep) })
+})
+export type MockScenarios = typeof MockScenarios.Type
+
+const decode = Schema.decodeUnknownEither(MockScenarios, { errors: 'first', onExcessProperty: 'error' })
+
+/** Validates parsed scenarios; the error names the bad field (`models.gpt.0.delayMs: ...`) in one line. */
+export const decodeScenarios = (input: unknown, source?: string): Either.Either<MockScenarios, ContractError> =>
+  Either.mapLeft(decode(input), (error) => {
+    const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+    const field = issue === undefined ? '' : issue.path.map(String).join('.')
+    const detail = issue === undefined ? error.message : issue._tag === 'Unexpected' ? 'is not a known field' : issue.message.split('\n')[0]!
+    const prefix = source === undefined ? '' : `${source}: `
+    return new ContractError({ message: `${prefix}${field === '' ? detail : `${field}: ${detail}`}`, field, source })
+  })
+
+/** Reads a scenarios file (JSON for `.json`, YAML otherwise) and validates it; rejects with a one-line `ContractError`. */
+export const loadScenarios = async (file: string): Promise<MockScenarios> => {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new ContractError({ message: `${file}: cannot read scenarios file (${(error as NodeJS.ErrnoException).code ?? String(error)})`, source: file })
+  }
+  const parsed = Either.flatMap(parseTaskText(text, file), (raw) => decodeScenarios(raw, file))
+  if (Either.isLeft(parsed)) {
+    const error = parsed.left
+    throw error.message.startsWith(file) ? error : new ContractError({ message: `${file}: ${error.message}`, field: error.field, source: file })
+  }
+  return parsed.right
+}
+
+/** The step a request plays, and its 1-based number in that model's script; `step` undefined once used up. */
+export interface PlayedStep {
+  readonly step: ScriptedStep | undefined
+  readonly number: number
+}
+
+/**
+ * Hands out steps: every requested model name has its own counter, playing its own list or, when
+ * the file does not name it, the `"*"` list. Past the end (or with neither list) the step is
+ * undefined, which the server answers with plain "done".
+ */
+export const makeScenarioPlayer = (scenarios: MockScenarios): { next(model: string): PlayedStep } => {
+  const counters = new Map<string, number>()
+  return {
+    next: (model) => {
+      const number = (counters.get(model) ?? 0) + 1
+      counters.set(model, number)
+      const steps = Object.hasOwn(scenarios.models, model) ? scenarios.models[model] : scenarios.models[ANY_MODEL]
+      return { step: steps?.[number - 1], number }
+    }
+  }
+}

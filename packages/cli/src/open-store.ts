@@ -1,0 +1,4 @@
+import { openStore, resolveDbPath, type Store } from '@agentvisor/store'
+
+/** Opens the store named by `--db`, `$AGENTVISOR_DB` or the default under the cwd. */
+export const openCliStore = (flag: string | undefined): Promise<Store> => openStore(resolveDbPath(flag))

@@ -1,0 +1,277 @@
+import Anthropic from '@anthropic-ai/sdk'
+import type {
+  ContentBlockParam,
+  Message,
+  MessageCreateParamsBase,
+  MessageParam,
+  RawMessageStreamEvent,
+  Tool,
+  ToolResultBlockParam
+} from '@anthropic-ai/sdk/resources/messages'
+import { Effect } from 'effect'
+import { ProviderError } from '../errors.js'
+import {
+  providerErrorFromConnection,
+  providerErrorFromStatus,
+  providerErrorFromStreamCut,
+  redactSecret
+} from './http-error.js'
+import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
+
+/** How to reach an Anthropic Messages API endpoint. */
+export interface AnthropicProviderOptions {
+  readonly name: string
+  readonly model: string
+  /**
+   * Defaults to the SDK's (Anthropic's API, or `ANTHROPIC_BASE_URL`). A trailing `/v1` is dropped,
+   * so the same `http://host:port/v1` written for OpenAI-compatible servers works here too.
+   */
+  readonly baseUrl?: string | undefined
+  /** Without a key a placeholder is sent, so the SDK never falls back to keys or profiles of its own. */
+  readonly apiKey?: string | undefined
+  /** Ask for server-sent events and reassemble them; measures time to first token. */
+  readonly stream?: boolean | undefined
+  /** `max_tokens` is mandatory on this API. */
+  readonly maxTokens?: number | undefined
+}
+
+// The longest timer Node accepts: deadlines are the caller's (its timeout interrupts the Effect,
+// which aborts the request), so the SDK must never race them with a timer of its own.
+const NO_SDK_TIMEOUT_MS = 2_147_483_647
+
+/** The `max_tokens` sent when none is configured: room for a tool call with a file's content. */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
+
+/**
+ * A provider for the Anthropic Messages API through the official SDK, retries off. System messages
+ * become the `system` parameter, tool calls `tool_use` blocks and tool results `tool_result` blocks.
+ * Interrupting `chat` aborts the request.
+ */
+export const makeAnthropicProvider = (options: AnthropicProviderOptions): Provider => {
+  const client = new Anthropic({
+    apiKey: options.apiKey ?? 'unused',
+    baseURL: options.baseUrl === undefined ? undefined : withoutVersion(options.baseUrl),
+    maxRetries: 0,
+    timeout: NO_SDK_TIMEOUT_MS
+  })
+  const send = options.stream === true ? sendStreaming : sendPlain
+  return {
+    name: options.name,
+    kind: 'anthropic',
+    chat: (request) =>
+      Effect.tryPromise({
+        try: (signal) => send(client, options, request, signal),
+        catch: (error) => toProviderError(options.name, error, options.apiKey)
+      })
+  }
+}
+
+// The SDK appends `/v1/messages` itself.
+const withoutVersion = (baseUrl: string): string => baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')
+
+type Send = (client: Anthropic, options: AnthropicProviderOptions, request: ChatRequest, signal: AbortSignal) => Promise<ChatReply>
+
+const sendPlain: Send = async (client, options, request, signal) => {
+  const message = await client.messages.create({ ...toWire(options, request), stream: false }, { signal })
+  return fromMessage(message)
+}
+
+const sendStreaming: Send = async (client, options, request, signal) => {
+  const started = performance.now()
+  // An error status arrives here, before any event: it is mapped like a plain request's.
+  const stream = await client.messages.create({ ...toWire(options, request), stream: true }, { signal })
+  const assembly = new StreamAssembly()
+  let timeToFirstTokenMs: number | undefined
+  try {
+    for await (const event of stream) {
+      timeToFirstTokenMs ??= Math.round(performance.now() - started)
+      assembly.add(event)
+    }
+  } catch (error) {
+    throw providerErrorFromStreamCut(options.name, error, assembly.text(), options.apiKey)
+  }
+  if (!assembly.complete) throw providerErrorFromStreamCut(options.name, undefined, assembly.text())
+  return { ...assembly.reply(), timeToFirstTokenMs }
+}
+
+type Block = { kind: 'text'; text: string } | { kind: 'tool'; id: string; name: string; json: string }
+
+/** Reassembles streamed events: text deltas and `input_json_delta` pieces, per content block index. */
+class StreamAssembly {
+  complete = false
+  private readonly blocks = new Map<number, Block>()
+  private inputTokens = 0
+  private outputTokens = 0
+
+  add(event: RawMessageStreamEvent): void {
+    switch (event.type) {
+      case 'message_start':
+        this.inputTokens = event.message.usage.input_tokens
+        this.outputTokens = event.message.usage.output_tokens
+        return
+      case 'content_block_start': {
+        const block = event.content_block
+        if (block.type === 'text') this.blocks.set(event.index, { kind: 'text', text: block.text })
+        // The start carries `input: {}`; the real input follows as JSON pieces.
+        if (block.type === 'tool_use') this.blocks.set(event.index, { kind: 'tool', id: block.id, name: block.name, json: '' })
+        return
+      }
+      case 'content_block_delta': {
+        const block = this.blocks.get(event.index)
+        if (event.delta.type === 'text_delta' && block?.kind === 'text') block.text += event.delta.text
+        if (event.delta.type === 'input_json_delta' && block?.kind === 'tool') block.json += event.delta.partial_json
+        return
+      }
+      case 'message_delta':
+        // Usage on message_delta is cumulative.
+        this.outputTokens = event.usage.output_tokens
+        if (event.usage.input_tokens != null) this.inputTokens = event.usage.input_tokens
+        return
+      case 'message_stop':
+        this.complete = true
+        return
+      case 'content_block_stop':
+        return
+    }
+  }
+
+  private ordered(): Block[] {
+    return [...this.blocks.entries()].sort(([a], [b]) => a - b).map(([, block]) => block)
+  }
+
+  text(): string {
+    return this.ordered()
+      .map((block) => (block.kind === 'text' ? block.text : ''))
+      .join('')
+  }
+
+  reply(): ChatReply {
+    const toolCalls: ToolCall[] = []
+    for (const block of this.ordered()) {
+      if (block.kind === 'tool') toolCalls.push({ id: block.id, name: block.name, arguments: normaliseJson(block.json) })
+    }
+    return { text: this.text(), toolCalls, usage: { inputTokens: this.inputTokens, outputTokens: this.outputTokens } }
+  }
+}
+
+/** Streamed input re-serialised like a plain reply's `JSON.stringify(input)`, so both modes agree. */
+const normaliseJson = (json: string): string => {
+  if (json.trim() === '') return '{}'
+  try {
+    return JSON.stringify(JSON.parse(json))
+  } catch {
+    // Malformed arguments are the model's mistake, fed back to it verbatim by the machine.
+    return json
+  }
+}
+
+const toWire = (options: AnthropicProviderOptions, request: ChatRequest): MessageCreateParamsBase => {
+  const system = request.messages
+    .flatMap((message) => (message.role === 'system' ? [message.content] : []))
+    .join('\n\n')
+  return {
+    model: options.model,
+    max_tokens: options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+    messages: toWireMessages(request.messages),
+    ...(system === '' ? {} : { system }),
+    ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {})
+  }
+}
+
+/** Anthropic wants tool results as `tool_result` blocks of a user turn, all of one step in one turn. */
+const toWireMessages = (messages: ReadonlyArray<ChatMessage>): MessageParam[] => {
+  const wire: MessageParam[] = []
+  let results: ToolResultBlockParam[] | undefined
+  for (const message of messages) {
+    if (message.role === 'tool') {
+      const block: ToolResultBlockParam = { type: 'tool_result', tool_use_id: message.toolCallId, content: message.content }
+      if (results === undefined) {
+        results = [block]
+        wire.push({ role: 'user', content: results })
+      } else {
+        results.push(block)
+      }
+      continue
+    }
+    results = undefined
+    switch (message.role) {
+      case 'system':
+        break
+      case 'user':
+        wire.push({ role: 'user', content: message.content })
+        break
+      case 'assistant': {
+        if (message.toolCalls.length === 0) {
+          wire.push({ role: 'assistant', content: message.content })
+          break
+        }
+        // The API rejects empty text blocks, so text is only sent when there is some.
+        const content: ContentBlockParam[] = message.content === '' ? [] : [{ type: 'text', text: message.content }]
+        for (const call of message.toolCalls) {
+          content.push({ type: 'tool_use', id: call.id, name: call.name, input: parseInput(call.arguments) })
+        }
+        wire.push({ role: 'assistant', content })
+        break
+      }
+    }
+  }
+  return wire
+}
+
+/** `tool_use.input` must be an object; a model's malformed arguments are replayed as `{}`. */
+const parseInput = (json: string): Record<string, unknown> => {
+  try {
+    const value: unknown = JSON.parse(json)
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}
+
+const toWireTool = (tool: ToolSpec): Tool => ({
+  name: tool.name,
+  description: tool.description,
+  input_schema: { type: 'object', ...tool.parameters }
+})
+
+const fromMessage = (message: Message): ChatReply => {
+  let text = ''
+  const toolCalls: ToolCall[] = []
+  for (const block of message.content) {
+    if (block.type === 'text') text += block.text
+    if (block.type === 'tool_use') toolCalls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) })
+  }
+  return { text, toolCalls, usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens } }
+}
+
+/** Maps whatever the SDK threw to our typed error (CONTRACT.md §3), never echoing the key. */
+const toProviderError = (provider: string, error: unknown, secret: string | undefined): ProviderError => {
+  if (error instanceof ProviderError) return error
+  if (error instanceof Anthropic.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secret })
+  if (error instanceof Anthropic.APIUserAbortError) {
+    return new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'request aborted', cause: error })
+  }
+  if (error instanceof Anthropic.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secret })
+  if (error instanceof Anthropic.APIError && error.status !== undefined) {
+    return providerErrorFromStatus(
+      provider,
+      {
+        status: error.status,
+        headers: error.headers,
+        // The SDK's own message is the whole JSON body; the API's sentence reads better in a trace.
+        message: error.apiMessage === null ? error.message : `${error.status} ${error.apiMessage}`,
+        code: error.errorCode ?? error.type,
+        cause: error
+      },
+      secret
+    )
+  }
+  const detail = error instanceof Error ? error.message : String(error)
+  return new ProviderError({
+    kind: 'transient',
+    provider,
+    possiblyDelivered: true,
+    message: `unexpected failure: ${redactSecret(detail, secret).split('\n')[0]}`,
+    cause: error
+  })
+}

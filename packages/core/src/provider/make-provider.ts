@@ -1,0 +1,57 @@
+import { Effect } from 'effect'
+import type { ProviderConfig } from '../contract/task-contract.js'
+import { ProviderError } from '../errors.js'
+import { makeAnthropicProvider } from './anthropic.js'
+import { makeOpenAIProvider } from './openai.js'
+import type { Provider } from './provider.js'
+import { makeScriptedProvider } from './scripted.js'
+
+/**
+ * Builds the adapter a task file's provider entry names. The API key is read from
+ * `env[apiKeyEnv]` at each dispatch, never at construction: a key set (or rotated) after the run
+ * started is used, and a missing one fails that dispatch as `auth`, naming the variable only.
+ *
+ * @example
+ * const provider = makeProvider({ name: 'primary', kind: 'openai', model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY' }, process.env)
+ */
+export const makeProvider = (config: ProviderConfig, env: NodeJS.ProcessEnv): Provider => {
+  switch (config.kind) {
+    case 'scripted':
+      return makeScriptedProvider({ name: config.name, steps: config.steps ?? [] })
+    case 'openai':
+      return withLazyKey(config, config.kind, env, (model, apiKey) =>
+        makeOpenAIProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream })
+      )
+    case 'anthropic':
+      return withLazyKey(config, config.kind, env, (model, apiKey) =>
+        makeAnthropicProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream })
+      )
+  }
+}
+
+const withLazyKey = (
+  config: ProviderConfig,
+  kind: 'openai' | 'anthropic',
+  env: NodeJS.ProcessEnv,
+  build: (model: string, apiKey: string | undefined) => Provider
+): Provider => {
+  // One SDK client per distinct key: rebuilding it per dispatch would drop its connection pool.
+  let built: { readonly apiKey: string | undefined; readonly provider: Provider } | undefined
+  const fail = (kind: 'auth' | 'request', message: string) => Effect.fail(new ProviderError({ kind, provider: config.name, message }))
+  return {
+    name: config.name,
+    kind,
+    chat: (request) =>
+      Effect.suspend(() => {
+        // The contract's schema requires a model for these kinds; this guards hand-built configs.
+        if (config.model === undefined) return fail('request', `provider "${config.name}" has no model`)
+        let apiKey: string | undefined
+        if (config.apiKeyEnv !== undefined) {
+          apiKey = env[config.apiKeyEnv]
+          if (apiKey === undefined || apiKey === '') return fail('auth', `environment variable ${config.apiKeyEnv} is not set`)
+        }
+        if (built === undefined || built.apiKey !== apiKey) built = { apiKey, provider: build(config.model, apiKey) }
+        return built.provider.chat(request)
+      })
+  }
+}

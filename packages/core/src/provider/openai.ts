@@ -1,0 +1,203 @@
+import { Effect } from 'effect'
+import OpenAI from 'openai'
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool
+} from 'openai/resources/chat/completions'
+import { ProviderError } from '../errors.js'
+import {
+  providerErrorFromConnection,
+  providerErrorFromStatus,
+  providerErrorFromStreamCut,
+  redactSecret
+} from './http-error.js'
+import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
+
+/** How to reach one OpenAI-compatible chat-completions endpoint. */
+export interface OpenAIProviderOptions {
+  readonly name: string
+  readonly model: string
+  /** Defaults to the SDK's (OpenAI's API, or `OPENAI_BASE_URL`). */
+  readonly baseUrl?: string | undefined
+  /** Without a key a placeholder is sent: local servers ignore it, and the SDK then never reads `OPENAI_API_KEY` itself. */
+  readonly apiKey?: string | undefined
+  /** Ask for server-sent events and reassemble them; measures time to first token. */
+  readonly stream?: boolean | undefined
+}
+
+// The longest timer Node accepts: deadlines are the caller's (its timeout interrupts the Effect,
+// which aborts the request), so the SDK must never race them with a timer of its own.
+const NO_SDK_TIMEOUT_MS = 2_147_483_647
+
+/**
+ * A provider for any OpenAI-compatible chat-completions server, through the official SDK with its
+ * retries off (retries and fall-over are the run machine's). Interrupting `chat` aborts the request.
+ *
+ * @example
+ * const provider = makeOpenAIProvider({ name: 'primary', model: 'gpt-4o-mini', baseUrl: 'http://127.0.0.1:8080/v1' })
+ * const reply = await Effect.runPromise(provider.chat({ messages: [{ role: 'user', content: 'hi' }], tools: [] }))
+ */
+export const makeOpenAIProvider = (options: OpenAIProviderOptions): Provider => {
+  const client = new OpenAI({
+    apiKey: options.apiKey ?? 'unused',
+    baseURL: options.baseUrl,
+    maxRetries: 0,
+    timeout: NO_SDK_TIMEOUT_MS
+  })
+  const { name, apiKey } = options
+  const send = options.stream === true ? sendStreaming : sendPlain
+  return {
+    name,
+    kind: 'openai',
+    chat: (request) =>
+      Effect.tryPromise({
+        try: (signal) => send(client, options, request, signal),
+        catch: (error) => toProviderError(name, error, apiKey)
+      })
+  }
+}
+
+type Send = (client: OpenAI, options: OpenAIProviderOptions, request: ChatRequest, signal: AbortSignal) => Promise<ChatReply>
+
+const sendPlain: Send = async (client, options, request, signal) => {
+  const body: ChatCompletionCreateParamsNonStreaming = { model: options.model, ...toWire(request) }
+  const completion = await client.chat.completions.create(body, { signal })
+  return fromCompletion(options.name, completion)
+}
+
+const sendStreaming: Send = async (client, options, request, signal) => {
+  const started = performance.now()
+  const body: ChatCompletionCreateParamsStreaming = {
+    model: options.model,
+    ...toWire(request),
+    stream: true,
+    stream_options: { include_usage: true }
+  }
+  // An error status arrives here, before any event: it is mapped like a plain request's.
+  const stream = await client.chat.completions.create(body, { signal })
+  const assembly = new StreamAssembly()
+  let timeToFirstTokenMs: number | undefined
+  try {
+    for await (const chunk of stream) {
+      timeToFirstTokenMs ??= Math.round(performance.now() - started)
+      assembly.add(chunk)
+    }
+  } catch (error) {
+    throw providerErrorFromStreamCut(options.name, error, assembly.text, options.apiKey)
+  }
+  // The SDK ends the iteration quietly on [DONE] *and* on an abort; without a finish reason the
+  // answer is incomplete whichever it was.
+  if (assembly.finishReason === undefined) {
+    throw providerErrorFromStreamCut(options.name, undefined, assembly.text)
+  }
+  return { ...assembly.reply(), timeToFirstTokenMs }
+}
+
+/** Reassembles streamed deltas: text concatenated, tool calls keyed by their `index`. */
+class StreamAssembly {
+  text = ''
+  finishReason: string | undefined
+  private usage: ChatReply['usage']
+  private readonly calls = new Map<number, { id: string; name: string; arguments: string }>()
+
+  add(chunk: ChatCompletionChunk): void {
+    if (chunk.usage != null) {
+      this.usage = { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens }
+    }
+    const choice = chunk.choices[0]
+    if (choice === undefined) return
+    if (typeof choice.delta.content === 'string') this.text += choice.delta.content
+    for (const delta of choice.delta.tool_calls ?? []) {
+      // id and name come with a call's first delta; later deltas carry only argument pieces.
+      const call = this.calls.get(delta.index) ?? { id: '', name: '', arguments: '' }
+      if (delta.id) call.id = delta.id
+      if (delta.function?.name) call.name += delta.function.name
+      if (delta.function?.arguments) call.arguments += delta.function.arguments
+      this.calls.set(delta.index, call)
+    }
+    if (choice.finish_reason != null) this.finishReason = choice.finish_reason
+  }
+
+  reply(): ChatReply {
+    const toolCalls: ToolCall[] = [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => ({ id: call.id === '' ? `call_${index}` : call.id, name: call.name, arguments: call.arguments }))
+    return { text: this.text, toolCalls, usage: this.usage }
+  }
+}
+
+const toWire = (request: ChatRequest): { messages: ChatCompletionMessageParam[]; tools?: ChatCompletionTool[] } => ({
+  messages: request.messages.map(toWireMessage),
+  // OpenAI rejects an empty `tools` array, so none is sent when no tool is offered.
+  ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {})
+})
+
+const toWireMessage = (message: ChatMessage): ChatCompletionMessageParam => {
+  switch (message.role) {
+    case 'system':
+    case 'user':
+      return { role: message.role, content: message.content }
+    case 'assistant':
+      if (message.toolCalls.length === 0) return { role: 'assistant', content: message.content }
+      return {
+        role: 'assistant',
+        // Several servers reject an empty string next to tool calls; null is the documented form.
+        content: message.content === '' ? null : message.content,
+        tool_calls: message.toolCalls.map((call) => ({
+          id: call.id,
+          type: 'function',
+          function: { name: call.name, arguments: call.arguments }
+        }))
+      }
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content }
+  }
+}
+
+const toWireTool = (tool: ToolSpec): ChatCompletionTool => ({
+  type: 'function',
+  function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } }
+})
+
+const fromCompletion = (provider: string, completion: ChatCompletion): ChatReply => {
+  const choice = completion.choices[0]
+  if (choice === undefined) {
+    throw new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'the server answered with no choices' })
+  }
+  const toolCalls: ToolCall[] = []
+  for (const call of choice.message.tool_calls ?? []) {
+    // Only function tools are offered, so a `custom` call cannot be meant for us.
+    if (call.type === 'function') toolCalls.push({ id: call.id, name: call.function.name, arguments: call.function.arguments })
+  }
+  return {
+    text: choice.message.content ?? '',
+    toolCalls,
+    usage: completion.usage === undefined ? undefined : { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens }
+  }
+}
+
+/** Maps whatever the SDK threw to our typed error (CONTRACT.md §3), never echoing the key. */
+const toProviderError = (provider: string, error: unknown, secret: string | undefined): ProviderError => {
+  if (error instanceof ProviderError) return error
+  if (error instanceof OpenAI.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secret })
+  if (error instanceof OpenAI.APIUserAbortError) {
+    // Only seen when the caller aborted; the interrupted Effect discards it, but keep it honest.
+    return new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'request aborted', cause: error })
+  }
+  if (error instanceof OpenAI.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secret })
+  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+    return providerErrorFromStatus(provider, { status: error.status, headers: error.headers, message: error.message, code: error.code, cause: error }, secret)
+  }
+  const detail = error instanceof Error ? error.message : String(error)
+  return new ProviderError({
+    kind: 'transient',
+    provider,
+    possiblyDelivered: true,
+    message: `unexpected failure: ${redactSecret(detail, secret).split('\n')[0]}`,
+    cause: error
+  })
+}

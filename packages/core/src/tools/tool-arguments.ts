@@ -1,0 +1,90 @@
+import { Either } from 'effect'
+
+/**
+ * Decoding of the raw JSON arguments a model sends with a tool call. Failures are a short reason
+ * naming the field, written for the model to read and correct, never an exception.
+ */
+
+export interface ReadFileArgs {
+  readonly path: string
+}
+export interface WriteFileArgs {
+  readonly path: string
+  readonly content: string
+}
+export interface ListDirArgs {
+  readonly path: string
+}
+export interface ExecArgs {
+  readonly command: string
+  readonly timeoutMs?: number | undefined
+}
+
+type Fields = Readonly<Record<string, unknown>>
+
+const describeType = (value: unknown): string =>
+  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
+
+const parseObject = (raw: string): Either.Either<Fields, string> => {
+  // Some models send an empty string for a call without arguments; that is `{}`.
+  if (raw.trim() === '') return Either.right({})
+  let value: unknown
+  try {
+    value = JSON.parse(raw)
+  } catch (error) {
+    return Either.left(`not valid JSON (${error instanceof Error ? error.message : String(error)})`)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return Either.left(`expected a JSON object, got ${describeType(value)}`)
+  }
+  return Either.right(value as Fields)
+}
+
+const requiredString = (fields: Fields, name: string): Either.Either<string, string> => {
+  const value = fields[name]
+  if (value === undefined) return Either.left(`missing required field "${name}"`)
+  if (typeof value !== 'string') return Either.left(`field "${name}" must be a string, got ${describeType(value)}`)
+  return Either.right(value)
+}
+
+const optionalString = (fields: Fields, name: string, fallback: string): Either.Either<string, string> =>
+  fields[name] === undefined || fields[name] === null ? Either.right(fallback) : requiredString(fields, name)
+
+const optionalPositiveInt = (fields: Fields, name: string): Either.Either<number | undefined, string> => {
+  const value = fields[name]
+  if (value === undefined || value === null) return Either.right(undefined)
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+    return Either.left(`field "${name}" must be a positive integer, got ${JSON.stringify(value)}`)
+  }
+  return Either.right(value)
+}
+
+/** `{path}`. */
+export const decodeReadFileArgs = (raw: string): Either.Either<ReadFileArgs, string> =>
+  Either.gen(function* () {
+    const fields = yield* parseObject(raw)
+    return { path: yield* requiredString(fields, 'path') }
+  })
+
+/** `{path, content}`. */
+export const decodeWriteFileArgs = (raw: string): Either.Either<WriteFileArgs, string> =>
+  Either.gen(function* () {
+    const fields = yield* parseObject(raw)
+    return { path: yield* requiredString(fields, 'path'), content: yield* requiredString(fields, 'content') }
+  })
+
+/** `{path?}`, the workspace root when omitted. */
+export const decodeListDirArgs = (raw: string): Either.Either<ListDirArgs, string> =>
+  Either.gen(function* () {
+    const fields = yield* parseObject(raw)
+    return { path: yield* optionalString(fields, 'path', '.') }
+  })
+
+/** `{command, timeoutMs?}`; an empty command is refused rather than run as a no-op. */
+export const decodeExecArgs = (raw: string): Either.Either<ExecArgs, string> =>
+  Either.gen(function* () {
+    const fields = yield* parseObject(raw)
+    const command = yield* requiredString(fields, 'command')
+    if (command.trim() === '') return yield* Either.left('field "command" must not be empty')
+    return { command, timeoutMs: yield* optionalPositiveInt(fields, 'timeoutMs') }
+  })

@@ -1,0 +1,75 @@
+import type { ToolSpec } from '../provider/provider.js'
+
+/** Defaults and caps of the `exec` tool, shared by its spec and its implementation. */
+export const EXEC_DEFAULT_TIMEOUT_MS = 120_000
+export const EXEC_MAX_TIMEOUT_MS = 600_000
+/** How much of a file `read_file` returns before cutting it off. */
+export const READ_FILE_MAX_BYTES = 100 * 1024
+
+const pathProperty = (what: string) => ({
+  type: 'string',
+  description: `${what}, relative to the workspace root (for example "src/index.ts"). Absolute paths and ".." leaving the workspace are refused.`
+})
+
+/** The names of the workspace tools, in the order they are offered. */
+export const WORKSPACE_TOOL_NAMES = ['read_file', 'write_file', 'list_dir', 'exec'] as const
+export type WorkspaceToolName = (typeof WORKSPACE_TOOL_NAMES)[number]
+
+/**
+ * The tools offered to the model for working in its workspace (CONTRACT.md §2). `spawn_child`
+ * is not here: it starts a run, which is the run machine's business, not the workspace's.
+ */
+export const WORKSPACE_TOOLS: ReadonlyArray<ToolSpec> = [
+  {
+    name: 'read_file',
+    description: `Read a UTF-8 text file from the workspace. Files larger than ${READ_FILE_MAX_BYTES / 1024} KiB are cut off with a note.`,
+    parameters: {
+      type: 'object',
+      properties: { path: pathProperty('The file to read') },
+      required: ['path'],
+      additionalProperties: false
+    }
+  },
+  {
+    name: 'write_file',
+    description:
+      'Create or replace a file in the workspace with the given UTF-8 content. Missing parent folders are created. The file is replaced whole, never appended to.',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: pathProperty('The file to write'),
+        content: { type: 'string', description: 'The complete new content of the file.' }
+      },
+      required: ['path', 'content'],
+      additionalProperties: false
+    }
+  },
+  {
+    name: 'list_dir',
+    description: 'List the entries of a folder in the workspace, sorted by name; folders end with "/".',
+    parameters: {
+      type: 'object',
+      properties: { path: { ...pathProperty('The folder to list'), default: '.' } },
+      required: [],
+      additionalProperties: false
+    }
+  },
+  {
+    name: 'exec',
+    description: `Run a shell command (/bin/sh -c) in the workspace root, with no input. Returns the exit code, stdout and stderr. The command and everything it starts are killed after timeoutMs (default ${EXEC_DEFAULT_TIMEOUT_MS} ms, at most ${EXEC_MAX_TIMEOUT_MS} ms); background processes do not outlive the call.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', description: 'The command line, for example "npm test".' },
+        timeoutMs: {
+          type: 'integer',
+          minimum: 1,
+          maximum: EXEC_MAX_TIMEOUT_MS,
+          description: `Milliseconds before the command is killed (default ${EXEC_DEFAULT_TIMEOUT_MS}).`
+        }
+      },
+      required: ['command'],
+      additionalProperties: false
+    }
+  }
+]

@@ -1,0 +1,133 @@
+import { promises as fs } from 'node:fs'
+import * as path from 'node:path'
+import { Data, Effect } from 'effect'
+import { WorkspaceEscapeError } from '../errors.js'
+
+/**
+ * The folder a run's tools are confined to. `root` is a real path (symlinks resolved), so every
+ * containment check compares real paths with real paths.
+ */
+export interface Workspace {
+  readonly root: string
+}
+
+/**
+ * The workspace folder could not be created or resolved.
+ *
+ * It lives here rather than in `errors.ts` only because this module was written alongside that
+ * file; it belongs with the package's other errors and can move there without changing callers.
+ */
+export class WorkspaceError extends Data.TaggedError('WorkspaceError')<{
+  readonly path: string
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** Whether a tool means to read an existing path or to create/replace one. */
+export type WorkspacePurpose = 'read' | 'write'
+
+/** Creates the workspace folder if absent (like `mkdir -p`) and pins its real path. */
+export const openWorkspace = (dir: string): Effect.Effect<Workspace, WorkspaceError> =>
+  Effect.tryPromise({
+    try: async () => {
+      await fs.mkdir(dir, { recursive: true })
+      return { root: await fs.realpath(dir) }
+    },
+    catch: (cause) =>
+      new WorkspaceError({
+        path: dir,
+        message: `Cannot open workspace ${dir}: ${cause instanceof Error ? cause.message : String(cause)}`,
+        cause
+      })
+  })
+
+/**
+ * Whether `candidate` is `root` or lies below it. Compared with `path.relative` rather than a
+ * string prefix so that a sibling such as `/ws-evil` never passes for `/ws`.
+ */
+const isInside = (root: string, candidate: string): boolean => {
+  const rel = path.relative(root, candidate)
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel))
+}
+
+/** Linux's own limit on symlinks followed while resolving one path. */
+const MAX_SYMLINK_HOPS = 40
+
+class SymlinkLoop extends Error {}
+
+const errorCode = (error: unknown): string | undefined =>
+  typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
+    ? error.code
+    : undefined
+
+/**
+ * `realpath` for a path that may not exist yet: every existing component is resolved, including
+ * a dangling symlink, whose text is followed as the OS would follow it when the file is created.
+ * Without that, `write_file` through a link to a missing outside file would create that file.
+ */
+const realpathLoose = async (target: string, hops: { count: number }): Promise<string> => {
+  try {
+    return await fs.realpath(target)
+  } catch (error) {
+    const code = errorCode(error)
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error
+  }
+  const parent = path.dirname(target)
+  if (parent === target) return target
+  const realParent = await realpathLoose(parent, hops)
+  const entry = path.join(realParent, path.basename(target))
+  const stat = await fs.lstat(entry).catch(() => undefined)
+  if (stat?.isSymbolicLink() === true) {
+    hops.count += 1
+    if (hops.count > MAX_SYMLINK_HOPS) throw new SymlinkLoop()
+    return realpathLoose(path.resolve(realParent, await fs.readlink(entry)), hops)
+  }
+  return entry
+}
+
+/**
+ * Resolves a model-supplied, workspace-relative path to the absolute real path a tool may use.
+ *
+ * Refused: absolute paths, a `..` that climbs above the root at any point (even if later segments
+ * come back), NUL bytes, and any symlink on the way (the last component included, and for a path
+ * that does not exist yet its nearest existing ancestor or a dangling link) whose target lies
+ * outside. Symlinks that stay inside are followed. `''` and `'.'` are the root itself. When the
+ * path cannot be inspected at all (a symlink loop, a permission error) it is refused too: the
+ * check fails closed.
+ *
+ * Reads and writes follow the same rule; `purpose` records the caller's intent and keeps the
+ * call sites explicit. Callers must use the returned path, never the requested one, so that the
+ * checked path is the one acted on.
+ *
+ * @example
+ * resolveInside(ws, 'src/index.ts', 'read') // Effect succeeding with `${ws.root}/src/index.ts`
+ * resolveInside(ws, '../etc/passwd', 'read') // fails: "Path escapes the workspace boundary: ../etc/passwd"
+ */
+export const resolveInside = (
+  ws: Workspace,
+  requested: string,
+  purpose: WorkspacePurpose
+): Effect.Effect<string, WorkspaceEscapeError> => {
+  const refuse = () =>
+    new WorkspaceEscapeError({ path: requested, message: `Path escapes the workspace boundary: ${requested}` })
+  if (requested.includes('\0') || path.isAbsolute(requested)) return Effect.fail(refuse())
+  // Checked segment by segment: `a/../../ws/x` leaves the root on the way even though its
+  // normalised form may land back inside, and a path that ever points outside is refused.
+  let depth = 0
+  for (const segment of requested.split(path.sep === '\\' ? /[\\/]/ : '/')) {
+    if (segment === '..') depth -= 1
+    else if (segment !== '' && segment !== '.') depth += 1
+    if (depth < 0) return Effect.fail(refuse())
+  }
+  const lexical = path.resolve(ws.root, requested)
+  return Effect.tryPromise({
+    try: () => realpathLoose(lexical, { count: 0 }),
+    catch: refuse
+  }).pipe(Effect.filterOrFail((real) => isInside(ws.root, real), refuse))
+}
+
+/** A workspace-relative spelling of an absolute path, for messages shown to the model (`.` for the root). */
+export const relativeInside = (ws: Workspace, absolute: string): string => {
+  const rel = path.relative(ws.root, absolute)
+  return rel === '' ? '.' : rel.split(path.sep).join('/')
+}

@@ -1,0 +1,120 @@
+import { promises as fs } from 'node:fs'
+import { Effect } from 'effect'
+import type { VerifySpec } from '../contract/task-contract.js'
+import { commandEnv } from '../tools/command-env.js'
+import { runCommand } from '../tools/exec.js'
+import { describeFsError, fsErrorCode } from '../tools/tool-outcome.js'
+import { resolveInside, type Workspace } from '../tools/workspace.js'
+
+/** Whether the contract's check passed, and a short sentence saying why, fed back to the model. */
+export interface VerifyResult {
+  readonly passed: boolean
+  readonly detail: string
+}
+
+const VERIFY_COMMAND_TIMEOUT_MS = 120_000
+/** How much of a failing command's output the detail quotes: enough to see the error, not the whole log. */
+const OUTPUT_TAIL_CHARS = 1_000
+const QUOTE_MAX_CHARS = 80
+
+const pass = (detail: string): VerifyResult => ({ passed: true, detail })
+const fail = (detail: string): VerifyResult => ({ passed: false, detail })
+
+/** JSON quoting shows newlines and quotes unambiguously; long texts are shortened for the sentence. */
+const quote = (text: string): string => {
+  const quoted = JSON.stringify(text)
+  return quoted.length > QUOTE_MAX_CHARS ? `${quoted.slice(0, QUOTE_MAX_CHARS - 4)}..."` : quoted
+}
+
+/** The file's text, or the sentence explaining why it could not be read (escape included). */
+const readConfined = (ws: Workspace, file: string): Effect.Effect<{ text: string } | { failure: VerifyResult }> =>
+  resolveInside(ws, file, 'read').pipe(
+    Effect.flatMap((real) =>
+      Effect.promise(() =>
+        fs.readFile(real, 'utf8').then(
+          (text) => ({ text }),
+          (error: unknown) => {
+            const code = fsErrorCode(error)
+            if (code === 'ENOENT' || code === 'ENOTDIR') return { failure: fail(`${file} does not exist`) }
+            if (code === 'EISDIR') return { failure: fail(`${file} is a folder, not a file`) }
+            return { failure: fail(`${file} cannot be read: ${describeFsError(error)}`) }
+          }
+        )
+      )
+    ),
+    Effect.catchTag('WorkspaceEscapeError', (error) => Effect.succeed({ failure: fail(error.message) }))
+  )
+
+/** Where two texts first differ, phrased for the model; the most common near-miss named outright. */
+const describeDifference = (actual: string, expected: string): string => {
+  if (actual === `${expected}\n`) return 'it has an extra trailing newline'
+  if (`${actual}\n` === expected) return 'it lacks the trailing newline'
+  let index = 0
+  while (index < actual.length && index < expected.length && actual[index] === expected[index]) index += 1
+  if (index === actual.length) return `it is shorter: it ends after ${actual.length} characters`
+  if (index === expected.length) return `it is longer: it has more than the expected ${expected.length} characters`
+  return `they first differ at character ${index + 1}`
+}
+
+const tail = (text: string): string => {
+  const trimmed = text.trim()
+  return trimmed.length > OUTPUT_TAIL_CHARS ? `...${trimmed.slice(-OUTPUT_TAIL_CHARS)}` : trimmed
+}
+
+const verifyCommand = (ws: Workspace, run: string, expected: number): Effect.Effect<VerifyResult> =>
+  runCommand({ command: run, cwd: ws.root, timeoutMs: VERIFY_COMMAND_TIMEOUT_MS, env: commandEnv() }).pipe(
+    Effect.map((result) => {
+      const shown = `\`${run}\``
+      if (result.timedOut) return fail(`${shown} timed out after ${VERIFY_COMMAND_TIMEOUT_MS / 1000} s`)
+      if (result.exitCode === expected) return pass(`${shown} exited with ${expected}`)
+      const ending = result.exitCode === null ? `was killed by ${result.signal ?? 'an unknown cause'}` : `exited with ${result.exitCode}`
+      const output = tail(`${result.stdout}\n${result.stderr}`)
+      return fail(`${shown} ${ending} (expected ${expected})${output === '' ? '' : `; output:\n${output}`}`)
+    })
+  )
+
+/**
+ * Checks a contract's `verify` spec against the workspace (CONTRACT.md §1). Never fails:
+ * every problem, a path escaping the workspace included, is a failed result whose `detail`
+ * tells the model what is wrong, e.g. `out.txt does not contain "DONE"`.
+ *
+ * - `fileContains`: the file exists and contains the text.
+ * - `fileEquals`: the file's content is exactly the text (no newline leniency).
+ * - `command`: the command, run in the workspace root (120 s timeout), exits with `exitCode` (0).
+ * - `allOf`: every check passes, in order; the detail is the first failure's.
+ */
+export const verify = (ws: Workspace, spec: VerifySpec): Effect.Effect<VerifyResult> => {
+  if ('fileContains' in spec) {
+    const { path, text } = spec.fileContains
+    return readConfined(ws, path).pipe(
+      Effect.map((read) =>
+        'failure' in read
+          ? read.failure
+          : read.text.includes(text)
+            ? pass(`${path} contains ${quote(text)}`)
+            : fail(`${path} does not contain ${quote(text)}`)
+      )
+    )
+  }
+  if ('fileEquals' in spec) {
+    const { path, text } = spec.fileEquals
+    return readConfined(ws, path).pipe(
+      Effect.map((read) =>
+        'failure' in read
+          ? read.failure
+          : read.text === text
+            ? pass(`${path} has exactly the expected content`)
+            : fail(`${path} does not have the expected content: ${describeDifference(read.text, text)}`)
+      )
+    )
+  }
+  if ('command' in spec) return verifyCommand(ws, spec.command.run, spec.command.exitCode ?? 0)
+  const checks = spec.allOf
+  return Effect.gen(function* () {
+    for (const check of checks) {
+      const result = yield* verify(ws, check)
+      if (!result.passed) return result
+    }
+    return pass(checks.length === 1 ? 'the check passed' : `all ${checks.length} checks passed`)
+  })
+}

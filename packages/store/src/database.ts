@@ -1,0 +1,12 @@
+import type { AttemptsTable } from './tables/attempts.table.js'
+import type { RunsTable } from './tables/runs.table.js'
+import type { StepsTable } from './tables/steps.table.js'
+import type { TransitionsTable } from './tables/transitions.table.js'
+
+/** Every table of the store, as Kysely sees them. The migrations are the schema's source of truth. */
+export interface Database {
+  runs: RunsTable
+  transitions: TransitionsTable
+  steps: StepsTable
+  attempts: AttemptsTable
+}

@@ -1,0 +1,16 @@
+import type { Migration, MigrationProvider } from 'kysely'
+import * as initial from './2026-11-29T120000-initial.js'
+
+/**
+ * Every migration, by name. Listed in code rather than scanned from a folder so the store
+ * migrates the same way from `src` (tests), `dist` (the CLI) or a bundle. Names sort in the
+ * order they must run; append new ones, never edit or rename an old one.
+ */
+export const migrations: Readonly<Record<string, Migration>> = {
+  '2026-11-29T120000-initial': initial
+}
+
+/** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => ({ ...migrations })
+}

@@ -1,0 +1,69 @@
+import type { Executor } from '../executor.js'
+import {
+  AttemptOutcome,
+  type AttemptRow,
+  type AttemptSettlement,
+  type NewAttempt,
+  type SettledAttemptOutcome
+} from '../tables/attempts.table.js'
+
+/** Writes the receipt of a model call before it is dispatched, as `pending`. */
+export async function insertAttempt(db: Executor, row: NewAttempt): Promise<void> {
+  await db
+    .insertInto('attempts')
+    .values({ ...row, outcome: AttemptOutcome.pending, settled_at: null })
+    .execute()
+}
+
+/**
+ * Settles a pending receipt with the call's outcome. Returns false, changing nothing, when the
+ * receipt does not exist or is already settled: a settled receipt is history and is never
+ * rewritten (a late settle after resume marked it `unknown` must not overwrite that).
+ */
+export async function settleAttempt(
+  db: Executor,
+  runId: string,
+  step: number,
+  attempt: number,
+  patch: AttemptSettlement
+): Promise<boolean> {
+  const result = await db
+    .updateTable('attempts')
+    .set(patch)
+    .where('run_id', '=', runId)
+    .where('step', '=', step)
+    .where('attempt', '=', attempt)
+    .where('outcome', '=', AttemptOutcome.pending)
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}
+
+/** A run's receipts by step, then attempt. */
+export async function listAttempts(db: Executor, runId: string): Promise<AttemptRow[]> {
+  return db
+    .selectFrom('attempts')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .orderBy('step')
+    .orderBy('attempt')
+    .execute()
+}
+
+/**
+ * Settles every still-pending receipt of a run (on resume: the calls in flight when the process
+ * died may or may not have reached the provider, so they become `unknown`). Returns how many.
+ */
+export async function settlePendingAttempts(
+  db: Executor,
+  runId: string,
+  outcome: SettledAttemptOutcome,
+  settledAt: string = new Date().toISOString()
+): Promise<number> {
+  const result = await db
+    .updateTable('attempts')
+    .set({ outcome, settled_at: settledAt })
+    .where('run_id', '=', runId)
+    .where('outcome', '=', AttemptOutcome.pending)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}

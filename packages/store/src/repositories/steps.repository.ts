@@ -1,0 +1,34 @@
+import type { Executor } from '../executor.js'
+import type { NewStep, StepRow } from '../tables/steps.table.js'
+
+/** Inserts a step. Rejects when the run already has this step number or does not exist. */
+export async function insertStep(db: Executor, row: NewStep): Promise<void> {
+  await db.insertInto('steps').values(row).execute()
+}
+
+/** Records the tool results of a step; returns false when there is no such step. */
+export async function setStepResults(db: Executor, runId: string, step: number, resultsJson: string): Promise<boolean> {
+  const result = await db
+    .updateTable('steps')
+    .set({ results_json: resultsJson })
+    .where('run_id', '=', runId)
+    .where('step', '=', step)
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}
+
+/** Records the verification feedback given to the model after a step; returns false when there is no such step. */
+export async function setStepFeedback(db: Executor, runId: string, step: number, feedback: string): Promise<boolean> {
+  const result = await db
+    .updateTable('steps')
+    .set({ feedback })
+    .where('run_id', '=', runId)
+    .where('step', '=', step)
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}
+
+/** A run's steps in order. */
+export async function listSteps(db: Executor, runId: string): Promise<StepRow[]> {
+  return db.selectFrom('steps').selectAll().where('run_id', '=', runId).orderBy('step').execute()
+}

@@ -1,0 +1,40 @@
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely'
+
+/** The status of a run, as `runs --json` and `show --json` report it (CONTRACT.md §3). */
+export const RunStatus = {
+  running: 'running',
+  awaitingApproval: 'awaiting_approval',
+  succeeded: 'succeeded',
+  stepCap: 'step_cap',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  timedOut: 'timed_out'
+} as const
+export type RunStatus = (typeof RunStatus)[keyof typeof RunStatus]
+
+/** One row per run, child runs included (`parent_id`). */
+export interface RunsTable {
+  id: string
+  parent_id: string | null
+  status: RunStatus
+  goal: string
+  /** The validated task contract. It names API-key environment variables; it never holds a key. */
+  contract_json: string
+  /** The machine's state path, dotted (`finished.succeeded`). */
+  state: string
+  steps: Generated<number>
+  error_json: string | null
+  /** ISO-8601. */
+  created_at: string
+  /** ISO-8601. */
+  updated_at: string
+  /** ISO-8601; null while the run can still move. */
+  ended_at: string | null
+}
+
+/** A `runs` row as read. */
+export type RunRow = Selectable<RunsTable>
+/** A `runs` row to insert (`steps` defaults to 0). */
+export type NewRun = Insertable<RunsTable>
+/** Any subset of a run's columns, as Kysely types an update. */
+export type RunUpdate = Updateable<RunsTable>

@@ -1,0 +1,28 @@
+import type { Generated, Insertable, Selectable } from 'kysely'
+
+/** One row per model reply that the run acted on (its winning attempt). */
+export interface StepsTable {
+  run_id: string
+  /** 1-based step number; (run_id, step) is the primary key. */
+  step: number
+  /** Name of the provider whose reply this is. */
+  provider: string
+  prompt_summary: Generated<string>
+  /** The assistant's text; empty when the reply was tool calls only. */
+  text: Generated<string>
+  /** JSON array of the tool calls the model asked for. */
+  tool_calls_json: Generated<string>
+  /** JSON array of the tool results, one per call; null until the step's tools ran. */
+  results_json: string | null
+  /** What the run told the model after a step that failed verification; null when nothing was said. */
+  feedback: Generated<string | null>
+  tokens_in: Generated<number>
+  tokens_out: Generated<number>
+  /** ISO-8601. */
+  at: string
+}
+
+/** A `steps` row as read. */
+export type StepRow = Selectable<StepsTable>
+/** A `steps` row to insert (text, summary and tool calls default to empty, tokens to 0). */
+export type NewStep = Insertable<StepsTable>

@@ -1,0 +1,177 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { existsSync, writeFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import BetterSqlite3 from 'better-sqlite3'
+import { sql } from 'kysely'
+import { describe, expect, it } from 'vitest'
+import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
+import { run, tempDir } from './support/temp-store.js'
+
+const TABLES = ['attempts', 'runs', 'steps', 'transitions']
+const INITIAL = '2026-11-29T120000-initial'
+
+/** Reads a file's schema with a connection of its own, so nothing goes through the store. */
+function inspect(file: string): { tables: string[]; migrations: string[]; journalMode: unknown } {
+  const raw = new BetterSqlite3(file, { readonly: true })
+  try {
+    const tables = raw
+      .prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name")
+      .pluck()
+      .all() as string[]
+    const applied = tables.includes('kysely_migration')
+      ? (raw.prepare('select name from kysely_migration order by name').pluck().all() as string[])
+      : []
+    return { tables, migrations: applied, journalMode: raw.pragma('journal_mode', { simple: true }) }
+  } finally {
+    raw.close()
+  }
+}
+
+async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected a rejection')
+}
+
+describe('openStore', () => {
+  it('creates every table and records the migration on first open', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const store = await openStore(file)
+    await store.close()
+    const schema = inspect(file)
+    expect(schema.tables).toEqual(expect.arrayContaining(TABLES))
+    expect(schema.migrations).toEqual(Object.keys(migrations))
+    expect(schema.migrations).toEqual([INITIAL])
+  })
+
+  it('creates the missing parent folders of the database file', async () => {
+    const file = path.join(tempDir(), 'nested', 'deeper', 'agentvisor.db')
+    const store = await openStore(file)
+    await store.close()
+    expect(existsSync(file)).toBe(true)
+    expect(store.file).toBe(file)
+  })
+
+  it('keeps the data and applies no migration twice when a file is reopened', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const first = await openStore(file)
+    await insertRun(first.db, run())
+    await first.close()
+
+    const second = await openStore(file)
+    try {
+      expect(await getRun(second.db, 'run-1')).toMatchObject({ id: 'run-1', status: 'running', steps: 0 })
+    } finally {
+      await second.close()
+    }
+    expect(inspect(file).migrations).toEqual([INITIAL])
+  })
+
+  it('puts a file database in WAL mode with NORMAL sync, foreign keys and a 5 s busy timeout', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const store = await openStore(file)
+    try {
+      const pragma = async (name: string): Promise<unknown> => {
+        const { rows } = await sql<Record<string, unknown>>`${sql.raw(`pragma ${name}`)}`.execute(store.db)
+        return Object.values(rows[0] ?? {})[0]
+      }
+      expect(await pragma('journal_mode')).toBe('wal')
+      expect(await pragma('synchronous')).toBe(1) // NORMAL
+      expect(await pragma('foreign_keys')).toBe(1)
+      expect(await pragma('busy_timeout')).toBe(5000)
+    } finally {
+      await store.close()
+    }
+    // WAL is a property of the file: a fresh connection sees it too.
+    expect(inspect(file).journalMode).toBe('wal')
+  })
+
+  it('works in memory, with no file or folder created', async () => {
+    const store = await openStore(':memory:')
+    try {
+      await insertRun(store.db, run())
+      expect(await getRun(store.db, 'run-1')).toMatchObject({ id: 'run-1' })
+      expect(store.file).toBe(':memory:')
+      expect(existsSync(':memory:')).toBe(false)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('can be closed more than once', async () => {
+    const store = await openStore(path.join(tempDir(), 'agentvisor.db'))
+    await store.close()
+    await expect(store.close()).resolves.toBeUndefined()
+  })
+
+  it('rejects a file that is not a SQLite database with a StoreError naming the file', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    writeFileSync(file, 'this is not a database, just text long enough to fill a header page.'.repeat(20))
+    const error = await rejectionOf(openStore(file))
+    expect(error).toBeInstanceOf(StoreError)
+    expect((error as StoreError)._tag).toBe('StoreError')
+    expect((error as StoreError).message).toContain(file)
+    expect((error as StoreError).cause).toBeInstanceOf(Error)
+  })
+
+  it('names the failing migration and leaves the schema as it was when a migration fails', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const raw = new BetterSqlite3(file)
+    raw.exec('create table runs (legacy text)')
+    raw.close()
+
+    const error = await rejectionOf(openStore(file))
+    expect(error).toBeInstanceOf(StoreError)
+    expect((error as StoreError).message).toContain(`Migration ${INITIAL} failed`)
+    expect((error as StoreError).message).toContain(file)
+    // All or nothing: not even Kysely's bookkeeping tables survive the failed attempt.
+    expect(inspect(file).tables).toEqual(['runs'])
+  })
+
+  it('refuses a database that a newer version migrated past what this version knows', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    await (await openStore(file)).close()
+    const raw = new BetterSqlite3(file)
+    raw.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('2099-01-01T000000-future', '2099-01-01T00:00:00.000Z')
+    raw.close()
+
+    const error = await rejectionOf(openStore(file))
+    expect(error).toBeInstanceOf(StoreError)
+    expect((error as StoreError).message).toContain(file)
+    expect((error as StoreError).message).toContain('2099-01-01T000000-future')
+  })
+
+  it('migrates a fresh file once when one process opens it several times at once', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const stores = await Promise.all([openStore(file), openStore(file), openStore(file)])
+    await Promise.all(stores.map((store) => store.close()))
+    expect(inspect(file).migrations).toEqual([INITIAL])
+  })
+
+  it('migrates a fresh file once when several processes open it at the same moment', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const fixture = fileURLToPath(new URL('./fixtures/open-store-on-go.ts', import.meta.url))
+    const children = Array.from({ length: 3 }, () =>
+      spawn(process.execPath, ['--import', 'tsx', fixture, file], {
+        cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+        stdio: ['pipe', 'pipe', 'inherit']
+      })
+    )
+    const lines = children.map((child) => createInterface({ input: child.stdout })[Symbol.asyncIterator]())
+    const nextLine = async (index: number): Promise<string> => String((await lines[index]?.next())?.value)
+
+    expect(await Promise.all(children.map((_, index) => nextLine(index)))).toEqual(['ready', 'ready', 'ready'])
+    for (const child of children) child.stdin.write('go\n')
+    expect(await Promise.all(children.map((_, index) => nextLine(index)))).toEqual(['ok', 'ok', 'ok'])
+    await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
+
+    expect(inspect(file).migrations).toEqual([INITIAL])
+    expect(inspect(file).tables).toEqual(expect.arrayContaining(TABLES))
+  })
+})

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest'
+import {
+  getRun,
+  insertRun,
+  listChildren,
+  listRuns,
+  RunStatus,
+  toRunRecord,
+  updateRun,
+  type RunStatus as RunStatusType
+} from '@agentvisor/store'
+import { run, tempStore } from './support/temp-store.js'
+
+describe('runs repository', () => {
+  it('round-trips a run row, with steps defaulting to 0 and nullable columns to null', async () => {
+    const { db } = await tempStore()
+    const row = run()
+    await insertRun(db, row)
+    expect(await getRun(db, 'run-1')).toEqual({ ...row, steps: 0, error_json: null, ended_at: null })
+    expect(await getRun(db, 'missing')).toBeUndefined()
+  })
+
+  it('rejects a second run with the same id', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run())
+    await expect(insertRun(db, run({ goal: 'other' }))).rejects.toThrow(/UNIQUE|PRIMARY KEY/i)
+  })
+
+  it('rejects a status outside the public set', async () => {
+    const { db } = await tempStore()
+    await expect(insertRun(db, run({ status: 'done' as RunStatusType }))).rejects.toThrow(/CHECK constraint/i)
+  })
+
+  it('lists runs oldest first, ties broken by id, and filters by status', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run({ id: 'c', status: RunStatus.failed, created_at: '2026-11-29T12:00:02.000Z' }))
+    await insertRun(db, run({ id: 'b', status: RunStatus.running, created_at: '2026-11-29T12:00:01.000Z' }))
+    await insertRun(db, run({ id: 'a', status: RunStatus.running, created_at: '2026-11-29T12:00:01.000Z' }))
+    await insertRun(db, run({ id: 'd', status: RunStatus.succeeded, created_at: '2026-11-29T12:00:00.000Z' }))
+
+    expect((await listRuns(db)).map((r) => r.id)).toEqual(['d', 'a', 'b', 'c'])
+    expect((await listRuns(db, { status: RunStatus.running })).map((r) => r.id)).toEqual(['a', 'b'])
+    expect((await listRuns(db, { status: RunStatus.awaitingApproval })).map((r) => r.id)).toEqual([])
+    expect((await listRuns(db, { limit: 2 })).map((r) => r.id)).toEqual(['d', 'a'])
+  })
+
+  it('lists the direct children of a run and no one else', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run({ id: 'parent' }))
+    await insertRun(db, run({ id: 'child-2', parent_id: 'parent', created_at: '2026-11-29T12:00:02.000Z' }))
+    await insertRun(db, run({ id: 'child-1', parent_id: 'parent', created_at: '2026-11-29T12:00:01.000Z' }))
+    await insertRun(db, run({ id: 'grandchild', parent_id: 'child-1' }))
+
+    expect((await listChildren(db, 'parent')).map((r) => r.id)).toEqual(['child-1', 'child-2'])
+    expect((await listRuns(db, { parentId: 'child-1' })).map((r) => r.id)).toEqual(['grandchild'])
+    expect(await listChildren(db, 'grandchild')).toEqual([])
+  })
+
+  it('rejects a child whose parent run does not exist', async () => {
+    const { db } = await tempStore()
+    await expect(insertRun(db, run({ id: 'orphan', parent_id: 'nobody' }))).rejects.toThrow(/FOREIGN KEY/i)
+    expect(await getRun(db, 'orphan')).toBeUndefined()
+  })
+
+  it('updates only the patched columns and returns the new row', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run())
+    const updated = await updateRun(db, 'run-1', {
+      status: RunStatus.succeeded,
+      state: 'finished.succeeded',
+      steps: 3,
+      updated_at: '2026-11-29T12:05:00.000Z',
+      ended_at: '2026-11-29T12:05:00.000Z'
+    })
+    const expected = {
+      ...run(),
+      status: 'succeeded',
+      state: 'finished.succeeded',
+      steps: 3,
+      error_json: null,
+      updated_at: '2026-11-29T12:05:00.000Z',
+      ended_at: '2026-11-29T12:05:00.000Z'
+    }
+    expect(updated).toEqual(expected)
+    expect(await getRun(db, 'run-1')).toEqual(expected)
+  })
+
+  it('returns undefined when updating a run that does not exist', async () => {
+    const { db } = await tempStore()
+    expect(await updateRun(db, 'missing', { status: RunStatus.failed, updated_at: '2026-11-29T12:05:00.000Z' })).toBeUndefined()
+    expect(await listRuns(db)).toEqual([])
+  })
+
+  it('maps a row to the runs --json shape, with exactly the documented keys', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run({ id: 'parent' }))
+    await insertRun(db, run({ id: 'child', parent_id: 'parent', status: RunStatus.stepCap }))
+    const child = await getRun(db, 'child')
+    if (child === undefined) throw new Error('child not stored')
+
+    const record = toRunRecord(child)
+    expect(record).toEqual({
+      id: 'child',
+      status: 'step_cap',
+      goal: 'Write DONE into out.txt',
+      parentId: 'parent',
+      createdAt: '2026-11-29T12:00:00.000Z',
+      updatedAt: '2026-11-29T12:00:00.000Z'
+    })
+    expect(Object.keys(record)).toEqual(['id', 'status', 'goal', 'parentId', 'createdAt', 'updatedAt'])
+    const parent = await getRun(db, 'parent')
+    expect(parent && toRunRecord(parent).parentId).toBeNull()
+  })
+})

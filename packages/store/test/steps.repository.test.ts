@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest'
+import { insertRun, insertStep, listSteps, setStepResults } from '@agentvisor/store'
+import { run, step, tempStore } from './support/temp-store.js'
+
+describe('steps repository', () => {
+  it('round-trips a step, defaulting text and tool calls to empty, results to null and tokens to 0', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run())
+    await insertStep(db, step())
+    expect(await listSteps(db, 'run-1')).toEqual([
+      {
+        ...step(),
+        prompt_summary: '',
+        text: '',
+        tool_calls_json: '[]',
+        results_json: null,
+        tokens_in: 0,
+        tokens_out: 0
+      }
+    ])
+  })
+
+  it('records the tool results of a step once its tools ran', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run())
+    const toolCalls = JSON.stringify([{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }])
+    await insertStep(db, step({ text: 'writing', tool_calls_json: toolCalls, tokens_in: 12, tokens_out: 6 }))
+
+    expect(await setStepResults(db, 'run-1', 1, JSON.stringify(['wrote out.txt']))).toBe(true)
+    const [stored] = await listSteps(db, 'run-1')
+    expect(stored).toMatchObject({ text: 'writing', tool_calls_json: toolCalls, results_json: '["wrote out.txt"]', tokens_in: 12, tokens_out: 6 })
+    expect(await setStepResults(db, 'run-1', 9, '[]')).toBe(false)
+  })
+
+  it('lists a run\'s steps in step order', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run())
+    await insertStep(db, step({ step: 2 }))
+    await insertStep(db, step({ step: 1 }))
+    expect((await listSteps(db, 'run-1')).map((row) => row.step)).toEqual([1, 2])
+  })
+
+  it('rejects a step number the run already has, and a step of an unknown run', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run())
+    await insertStep(db, step())
+    await expect(insertStep(db, step({ provider: 'secondary' }))).rejects.toThrow(/UNIQUE|PRIMARY KEY/i)
+    await expect(insertStep(db, step({ run_id: 'ghost' }))).rejects.toThrow(/FOREIGN KEY/i)
+    expect(await listSteps(db, 'run-1')).toMatchObject([{ provider: 'primary' }])
+  })
+})

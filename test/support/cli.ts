@@ -1,0 +1,50 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import * as path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** The built `agentvisor` bin (the test script builds before vitest runs). */
+export const BIN = fileURLToPath(new URL('../../packages/cli/bin/agentvisor.js', import.meta.url))
+
+export interface CliResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the real CLI in a child process. */
+export const runCli = (
+  args: ReadonlyArray<string>,
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; onSpawn?: (pid: number) => void } = {}
+): Promise<CliResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: options.cwd ?? process.cwd(),
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.once('error', reject)
+    if (child.pid !== undefined) options.onSpawn?.(child.pid)
+    child.once('close', (code) => resolve({ code, stdout, stderr }))
+  })
+
+/** The last stdout line parsed as JSON (the `--json` contract). */
+export const lastJson = <T = Record<string, unknown>>(result: CliResult): T => {
+  const lines = result.stdout.trim().split('\n')
+  return JSON.parse(lines[lines.length - 1]!) as T
+}
+
+/** A fresh temporary folder. */
+export const tempDir = (prefix = 'agentvisor-test-'): string => mkdtempSync(path.join(tmpdir(), prefix))
+
+/** Writes a task file into `dir` and returns its path. */
+export const writeTask = (dir: string, task: unknown, name = 'task.json'): string => {
+  const file = path.join(dir, name)
+  writeFileSync(file, typeof task === 'string' ? task : JSON.stringify(task, null, 2))
+  return file
+}
