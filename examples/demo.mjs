@@ -1,6 +1,6 @@
 // The README's first command: runs examples/single-agent against the bundled mock LLM on the
 // embedded defaults (SQLite under .agentvisor/, in-process, no API key), then prints its trace.
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import * as path from 'node:path'
@@ -17,11 +17,19 @@ const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(examp
 try {
   // A fresh workspace each time, so the run visibly creates its files.
   rmSync(path.join(example, 'ws'), { recursive: true, force: true })
-  const agentvisor = (...args) => spawnSync(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
-  const run = agentvisor('run', path.join(example, 'task.json'), '--json')
+  // Asynchronous on purpose: the mock LLM answers from this very process.
+  const agentvisor = (...args) =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let stdout = ''
+      child.stdout.on('data', (chunk) => (stdout += chunk))
+      child.once('error', reject)
+      child.once('close', (status) => resolve({ status, stdout }))
+    })
+  const run = await agentvisor('run', path.join(example, 'task.json'), '--json')
   const result = JSON.parse(run.stdout.trim().split('\n').at(-1))
   console.log(`\nresult: ${JSON.stringify(result)}\n`)
-  const show = agentvisor('show', result.runId)
+  const show = await agentvisor('show', result.runId)
   process.stdout.write(show.stdout)
   console.log(`\nThe workspace is ${path.join(example, 'ws')}; the store is .agentvisor/agentvisor.db.`)
   console.log(`Try: npx agentvisor runs   |   npx agentvisor show ${result.runId} --json`)
