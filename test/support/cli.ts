@@ -16,7 +16,7 @@ export interface CliResult {
 /** Runs the real CLI in a child process. */
 export const runCli = (
   args: ReadonlyArray<string>,
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; onSpawn?: (pid: number) => void } = {}
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; onSpawn?: (pid: number) => void; onStderr?: (text: string) => void } = {}
 ): Promise<CliResult> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -27,7 +27,10 @@ export const runCli = (
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString()
+      options.onStderr?.(stderr)
+    })
     child.once('error', reject)
     if (child.pid !== undefined) options.onSpawn?.(child.pid)
     child.once('close', (code) => resolve({ code, stdout, stderr }))
@@ -47,4 +50,15 @@ export const writeTask = (dir: string, task: unknown, name = 'task.json'): strin
   const file = path.join(dir, name)
   writeFileSync(file, typeof task === 'string' ? task : JSON.stringify(task, null, 2))
   return file
+}
+
+/** Polls `check` until it returns a value (not undefined), failing after `timeoutMs`. */
+export const waitFor = async <T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> => {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
 }

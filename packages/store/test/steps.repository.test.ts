@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { insertRun, insertStep, listSteps, setStepResults } from '@agentvisor/store'
+import { insertRun, insertStep, listSteps, setStepFeedback, setStepResults } from '@agentvisor/store'
 import { run, step, tempStore } from './support/temp-store.js'
 
 describe('steps repository', () => {
@@ -14,6 +14,7 @@ describe('steps repository', () => {
         text: '',
         tool_calls_json: '[]',
         results_json: null,
+        feedback: null,
         tokens_in: 0,
         tokens_out: 0
       }
@@ -30,6 +31,15 @@ describe('steps repository', () => {
     const [stored] = await listSteps(db, 'run-1')
     expect(stored).toMatchObject({ text: 'writing', tool_calls_json: toolCalls, results_json: '["wrote out.txt"]', tokens_in: 12, tokens_out: 6 })
     expect(await setStepResults(db, 'run-1', 9, '[]')).toBe(false)
+  })
+
+  it('records the verification feedback given to the model after a step', async () => {
+    const { db } = await tempStore()
+    await insertRun(db, run())
+    await insertStep(db, step())
+    expect(await setStepFeedback(db, 'run-1', 1, 'The goal is not reached yet')).toBe(true)
+    expect((await listSteps(db, 'run-1'))[0]!.feedback).toBe('The goal is not reached yet')
+    expect(await setStepFeedback(db, 'run-1', 9, 'x')).toBe(false)
   })
 
   it('lists a run\'s steps in step order', async () => {
