@@ -5,6 +5,7 @@ import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Agentvisor, loadRunTrace } from '@agentvisor/actors'
 import { openStore } from '@agentvisor/store'
+import { processGroupAlive } from '@agentvisor/core'
 
 const dirs: string[] = []
 const tempDir = () => {
@@ -120,12 +121,13 @@ describe('the supervisor', () => {
   it('cancels a run mid-dispatch: the attempt settles cancelled and the run ends cancelled', async () => {
     const dir = tempDir()
     const agentvisor = await open(dir)
-    const run = await agentvisor.start({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }]
-    })
-    await new Promise((r) => setTimeout(r, 200))
+    let dispatched!: () => void
+    const inFlight = new Promise<void>((resolve) => (dispatched = resolve))
+    const run = await agentvisor.start(
+      { goal: 'g', workspace: path.join(dir, 'ws'), providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }] },
+      { observers: [{ onDispatch: () => dispatched() }] }
+    )
+    await inFlight
     await run.cancel()
     const result = await run.result
     expect(result).toMatchObject({ status: 'cancelled', error: { kind: 'cancelled' } })
@@ -139,10 +141,13 @@ describe('the supervisor', () => {
     const result = await (await open(dir)).run({
       goal: 'g',
       workspace: path.join(dir, 'ws'),
-      providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [{ name: 'exec', arguments: { command: 'sleep 30' } }] }] }],
-      limits: { timeoutMs: 500 }
+      providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' } }] }] }],
+      limits: { timeoutMs: 800 }
     })
     expect(result).toMatchObject({ status: 'timed_out', error: { kind: 'timeout' } })
+    // The tool's whole process group is gone by the time the run reports its end.
+    const pid = Number(readFileSync(path.join(dir, 'ws', 'pid.txt'), 'utf8'))
+    expect(processGroupAlive(pid)).toBe(false)
     const t = await trace(dir, result.runId)
     expect(t.transitions.at(-1)).toMatchObject({ from: 'acting', event: 'TIMEOUT', to: 'finished.timedOut' })
   })

@@ -49,6 +49,13 @@ export class WorkspaceEscapeError extends Data.TaggedError('WorkspaceEscapeError
   readonly message: string
 }> {}
 
+/** The workspace folder could not be created or resolved. */
+export class WorkspaceError extends Data.TaggedError('WorkspaceError')<{
+  readonly path: string
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
 /** The serialisable error a finished run carries in its context, its trace and `--json` output. */
 export interface RunError {
   readonly kind: ErrorKind

@@ -62,7 +62,10 @@ interface Work {
 }
 
 const store = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError> =>
-  Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `store: ${what} failed`, cause }) })
+  Effect.tryPromise({
+    try: run,
+    catch: (cause) => new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+  })
 
 const now = (): string => new Date().toISOString()
 

@@ -12,7 +12,7 @@ import {
   type WorkspaceError
 } from '@agentvisor/core'
 import { getRun, insertRun, lastTransition, listSteps, type RunStatus, StoreError } from '@agentvisor/store'
-import { Context, Deferred, Duration, Effect, Fiber, Layer, Scope } from 'effect'
+import { Cause, Context, Deferred, Duration, Effect, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
@@ -242,8 +242,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
 
-const internalMessage = (cause: unknown): string => {
-  const text = String(cause)
+const internalMessage = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  const text = error instanceof Error ? error.message : String(error)
   const first = text.split('\n')[0] ?? text
   return first.length > 300 ? `${first.slice(0, 297)}...` : first
 }

@@ -34,13 +34,17 @@ export const formatTrace = (trace: RunTrace): string => {
   if (run.error !== undefined) lines.push(`  error: ${run.error.kind}: ${run.error.message}`)
   lines.push('', 'transitions:')
   for (const t of trace.transitions) lines.push(`  ${String(t.seq).padStart(3)}  ${t.at}  ${t.from} --${t.event}--> ${t.to}`)
-  for (const step of trace.steps) {
-    lines.push('', `step ${step.step} (${step.provider}, ${step.tokens} tokens)`)
-    const receipt = trace.receipts.find((r) => r.step === step.step)
+  // A step whose model call never succeeded has a receipt but no step row: show both kinds.
+  const numbers = [...new Set([...trace.steps.map((s) => s.step), ...trace.receipts.map((r) => r.step)])].sort((a, b) => a - b)
+  for (const number of numbers) {
+    const step = trace.steps.find((s) => s.step === number)
+    lines.push('', step === undefined ? `step ${number} (no answer)` : `step ${number} (${step.provider}, ${step.tokens} tokens)`)
+    const receipt = trace.receipts.find((r) => r.step === number)
     for (const [i, a] of (receipt?.attempts ?? []).entries()) {
       const failure = a.errorKind === undefined ? '' : ` ${a.errorKind}${a.httpStatus === undefined ? '' : ` ${a.httpStatus}`}`
       lines.push(`  attempt ${i + 1}: ${a.provider} ${a.reason} -> ${a.outcome}${failure}${a.latencyMs === undefined ? '' : ` in ${a.latencyMs}ms`}`)
     }
+    if (step === undefined) continue
     if (step.text !== '') lines.push(`  says: ${step.text.replace(/\s+/g, ' ').slice(0, 200)}`)
     for (const [i, call] of step.toolCalls.entries()) {
       lines.push(`  ${call.name} ${JSON.stringify(call.arguments).slice(0, 160)}`)

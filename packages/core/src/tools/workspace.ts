@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs'
 import * as path from 'node:path'
-import { Data, Effect } from 'effect'
-import { WorkspaceEscapeError } from '../errors.js'
+import { Effect } from 'effect'
+import { WorkspaceError, WorkspaceEscapeError } from '../errors.js'
 
 /**
  * The folder a run's tools are confined to. `root` is a real path (symlinks resolved), so every
@@ -10,18 +10,6 @@ import { WorkspaceEscapeError } from '../errors.js'
 export interface Workspace {
   readonly root: string
 }
-
-/**
- * The workspace folder could not be created or resolved.
- *
- * It lives here rather than in `errors.ts` only because this module was written alongside that
- * file; it belongs with the package's other errors and can move there without changing callers.
- */
-export class WorkspaceError extends Data.TaggedError('WorkspaceError')<{
-  readonly path: string
-  readonly message: string
-  readonly cause?: unknown
-}> {}
 
 /** Whether a tool means to read an existing path or to create/replace one. */
 export type WorkspacePurpose = 'read' | 'write'
