@@ -1,4 +1,4 @@
-import { ContractError, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { ContractError, flattenChain, parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { Cause, Effect, Either, Exit, Layer, ManagedRuntime } from 'effect'
 import { StoreLive, StoreService } from '../supervisor/store-service.js'
 import {
@@ -43,10 +43,12 @@ export class Agentvisor {
 
   /**
    * Validates a task (the task-file shape, or an already validated `TaskContract`); relative
-   * workspaces resolve against `baseDir` (default: the current folder). Throws `ContractError`.
+   * workspaces resolve against `baseDir` (default: the current folder). In the TS API the
+   * `providers` chain may nest (see `fallback`). Throws `ContractError`.
    */
   static contract(task: unknown, baseDir: string = process.cwd()): TaskContract {
-    const parsed = parseTaskContract(task, baseDir)
+    const flat = typeof task === 'object' && task !== null && 'providers' in task ? { ...task, providers: flattenChain(task.providers) } : task
+    const parsed = parseTaskContract(flat, baseDir)
     if (Either.isLeft(parsed)) throw parsed.left
     return parsed.right
   }

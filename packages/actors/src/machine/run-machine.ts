@@ -43,6 +43,8 @@ export interface RunContext extends RunMachineInput {
 export type RunEvent =
   | { readonly type: 'PROVIDER_OK'; readonly hasToolCalls: boolean }
   | { readonly type: 'PROVIDER_ERROR'; readonly error: RunError; readonly retryAt: number }
+  /** The provider's circuit breaker is open: it is skipped without a call (no dispatch is spent). */
+  | { readonly type: 'CIRCUIT_OPEN'; readonly error: RunError; readonly retryAt: number }
   /** A dispatch that was in flight when the driver died: settled `unknown`, sent again. */
   | { readonly type: 'DISPATCH_LOST' }
   | { readonly type: 'CEILING_REACHED' }
@@ -62,6 +64,18 @@ export type RunEvent =
 export type RunEventType = RunEvent['type']
 
 /**
+ * Where a failed (or skipped) dispatch leads: a transient error moves along the chain without
+ * spending a retry; with the chain exhausted the step starts again from the primary after a
+ * backoff; auth and request errors, and transient ones past `maxRetries`, end the run.
+ */
+const failureTransitions = (count: 'countDispatch' | 'countSkip') =>
+  [
+    { guard: and(['isTransient', 'hasNextProvider']), target: 'fallingOver', actions: [count, 'recordError', 'nextProvider'] },
+    { guard: and(['isTransient', 'hasRetryLeft']), target: 'retrying', actions: [count, 'recordError', 'scheduleRetry'] },
+    { target: 'finished.failed', actions: [count, 'recordError'] }
+  ] as const
+
+/**
  * The run machine of CONTRACT.md §3. It is pure: it decides, it does no I/O. The supervisor
  * performs each state's entry work (a dispatch, the tools, a verification), persists the
  * transition, and only then sends the outcome as the next event, so every effect happens after
@@ -74,7 +88,7 @@ export const runMachine = setup({
     input: {} as RunMachineInput
   },
   guards: {
-    isTransient: ({ event }) => event.type === 'PROVIDER_ERROR' && event.error.kind === 'transient',
+    isTransient: ({ event }) => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN') && event.error.kind === 'transient',
     hasNextProvider: ({ context }) => context.providerIndex + 1 < context.providerCount,
     hasRetryLeft: ({ context }) => context.retries < context.maxRetries,
     hasToolCalls: ({ event }) => event.type === 'PROVIDER_OK' && event.hasToolCalls,
@@ -87,8 +101,15 @@ export const runMachine = setup({
       dispatches: ({ context }) => context.dispatches + 1,
       attempt: ({ context }) => context.attempt + 1
     }),
+    /** A skipped provider still gets a receipt row, but spends no dispatch. */
+    countSkip: assign({ attempt: ({ context }) => context.attempt + 1 }),
+    nextProvider: assign({ providerIndex: ({ context }) => context.providerIndex + 1, reason: 'fallover' }),
+    scheduleRetry: assign({
+      retryAt: ({ event }) => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' ? event.retryAt : null)
+    }),
     recordError: assign({
-      error: ({ event, context }) => (event.type === 'PROVIDER_ERROR' || event.type === 'FAIL' ? event.error : context.error)
+      error: ({ event, context }) =>
+        event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' || event.type === 'FAIL' ? event.error : context.error
     })
   }
 }).createMachine({
@@ -131,22 +152,8 @@ export const runMachine = setup({
             actions: ['countDispatch', assign({ completedSteps: ({ context }) => context.completedSteps + 1, lastHadToolCalls: false, error: null })]
           }
         ],
-        PROVIDER_ERROR: [
-          {
-            // A transient error moves along the chain without spending a retry.
-            guard: and(['isTransient', 'hasNextProvider']),
-            target: 'fallingOver',
-            actions: ['countDispatch', 'recordError', assign({ providerIndex: ({ context }) => context.providerIndex + 1, reason: 'fallover' })]
-          },
-          {
-            // With the chain exhausted the step starts again from the primary, after a backoff.
-            guard: and(['isTransient', 'hasRetryLeft']),
-            target: 'retrying',
-            actions: ['countDispatch', 'recordError', assign({ retryAt: ({ event }) => (event.type === 'PROVIDER_ERROR' ? event.retryAt : null) })]
-          },
-          // auth and request errors never fall over and never retry.
-          { target: 'finished.failed', actions: ['countDispatch', 'recordError'] }
-        ],
+        PROVIDER_ERROR: failureTransitions('countDispatch'),
+        CIRCUIT_OPEN: failureTransitions('countSkip'),
         DISPATCH_LOST: { target: 'dispatching', reenter: true, actions: ['countDispatch', assign({ reason: 'retry' })] },
         CEILING_REACHED: {
           target: 'finished.failed',

@@ -25,11 +25,12 @@ import {
   StoreError,
   updateRun
 } from '@agentvisor/store'
-import { Duration, Effect } from 'effect'
+import { Clock, Duration, Effect } from 'effect'
 import type { Kysely, Transaction } from 'kysely'
 import type { Actor } from 'xstate'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, statePath, statusOfState } from '../machine/run-state.js'
+import { type Admission, type CallOutcome, type CircuitBreakers, circuitKey } from './circuit-breaker.js'
 import { stepMessages, summarizePrompt, type ToolResultRecord } from './conversation.js'
 import { notify, type RunObserver } from './run-observer.js'
 
@@ -51,6 +52,7 @@ export interface RunDriverDeps {
   readonly deadline: number
   /** Per-attempt deadline applied when the provider config sets none. */
   readonly attemptTimeoutMs: number
+  readonly breakers: CircuitBreakers
 }
 
 /** A state's entry work result: the event to send, and the step data to commit with its transition. */
@@ -67,7 +69,12 @@ const store = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreEr
     catch: (cause) => new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
   })
 
-const now = (): string => new Date().toISOString()
+/** Time comes from Effect's Clock, so tests can move it (Retry-After, deadlines) without sleeping. */
+const nowMs = Clock.currentTimeMillis
+const iso = (ms: number): string => new Date(ms).toISOString()
+
+const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
+  error === undefined ? 'success' : error.kind === 'transient' ? 'transient' : 'other'
 
 /** The driver of one run: performs each state's entry work and commits the resulting transition. */
 export const makeRunDriver = (deps: RunDriverDeps) => {
@@ -91,7 +98,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         actor.send(work.event)
         const after = actor.getSnapshot()
         const to = statePath(after.value)
-        const at = now()
+        const at = iso(yield* nowMs)
         const ctx = after.context
         const status = statusOfState(to)
         seq += 1
@@ -120,8 +127,10 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       if (ctx.dispatches >= ctx.dispatchCeiling) return { event: { type: 'CEILING_REACHED' } } satisfies Work
       const provider = deps.providers[ctx.providerIndex]!
       const config = contract.providers[ctx.providerIndex]!
-      const startedAt = Date.now()
-      const attemptKey = { runId, step: ctx.step, attempt: ctx.attempt }
+      const startedAt = yield* nowMs
+      const key = circuitKey(config)
+      const admission = deps.breakers.admit(key, startedAt)
+      if (admission === 'open') return skipOpenCircuit(ctx, provider.name, startedAt)
       yield* store('write attempt', () =>
         insertAttempt(db, {
           run_id: runId,
@@ -137,7 +146,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
           tokens_in: null,
           tokens_out: null,
           partial_text: null,
-          started_at: new Date(startedAt).toISOString()
+          started_at: iso(startedAt)
         })
       )
       notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
@@ -156,25 +165,26 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         Effect.either,
         // A cancel or timeout aborts the call (the adapter's AbortSignal); the receipt says so.
         Effect.onInterrupt(() =>
-          Effect.promise(() =>
-            settleAttempt(db, attemptKey.runId, attemptKey.step, attemptKey.attempt, {
-              outcome: 'cancelled',
-              settled_at: now(),
-              latency_ms: Date.now() - startedAt
-            })
-          ).pipe(Effect.ignore)
+          Effect.gen(function* () {
+            const end = yield* nowMs
+            deps.breakers.record(key, admission, 'abandoned', end)
+            yield* Effect.promise(() =>
+              settleAttempt(db, runId, ctx.step, ctx.attempt, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })
+            ).pipe(Effect.ignore)
+          })
         )
       )
-      const latency = Date.now() - startedAt
+      const settledAt = yield* nowMs
+      const latency = settledAt - startedAt
+      deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
       if (outcome._tag === 'Left') {
         const error = outcome.left
-        const retryAt = Date.now() + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs)
         return {
-          event: { type: 'PROVIDER_ERROR', error: runErrorFromProvider(error), retryAt },
+          event: { type: 'PROVIDER_ERROR', error: runErrorFromProvider(error), retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs) },
           writes: (trx) =>
             settleAttempt(trx, runId, ctx.step, ctx.attempt, {
               outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
-              settled_at: now(),
+              settled_at: iso(settledAt),
               error_kind: error.kind,
               http_status: error.httpStatus ?? null,
               error_message: error.message,
@@ -190,7 +200,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         writes: async (trx) => {
           await settleAttempt(trx, runId, ctx.step, ctx.attempt, {
             outcome: 'ok',
-            settled_at: now(),
+            settled_at: iso(settledAt),
             latency_ms: latency,
             ttft_ms: reply.timeToFirstTokenMs ?? null,
             tokens_in: reply.usage?.inputTokens ?? null,
@@ -206,7 +216,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
             results_json: null,
             tokens_in: reply.usage?.inputTokens ?? 0,
             tokens_out: reply.usage?.outputTokens ?? 0,
-            at: now()
+            at: iso(settledAt)
           })
         },
         after: () => {
@@ -215,6 +225,19 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         }
       } satisfies Work
     })
+
+  /** A provider whose circuit is open is skipped without a call; its receipt row says why. */
+  const skipOpenCircuit = (ctx: RunContext, provider: string, at: number): Work => {
+    const error: RunError = { kind: 'transient', message: 'circuit open', provider }
+    return {
+      event: { type: 'CIRCUIT_OPEN', error, retryAt: at + retryDelayMs(deps.retryPolicy, ctx.retries, undefined) },
+      writes: async (trx) => {
+        const base = { run_id: runId, step: ctx.step, attempt: ctx.attempt, provider, reason: ctx.reason }
+        await insertAttempt(trx, { ...base, error_kind: null, http_status: null, error_message: null, latency_ms: null, ttft_ms: null, tokens_in: null, tokens_out: null, partial_text: null, started_at: iso(at) })
+        await settleAttempt(trx, runId, ctx.step, ctx.attempt, { outcome: 'failed', settled_at: iso(at), error_kind: 'transient', error_message: 'circuit open', latency_ms: 0 })
+      }
+    }
+  }
 
   const act = (ctx: RunContext): Effect.Effect<Work> =>
     Effect.gen(function* () {
@@ -252,8 +275,21 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       } satisfies Work
     })
 
+  /**
+   * Waits until the persisted `retryAt`. A retry whose wait would pass the run's deadline ends
+   * the run now, with the error that caused it, instead of sleeping into a timeout.
+   */
   const waitToRetry = (ctx: RunContext): Effect.Effect<Work> =>
-    Effect.as(Effect.sleep(Duration.millis(Math.max(0, (ctx.retryAt ?? 0) - Date.now()))), { event: { type: 'RETRY_DUE' } })
+    Effect.gen(function* () {
+      const retryAt = ctx.retryAt ?? 0
+      if (retryAt > deps.deadline) {
+        const cause = ctx.error ?? { kind: 'transient' as const, message: 'provider failed' }
+        const error: RunError = { ...cause, message: `${cause.message}; not retrying: the wait would pass the run's deadline` }
+        return { event: { type: 'FAIL', error } } satisfies Work
+      }
+      yield* Effect.sleep(Duration.millis(Math.max(0, retryAt - (yield* nowMs))))
+      return { event: { type: 'RETRY_DUE' } } satisfies Work
+    })
 
   /** The entry work of the current state; `undefined` when the run stops here (final or paused). */
   const workFor = (path: string, ctx: RunContext): Effect.Effect<Work, StoreError> | undefined => {

@@ -12,11 +12,12 @@ import {
   type WorkspaceError
 } from '@agentvisor/core'
 import { getRun, insertRun, lastTransition, listSteps, type RunStatus, StoreError } from '@agentvisor/store'
-import { Cause, Context, Deferred, Duration, Effect, Fiber, Layer } from 'effect'
+import { Cause, Clock, Context, Deferred, Duration, Effect, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, statusOfState } from '../machine/run-state.js'
+import { type CircuitBreakerPolicy, DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
 import { makeRunDriver, type RunDriver } from './run-driver.js'
 import { notify, type RunObserver } from './run-observer.js'
@@ -49,6 +50,8 @@ export interface SupervisorOptions {
   readonly observers?: ReadonlyArray<RunObserver>
   /** XState inspection events of every run actor (the Stately inspector, tests). */
   readonly inspect?: (event: InspectionEvent) => void
+  /** When a failing provider is skipped; one set of circuits serves every run of this supervisor. */
+  readonly circuitBreaker?: CircuitBreakerPolicy
   /** Builds a provider from its config; the default reads the task file's kinds. */
   readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv) => Provider
 }
@@ -99,6 +102,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const scope = yield* Effect.scope
       const env = options.env ?? process.env
       const buildProvider = options.makeProvider ?? makeProvider
+      const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
 
       /** Runs one driver to its end under the run's deadline and cancel signal. */
       const supervise = (
@@ -115,7 +119,10 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             Effect.as(driver.drive, 'settled' as const),
             Effect.raceFirst(
               Effect.as(Deferred.await(cancelled), 'cancel' as const),
-              Effect.as(Effect.sleep(Duration.millis(Math.max(0, deadline - Date.now()))), 'timeout' as const)
+              Effect.as(
+                Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, deadline - now)))),
+                'timeout' as const
+              )
             )
           )
           // By now the drive fiber is interrupted and its finalizers (tool process groups,
@@ -144,6 +151,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       ): Effect.Effect<RunHandle, WorkspaceError> =>
         Effect.gen(function* () {
           const workspace = yield* openWorkspace(contract.workspace)
+          const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
           const observers = [...(options.observers ?? []), ...(startOptions.observers ?? [])]
           const driver = makeRunDriver({
             db,
@@ -156,11 +164,11 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             seq,
             observers,
             retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
-            deadline: Date.parse(createdAt) + contract.limits.timeoutMs,
-            attemptTimeoutMs: options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS
+            deadline,
+            attemptTimeoutMs: options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS,
+            breakers
           })
           const cancelled = yield* Deferred.make<void>()
-          const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
           const fiber = yield* Effect.forkIn(supervise(runId, driver, actor, deadline, cancelled, observers), scope)
           return {
             runId,
@@ -172,7 +180,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const start = (contract: TaskContract, startOptions: StartOptions = {}) =>
         Effect.gen(function* () {
           const runId = randomUUID()
-          const createdAt = new Date().toISOString()
+          const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
           yield* Effect.tryPromise({
             try: () =>
               insertRun(db, {
