@@ -1,4 +1,7 @@
+import type { ApprovalsTable } from './tables/approvals.table.js'
 import type { AttemptsTable } from './tables/attempts.table.js'
+import type { PolicyEventsTable } from './tables/policy-events.table.js'
+import type { RememberedRulesTable } from './tables/remembered-rules.table.js'
 import type { RunsTable } from './tables/runs.table.js'
 import type { StepsTable } from './tables/steps.table.js'
 import type { TransitionsTable } from './tables/transitions.table.js'
@@ -9,4 +12,7 @@ export interface Database {
   transitions: TransitionsTable
   steps: StepsTable
   attempts: AttemptsTable
+  approvals: ApprovalsTable
+  policy_events: PolicyEventsTable
+  remembered_rules: RememberedRulesTable
 }

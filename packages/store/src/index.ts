@@ -36,3 +36,9 @@ export {
   settlePendingAttempts
 } from './repositories/attempts.repository.js'
 export { toRunRecord, type RunRecord } from './records/run-record.js'
+export * from './tables/approvals.table.js'
+export * from './tables/policy-events.table.js'
+export * from './tables/remembered-rules.table.js'
+export * from './repositories/approvals.repository.js'
+export * from './repositories/policy-events.repository.js'
+export * from './repositories/remembered-rules.repository.js'

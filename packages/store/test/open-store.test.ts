@@ -10,8 +10,10 @@ import { describe, expect, it } from 'vitest'
 import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
 import { run, tempDir } from './support/temp-store.js'
 
-const TABLES = ['attempts', 'runs', 'steps', 'transitions']
+const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'runs', 'steps', 'transitions']
 const INITIAL = '2026-11-29T120000-initial'
+/** Every migration, in the order they run. */
+const ALL = Object.keys(migrations).sort()
 
 /** Reads a file's schema with a connection of its own, so nothing goes through the store. */
 function inspect(file: string): { tables: string[]; migrations: string[]; journalMode: unknown } {
@@ -47,7 +49,7 @@ describe('openStore', () => {
     const schema = inspect(file)
     expect(schema.tables).toEqual(expect.arrayContaining(TABLES))
     expect(schema.migrations).toEqual(Object.keys(migrations))
-    expect(schema.migrations).toEqual([INITIAL])
+    expect(schema.migrations).toEqual(ALL)
   })
 
   it('creates the missing parent folders of the database file', async () => {
@@ -70,7 +72,7 @@ describe('openStore', () => {
     } finally {
       await second.close()
     }
-    expect(inspect(file).migrations).toEqual([INITIAL])
+    expect(inspect(file).migrations).toEqual(ALL)
   })
 
   it('puts a file database in WAL mode with NORMAL sync, foreign keys and a 5 s busy timeout', async () => {
@@ -151,7 +153,7 @@ describe('openStore', () => {
     const file = path.join(tempDir(), 'agentvisor.db')
     const stores = await Promise.all([openStore(file), openStore(file), openStore(file)])
     await Promise.all(stores.map((store) => store.close()))
-    expect(inspect(file).migrations).toEqual([INITIAL])
+    expect(inspect(file).migrations).toEqual(ALL)
   })
 
   it('migrates a fresh file once when several processes open it at the same moment', async () => {
@@ -171,7 +173,7 @@ describe('openStore', () => {
     expect(await Promise.all(children.map((_, index) => nextLine(index)))).toEqual(['ok', 'ok', 'ok'])
     await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
 
-    expect(inspect(file).migrations).toEqual([INITIAL])
+    expect(inspect(file).migrations).toEqual(ALL)
     expect(inspect(file).tables).toEqual(expect.arrayContaining(TABLES))
   })
 })

@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely'
 import * as initial from './2026-11-29T120000-initial.js'
+import * as policy from './2026-11-29T150000-policy.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -7,7 +8,8 @@ import * as initial from './2026-11-29T120000-initial.js'
  * order they must run; append new ones, never edit or rename an old one.
  */
 export const migrations: Readonly<Record<string, Migration>> = {
-  '2026-11-29T120000-initial': initial
+  '2026-11-29T120000-initial': initial,
+  '2026-11-29T150000-policy': policy
 }
 
 /** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */

@@ -1,0 +1,491 @@
+/**
+ * A small lexer for the `/bin/sh -c` command lines the `exec` tool runs. It does not execute or
+ * expand anything: it finds the simple commands a line would run (so a policy can judge each one)
+ * and the constructs whose effect a glob on the command text cannot see (so a policy never
+ * auto-allows them). When in doubt it reports more segments or more risk, never less.
+ */
+
+/** Constructs that are never auto-allowed, whatever the rules say. */
+export const RiskKind = {
+  redirection: 'redirection',
+  commandSubstitution: 'command-substitution',
+  processSubstitution: 'process-substitution',
+  background: 'background',
+  subshell: 'subshell',
+  unparsed: 'unparsed'
+} as const
+export type RiskKind = (typeof RiskKind)[keyof typeof RiskKind]
+
+/** One risky construct and its text as written (for `unparsed`: the rest of the line from where parsing gave up). */
+export interface RiskyConstruct {
+  readonly kind: RiskKind
+  readonly text: string
+}
+
+/** The simple commands of a command line, in the order they appear, and what makes it risky. */
+export interface CommandAnalysis {
+  /**
+   * Each simple command as written (trimmed), outer before inner: `echo $(cat a)` gives
+   * `echo $(cat a)` and `cat a`. Commands inside substitutions, subshells and backticks are
+   * segments too, so a deny rule sees them.
+   */
+  readonly segments: ReadonlyArray<string>
+  readonly risky: ReadonlyArray<RiskyConstruct>
+}
+
+/** Thrown only inside this module; `analyzeCommand` turns it into an `unparsed` risk. */
+class Unparsable {
+  constructor(
+    readonly at: number,
+    readonly reason: string
+  ) {}
+}
+
+interface PendingHeredoc {
+  readonly at: number
+  readonly delimiter: string
+  readonly stripTabs: boolean
+  /** An unquoted delimiter means the body undergoes `$(...)` and backtick expansion. */
+  readonly expands: boolean
+}
+
+interface ScanState {
+  readonly src: string
+  readonly segments: string[]
+  readonly risky: RiskyConstruct[]
+  heredocs: PendingHeredoc[]
+  /** Where the top-level segment in progress began, for the fallback segment when parsing fails. */
+  topSegmentStart: number
+  topSlot: number
+}
+
+/** Characters that end an unquoted word. */
+const isMeta = (c: string | undefined): boolean => c !== undefined && ' \t\n;&|<>()'.includes(c)
+const isBlank = (c: string | undefined): boolean => c === ' ' || c === '\t'
+
+/** Targets a redirection may name without touching a workspace file. */
+const HARMLESS_INPUT = new Set(['/dev/null'])
+const HARMLESS_OUTPUT = new Set(['/dev/null', '/dev/stdout', '/dev/stderr'])
+
+/**
+ * Scans a command list up to `closer` (`)` for `$(`, `(`, `<(`, `>(`) or to the end. Returns the
+ * index just after the closer. Each list keeps its own segment; the segment's slot in
+ * `state.segments` is reserved when its first word is seen, so outer commands precede the
+ * commands nested in them.
+ */
+const scanList = (state: ScanState, start: number, closer: ')' | undefined, openedAt: number): number => {
+  const { src } = state
+  const top = closer === undefined
+  let i = start
+  let buffer = ''
+  let slot = -1
+  let wordStart = true
+  const reserve = (): void => {
+    if (slot !== -1) return
+    slot = state.segments.push('') - 1
+    if (top) state.topSlot = slot
+  }
+  const append = (text: string): void => {
+    buffer += text
+  }
+  const flush = (next: number): void => {
+    if (slot !== -1) state.segments[slot] = buffer.trim()
+    buffer = ''
+    slot = -1
+    wordStart = true
+    if (top) {
+      state.topSegmentStart = next
+      state.topSlot = -1
+    }
+  }
+
+  while (i < src.length) {
+    const c = src[i]!
+    const next = src[i + 1]
+    if (c === ')') {
+      if (top) throw new Unparsable(i, 'unbalanced ")"')
+      flush(i + 1)
+      return i + 1
+    }
+    if (c === '\n') {
+      const after = readHeredocBodies(state, i + 1)
+      flush(after)
+      i = after
+    } else if (c === ';') {
+      flush(i + 1)
+      i += 1
+    } else if (c === '|') {
+      const length = next === '|' || next === '&' ? 2 : 1
+      flush(i + length)
+      i += length
+    } else if (c === '&' && next === '&') {
+      flush(i + 2)
+      i += 2
+    } else if (c === '&' && next === '>') {
+      reserve()
+      const end = scanRedirection(state, i)
+      append(src.slice(i, end))
+      i = end
+      wordStart = false
+    } else if (c === '&') {
+      state.risky.push({ kind: RiskKind.background, text: `${buffer.trim()} &`.trim() })
+      flush(i + 1)
+      i += 1
+    } else if (c === '\\' && next === '\n') {
+      // A line continuation joins the two lines into one word list.
+      append(' ')
+      i += 2
+      wordStart = true
+    } else if (isBlank(c)) {
+      append(c)
+      i += 1
+      wordStart = true
+    } else if (c === '#' && wordStart) {
+      while (i < src.length && src[i] !== '\n') i += 1
+    } else if ((c === '<' || c === '>') && next === '(') {
+      reserve()
+      const end = scanNested(state, i, 2, RiskKind.processSubstitution)
+      append(src.slice(i, end))
+      i = end
+      wordStart = false
+    } else if (c === '<' || c === '>') {
+      reserve()
+      const end = scanRedirection(state, i)
+      append(src.slice(i, end))
+      i = end
+      wordStart = false
+    } else if (c === '(') {
+      // The group itself is not a command; the commands inside it become segments.
+      i = scanNested(state, i, 1, RiskKind.subshell)
+      wordStart = false
+    } else {
+      reserve()
+      const end = scanWordPart(state, i)
+      append(src.slice(i, end))
+      i = end
+      wordStart = false
+    }
+  }
+  if (!top) throw new Unparsable(openedAt, 'unbalanced "("')
+  flush(i)
+  return i
+}
+
+/** A `$(`, `(`, `<(` or `>(` construct: records the risk (before what it contains) and scans the inner list. */
+const scanNested = (state: ScanState, at: number, openLength: number, kind: RiskKind): number => {
+  const position = state.risky.length
+  const end = scanList(state, at + openLength, ')', at)
+  state.risky.splice(position, 0, { kind, text: state.src.slice(at, end) })
+  return end
+}
+
+/** One piece of a word: a quoted string, an escape, an expansion, or a single plain character. */
+const scanWordPart = (state: ScanState, at: number): number => {
+  const { src } = state
+  const c = src[at]!
+  const next = src[at + 1]
+  if (c === '\\') {
+    if (next === undefined) throw new Unparsable(at, 'dangling "\\"')
+    return at + 2
+  }
+  if (c === "'") {
+    const close = src.indexOf("'", at + 1)
+    if (close === -1) throw new Unparsable(at, 'unbalanced single quote')
+    return close + 1
+  }
+  if (c === '"') return scanDoubleQuoted(state, at)
+  if (c === '`') return scanBackticks(state, at)
+  if (c === '$' && next === '(') {
+    // `$((1+2))` is arithmetic in bash, but a shell may fall back to a command substitution, so
+    // it is judged like one: never auto-allowed.
+    return scanNested(state, at, 2, RiskKind.commandSubstitution)
+  }
+  if (c === '$' && next === '{') return scanParameter(state, at)
+  if (c === '$' && next === "'") return scanAnsiQuoted(src, at)
+  return at + 1
+}
+
+const scanDoubleQuoted = (state: ScanState, at: number): number => {
+  const { src } = state
+  let j = at + 1
+  while (j < src.length) {
+    const c = src[j]!
+    if (c === '\\') j += 2
+    else if (c === '"') return j + 1
+    else if (c === '`') j = scanBackticks(state, j)
+    else if (c === '$' && src[j + 1] === '(') j = scanNested(state, j, 2, RiskKind.commandSubstitution)
+    else j += 1
+  }
+  throw new Unparsable(at, 'unbalanced double quote')
+}
+
+/** `$'...'`: backslash escapes are live inside, so `\'` does not close it. */
+const scanAnsiQuoted = (src: string, at: number): number => {
+  let j = at + 2
+  while (j < src.length) {
+    if (src[j] === '\\') j += 2
+    else if (src[j] === "'") return j + 1
+    else j += 1
+  }
+  throw new Unparsable(at, "unbalanced $' quote")
+}
+
+/** `${...}`: its text is one word (`;` inside does not split), but substitutions inside still run. */
+const scanParameter = (state: ScanState, at: number): number => {
+  const { src } = state
+  let j = at + 2
+  while (j < src.length) {
+    const c = src[j]!
+    if (c === '}') return j + 1
+    if (c === '\\') j += 2
+    else if (c === "'") {
+      const close = src.indexOf("'", j + 1)
+      if (close === -1) throw new Unparsable(j, 'unbalanced single quote')
+      j = close + 1
+    } else if (c === '"') j = scanDoubleQuoted(state, j)
+    else if (c === '`') j = scanBackticks(state, j)
+    else if (c === '$' && src[j + 1] === '(') j = scanNested(state, j, 2, RiskKind.commandSubstitution)
+    else if (c === '$' && src[j + 1] === '{') j = scanParameter(state, j)
+    else j += 1
+  }
+  throw new Unparsable(at, 'unbalanced "${"')
+}
+
+/**
+ * A backtick substitution. Its body is a command line of its own once the backtick-level escapes
+ * (`` \` ``, `\\`, `\$`) are undone, so it is analysed recursively.
+ */
+const scanBackticks = (state: ScanState, at: number): number => {
+  const { src } = state
+  let j = at + 1
+  while (j < src.length && src[j] !== '`') j += src[j] === '\\' ? 2 : 1
+  if (j >= src.length) throw new Unparsable(at, 'unbalanced backtick')
+  state.risky.push({ kind: RiskKind.commandSubstitution, text: src.slice(at, j + 1) })
+  const inner = analyzeCommand(src.slice(at + 1, j).replace(/\\([\\`$])/g, '$1'))
+  state.segments.push(...inner.segments)
+  state.risky.push(...inner.risky)
+  return j + 1
+}
+
+/** Reads the word after a redirection operator; blanks before it are skipped. */
+const readWord = (state: ScanState, at: number): { readonly end: number; readonly text: string } => {
+  const { src } = state
+  let start = at
+  while (isBlank(src[start])) start += 1
+  if ((src[start] === '<' || src[start] === '>') && src[start + 1] === '(') {
+    const end = scanNested(state, start, 2, RiskKind.processSubstitution)
+    return { end, text: src.slice(start, end) }
+  }
+  let end = start
+  while (end < src.length && !isMeta(src[end])) end = scanWordPart(state, end)
+  return { end, text: src.slice(start, end) }
+}
+
+/** The operators, longest first so `>>` is not read as `>`. */
+const REDIRECTION_OPERATORS = ['&>>', '&>', '<<<', '<<-', '<<', '<>', '<&', '>>', '>|', '>&', '<', '>'] as const
+
+/**
+ * A redirection starting at `at`. Opening a file is risky (the policy's path rules never see it);
+ * duplicating or closing a descriptor (`2>&1`, `>&2`, `<&-`) and `/dev/null` are not.
+ */
+const scanRedirection = (state: ScanState, at: number): number => {
+  const { src } = state
+  const operator = REDIRECTION_OPERATORS.find((op) => src.startsWith(op, at))!
+  const word = readWord(state, at + operator.length)
+  if (word.text === '') throw new Unparsable(at, `redirection "${operator}" without a target`)
+  const target = dequote(word.text)
+  // Include the descriptor number (`2>`) in the reported text when it starts the word.
+  let textStart = at
+  while (textStart > 0 && /[0-9]/.test(src[textStart - 1]!)) textStart -= 1
+  if (textStart > 0 && !isBlank(src[textStart - 1]) && !isMeta(src[textStart - 1])) textStart = at
+  const text = src.slice(textStart, word.end)
+  const risk = (kind: RiskKind): void => {
+    state.risky.push({ kind, text })
+  }
+
+  switch (operator) {
+    case '<<':
+    case '<<-':
+      state.heredocs.push({
+        at,
+        delimiter: target,
+        stripTabs: operator === '<<-',
+        expands: !/['"\\]/.test(word.text)
+      })
+      break
+    case '<<<':
+      break // a here-string is data on stdin, not a file
+    case '>&':
+    case '<&':
+      // `>&word` with a non-number names a file (bash writes stdout and stderr to it).
+      if (!/^(?:[0-9]+-?|-)$/.test(target) && !HARMLESS_OUTPUT.has(target)) risk(RiskKind.redirection)
+      break
+    case '&>':
+    case '&>>':
+      // POSIX sh (dash is /bin/sh on Debian) reads `cmd &>f` as `cmd &` then `>f`: the command
+      // goes to the background, even with /dev/null.
+      risk(RiskKind.background)
+      if (!HARMLESS_OUTPUT.has(target)) risk(RiskKind.redirection)
+      break
+    case '<':
+      if (!HARMLESS_INPUT.has(target)) risk(RiskKind.redirection)
+      break
+    default:
+      if (!HARMLESS_OUTPUT.has(target)) risk(RiskKind.redirection)
+  }
+  return word.end
+}
+
+/** After a newline: the bodies of the here-documents opened on the line just ended. */
+const readHeredocBodies = (state: ScanState, at: number): number => {
+  const { src } = state
+  let i = at
+  const pending = state.heredocs
+  state.heredocs = []
+  for (const heredoc of pending) {
+    const bodyStart = i
+    let found = false
+    while (i < src.length) {
+      const newline = src.indexOf('\n', i)
+      const lineEnd = newline === -1 ? src.length : newline
+      const line = src.slice(i, lineEnd)
+      const next = newline === -1 ? src.length : newline + 1
+      if ((heredoc.stripTabs ? line.replace(/^\t+/, '') : line) === heredoc.delimiter) {
+        if (heredoc.expands) scanExpansions(state, bodyStart, i)
+        i = next
+        found = true
+        break
+      }
+      i = next
+    }
+    if (!found) throw new Unparsable(heredoc.at, `here-document without its closing "${heredoc.delimiter}" line`)
+  }
+  return i
+}
+
+/** Command substitutions in an expanding here-document body still run. */
+const scanExpansions = (state: ScanState, from: number, to: number): void => {
+  const { src } = state
+  let j = from
+  while (j < to) {
+    if (src[j] === '\\') j += 2
+    else if (src[j] === '`') j = scanBackticks(state, j)
+    else if (src[j] === '$' && src[j + 1] === '(') j = scanNested(state, j, 2, RiskKind.commandSubstitution)
+    else j += 1
+  }
+}
+
+/**
+ * Splits a command line into the simple commands it runs and the risky constructs it uses.
+ * Respects single quotes, double quotes, `$'...'`, backslash escapes, comments and
+ * here-documents; splits on `&&`, `||`, `;`, `|`, `&` and newlines. Leading variable assignments
+ * stay part of their segment. A line it cannot parse (unbalanced quote or parenthesis) yields an
+ * `unparsed` risk, and the unparsed rest of the line is kept as one segment so rules still see it.
+ *
+ * @example
+ * analyzeCommand('npm test 2>&1 | tee log.txt')
+ * // { segments: ['npm test 2>&1', 'tee log.txt'], risky: [] }
+ */
+export const analyzeCommand = (command: string): CommandAnalysis => {
+  const state: ScanState = { src: command, segments: [], risky: [], heredocs: [], topSegmentStart: 0, topSlot: -1 }
+  try {
+    scanList(state, 0, undefined, 0)
+    const [unfinished] = state.heredocs
+    if (unfinished !== undefined) {
+      throw new Unparsable(unfinished.at, `here-document without its closing "${unfinished.delimiter}" line`)
+    }
+  } catch (error) {
+    if (!(error instanceof Unparsable)) throw error
+    state.risky.push({ kind: RiskKind.unparsed, text: command.slice(error.at).trim() })
+    const rest = command.slice(state.topSegmentStart).trim()
+    if (state.topSlot !== -1) state.segments[state.topSlot] = rest
+    else if (rest !== '') state.segments.push(rest)
+  }
+  return { segments: state.segments.filter((segment) => segment !== ''), risky: state.risky }
+}
+
+/**
+ * Removes shell quoting the way the shell would before running a word: `'r'm` and `r\m` are
+ * `rm`. Unbalanced quotes run to the end of the text.
+ */
+export const dequote = (text: string): string => {
+  let out = ''
+  let i = 0
+  while (i < text.length) {
+    const c = text[i]!
+    if (c === '\\') {
+      out += text[i + 1] ?? ''
+      i += 2
+    } else if (c === "'") {
+      const close = text.indexOf("'", i + 1)
+      const end = close === -1 ? text.length : close
+      out += text.slice(i + 1, end)
+      i = end + 1
+    } else if (c === '"') {
+      i += 1
+      while (i < text.length && text[i] !== '"') {
+        if (text[i] === '\\' && '"\\$`'.includes(text[i + 1] ?? '')) i += 1
+        out += text[i] ?? ''
+        i += 1
+      }
+      i += 1
+    } else {
+      out += c
+      i += 1
+    }
+  }
+  return out
+}
+
+/** Splits a segment into its words, keeping each word's quoting as written. */
+const splitWords = (segment: string): string[] => {
+  const words: string[] = []
+  let current = ''
+  let i = 0
+  while (i < segment.length) {
+    const c = segment[i]!
+    if (isBlank(c) || c === '\n') {
+      if (current !== '') words.push(current)
+      current = ''
+      i += 1
+    } else if (c === "'" || c === '"') {
+      let close = i + 1
+      while (close < segment.length && segment[close] !== c) close += c === '"' && segment[close] === '\\' ? 2 : 1
+      current += segment.slice(i, close + 1)
+      i = close + 1
+    } else if (c === '\\') {
+      current += segment.slice(i, i + 2)
+      i += 2
+    } else {
+      current += c
+      i += 1
+    }
+  }
+  if (current !== '') words.push(current)
+  return words
+}
+
+/** Words that may precede the command word of a simple command without being the command. */
+const PREFIX_WORDS = new Set(['!', '{', 'if', 'then', 'else', 'elif', 'do', 'while', 'until', 'time'])
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/
+
+/**
+ * The readings of a segment a restricting rule (deny, ask) is matched against, besides the
+ * segment as written: without leading assignments and shell keywords (`FOO=1 rm x`,
+ * `then rm x` -> `rm x`), with a path-qualified command word reduced to its name
+ * (`/bin/rm x` -> `rm x`), and with quoting removed (`'r'm x` -> `rm x`). A permitting rule only
+ * ever sees the segment as written, so no looser reading can make a command allowed.
+ */
+export const commandReadings = (segment: string): ReadonlyArray<string> => {
+  const words = splitWords(segment)
+  let first = 0
+  while (first < words.length && (PREFIX_WORDS.has(words[first]!) || ASSIGNMENT.test(words[first]!))) first += 1
+  const rest = words.slice(first)
+  const commandWord = rest[0]
+  if (commandWord !== undefined) {
+    const name = dequote(commandWord)
+    if (name.includes('/') && !name.endsWith('/')) rest[0] = name.slice(name.lastIndexOf('/') + 1)
+  }
+  const bare = rest.join(' ')
+  return [...new Set([segment, bare, dequote(segment), dequote(bare)])].filter((reading) => reading.trim() !== '')
+}

@@ -1,0 +1,51 @@
+import type { Executor } from '../executor.js'
+import type { ApprovalRow, ApprovalStatus, DecisionSource, NewApproval } from '../tables/approvals.table.js'
+
+/** Persists an approval request; a request for the same tool call of the same step is kept once. */
+export async function insertApproval(db: Executor, row: NewApproval): Promise<void> {
+  await db
+    .insertInto('approvals')
+    .values(row)
+    .onConflict((oc) => oc.columns(['run_id', 'step', 'tool_call_id']).doNothing())
+    .execute()
+}
+
+/** A run's approval requests in the order they were made (optionally only those of one step). */
+export async function listApprovals(db: Executor, runId: string, step?: number): Promise<ApprovalRow[]> {
+  let query = db.selectFrom('approvals').selectAll().where('run_id', '=', runId)
+  if (step !== undefined) query = query.where('step', '=', step)
+  return query.orderBy('created_at').orderBy('id').execute()
+}
+
+/** One request by id. */
+export async function getApproval(db: Executor, id: string): Promise<ApprovalRow | undefined> {
+  return db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+export interface ApprovalDecision {
+  readonly status: Exclude<ApprovalStatus, 'pending'>
+  readonly source: DecisionSource
+  readonly remember: boolean
+  readonly editedPayloadJson: string | null
+  readonly decidedAt: string
+}
+
+/**
+ * Decides a pending request. Returns false when it was already decided: a decision is final,
+ * so two approvers racing (CLI and NATS, say) cannot both win.
+ */
+export async function decideApproval(db: Executor, id: string, decision: ApprovalDecision): Promise<boolean> {
+  const result = await db
+    .updateTable('approvals')
+    .set({
+      status: decision.status,
+      source: decision.source,
+      remember: decision.remember ? 1 : 0,
+      edited_payload_json: decision.editedPayloadJson,
+      decided_at: decision.decidedAt
+    })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}

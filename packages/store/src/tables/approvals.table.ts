@@ -1,0 +1,46 @@
+import type { Generated, Insertable, Selectable } from 'kysely'
+
+/** Where an approval request stands. */
+export const ApprovalStatus = { pending: 'pending', approved: 'approved', denied: 'denied' } as const
+export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus]
+
+/** Who decided a request or a policy event: the audit's `source` (CONTRACT.md §1). */
+export const DecisionSource = {
+  policy: 'policy',
+  prompt: 'prompt',
+  cli: 'cli',
+  remembered: 'remembered',
+  auto: 'auto',
+  nats: 'nats',
+  api: 'api'
+} as const
+export type DecisionSource = (typeof DecisionSource)[keyof typeof DecisionSource]
+
+/**
+ * A tool call that policy answered `ask`: persisted with the exact payload to replay, so the
+ * decision may come from another process while the run is paused, and resume performs it.
+ */
+export interface ApprovalsTable {
+  id: string
+  run_id: string
+  step: number
+  tool_call_id: string
+  /** `policy` for an ask; later kinds (recovery) share the table. */
+  kind: Generated<string>
+  act: string
+  target: string
+  /** The tool call as the model asked for it: `{name, arguments}`. */
+  payload_json: string
+  rule: string
+  layer: string
+  status: Generated<ApprovalStatus>
+  source: DecisionSource | null
+  remember: Generated<number>
+  /** The tool call performed instead, when approved with edits. */
+  edited_payload_json: string | null
+  created_at: string
+  decided_at: string | null
+}
+
+export type ApprovalRow = Selectable<ApprovalsTable>
+export type NewApproval = Insertable<ApprovalsTable>
