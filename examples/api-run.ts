@@ -13,7 +13,10 @@ export async function runWithApi(options: { db: string; baseUrl: string; workspa
       workspace: options.workspace,
       providers: [{ name: 'primary', kind: 'openai', baseUrl: options.baseUrl, model: 'demo-model' }],
       verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-      limits: { maxSteps: 6 }
+      limits: { maxSteps: 6 },
+      // Writes and commands no rule allows would wait for a person (`approval: 'defer'`).
+      policy: { layers: [{ name: 'team', allow: { write: ['notes/**', 'out.txt'], exec: ['cat *', 'wc *'] } }] },
+      approval: 'defer'
     })
   } finally {
     await av.close()

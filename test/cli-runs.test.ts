@@ -7,7 +7,8 @@ const scriptedTask = (steps: unknown[], goal: string) => ({
   workspace: `ws-${goal.replace(/\W+/g, '-')}`,
   providers: [{ name: 'script', kind: 'scripted', steps }],
   verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-  limits: { maxSteps: 2 }
+  limits: { maxSteps: 2 },
+  approval: 'auto'
 })
 
 describe('agentvisor runs and show', () => {

@@ -36,7 +36,8 @@ describe('agentvisor resume', () => {
       goal: 'Write DONE into out.txt',
       workspace: 'ws',
       providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'test-model' }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto'
     })
 
     let pid = 0

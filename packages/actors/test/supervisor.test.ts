@@ -41,6 +41,7 @@ describe('the supervisor', () => {
     const result = await (await open(dir)).run({
       goal: 'g',
       workspace: path.join(dir, 'ws'),
+      approval: 'auto',
       providers: [
         { name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }] },
         { name: 'secondary', kind: 'scripted', steps: [write('out.txt', 'DONE')] }
@@ -67,6 +68,7 @@ describe('the supervisor', () => {
     const result = await (await open(dir)).run({
       goal: 'g',
       workspace: path.join(dir, 'ws'),
+      approval: 'auto',
       providers: [
         { name: 'primary', kind: 'scripted', steps: [{ error: { status: 401 } }] },
         { name: 'secondary', kind: 'scripted', steps: [write('out.txt', 'DONE')] }
@@ -83,6 +85,7 @@ describe('the supervisor', () => {
     const result = await (await open(dir)).run({
       goal: 'g',
       workspace: path.join(dir, 'ws'),
+      approval: 'auto',
       providers: [{ name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }, { error: { status: 429 } }, { disconnect: true }] }],
       limits: { maxRetries: 2 }
     })
@@ -100,6 +103,7 @@ describe('the supervisor', () => {
     const result = await (await open(dir)).run({
       goal: 'g',
       workspace: path.join(dir, 'ws'),
+      approval: 'auto',
       providers: [{ name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }, { error: { status: 503 } }, { error: { status: 503 } }] }],
       limits: { maxRetries: 5, dispatchCeiling: 2 }
     })
@@ -112,6 +116,7 @@ describe('the supervisor', () => {
     const result = await (await open(dir)).run({
       goal: 'g',
       workspace: path.join(dir, 'ws'),
+      approval: 'auto',
       providers: [{ name: 'primary', kind: 'scripted', steps: [write('a.txt', 'x'), { text: 'finished' }] }]
     })
     expect(result).toMatchObject({ status: 'succeeded', steps: 2 })
@@ -124,7 +129,7 @@ describe('the supervisor', () => {
     let dispatched!: () => void
     const inFlight = new Promise<void>((resolve) => (dispatched = resolve))
     const run = await agentvisor.start(
-      { goal: 'g', workspace: path.join(dir, 'ws'), providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }] },
+      { goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }] },
       { observers: [{ onDispatch: () => dispatched() }] }
     )
     await inFlight
@@ -141,6 +146,7 @@ describe('the supervisor', () => {
     const result = await (await open(dir)).run({
       goal: 'g',
       workspace: path.join(dir, 'ws'),
+      approval: 'auto',
       providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' } }] }] }],
       limits: { timeoutMs: 800 }
     })

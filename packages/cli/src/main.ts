@@ -7,6 +7,7 @@ usage:
   agentvisor resume RUN [--json] [--db PATH]
   agentvisor runs [--json] [--status S] [--db PATH]
   agentvisor show RUN [--json] [--db PATH]
+  agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 
 The store is --db PATH, else $AGENTVISOR_DB, else .agentvisor/agentvisor.db under the current folder.
@@ -26,6 +27,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   resume: async () => (await import('./commands/resume.js')).resumeCommand,
   runs: async () => (await import('./commands/runs.js')).runsCommand,
   show: async () => (await import('./commands/show.js')).showCommand,
+  approve: async () => (await import('./commands/approve.js')).approveCommand,
   'mock-llm': async () => (await import('./commands/mock-llm.js')).mockLlmCommand
 }
 
@@ -35,7 +37,7 @@ const isUserError = (error: unknown): error is Error =>
   (typeof error === 'object' &&
     error !== null &&
     '_tag' in error &&
-    ['ContractError', 'RunNotFoundError', 'RunNotResumableError', 'WorkspaceError', 'WorkspaceEscapeError', 'StoreError'].includes(
+    ['ContractError', 'ApprovalError', 'RunNotFoundError', 'RunNotResumableError', 'WorkspaceError', 'WorkspaceEscapeError', 'StoreError'].includes(
       String((error as { _tag: unknown })._tag)
     ))
 

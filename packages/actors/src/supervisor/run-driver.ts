@@ -1,4 +1,5 @@
 import {
+  type CompiledPolicy,
   type ChatMessage,
   type Provider,
   ProviderError,
@@ -16,6 +17,10 @@ import {
 import {
   appendTransition,
   type Database,
+  insertApproval,
+  insertPolicyEvents,
+  listApprovals,
+  type NewPolicyEvent,
   insertAttempt,
   insertStep,
   setStepFeedback,
@@ -28,6 +33,9 @@ import {
 import { Clock, Duration, Effect } from 'effect'
 import type { Kysely, Transaction } from 'kysely'
 import type { Actor } from 'xstate'
+import { type ApprovalAnswer, approvalRequestOf, type ApprovalRequest, decideRequest } from '../approval/decide.js'
+import { planStep } from '../approval/step-plan.js'
+import { toolActOf } from '../approval/tool-act.js'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, statePath, statusOfState } from '../machine/run-state.js'
 import { type Admission, type CallOutcome, type CircuitBreakers, circuitKey } from './circuit-breaker.js'
@@ -53,6 +61,17 @@ export interface RunDriverDeps {
   /** Per-attempt deadline applied when the provider config sets none. */
   readonly attemptTimeoutMs: number
   readonly breakers: CircuitBreakers
+  /** The run's policy: its contract's layers plus the decisions remembered for its workspace. */
+  readonly policy: CompiledPolicy
+  /** Who answers `ask`s when the contract says `prompt` (the terminal, or a TS callback). */
+  readonly approver?: Approver | undefined
+  readonly newId: () => string
+}
+
+/** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
+export interface Approver {
+  readonly source: 'prompt' | 'api'
+  readonly decide: (request: ApprovalRequest) => Promise<ApprovalAnswer>
 }
 
 /** A state's entry work result: the event to send, and the step data to commit with its transition. */
@@ -239,22 +258,92 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     }
   }
 
-  const act = (ctx: RunContext): Effect.Effect<Work> =>
+  /**
+   * Runs the step's tool calls as policy allows. The whole step is planned first: if any call
+   * needs a person's decision, nothing runs and the run moves to `awaitingApproval` with the
+   * requests persisted; once decided, re-entering `acting` plans again and performs exactly
+   * what was approved.
+   */
+  const act = (ctx: RunContext): Effect.Effect<Work, StoreError> =>
     Effect.gen(function* () {
+      const approvals = yield* store('load approvals', () => listApprovals(db, runId, ctx.step))
+      const plan = planStep({ runId, step: ctx.step, policy: deps.policy, calls: lastToolCalls, approvals, mode: contract.approval, newId: deps.newId })
+      const at = iso(yield* nowMs)
+      if (plan.pending.length > 0) {
+        return {
+          event: { type: 'APPROVAL_REQUESTED' },
+          writes: async (trx) => {
+            for (const request of plan.pending) await insertApproval(trx, { ...request, created_at: at })
+          }
+        } satisfies Work
+      }
       const results: ToolResultRecord[] = []
-      for (const call of lastToolCalls) {
+      const events: NewPolicyEvent[] = plan.events.map((e) => ({ ...e, at }))
+      for (const item of plan.calls) {
+        const call = item.requested
         notify(observers, 'onToolCall', { runId, step: ctx.step, name: call.name, target: toolTarget(call) })
-        const outcome = yield* runTool(deps.workspace, call)
-        notify(observers, 'onToolResult', { runId, step: ctx.step, name: call.name, ok: outcome.ok, output: outcome.output })
-        results.push({ toolCallId: call.id, name: call.name, ok: outcome.ok, output: outcome.output })
+        let ok = false
+        let output: string
+        if (item.kind === 'refuse') {
+          output = item.output
+        } else {
+          const outcome = yield* runTool(deps.workspace, item.call)
+          ok = outcome.ok
+          output = item.note === undefined ? outcome.output : `${item.note}\n${outcome.output}`
+          if (outcome.refusal !== undefined) {
+            // The sandbox refused it (a path escaping the workspace): audited like a policy refusal.
+            const toolAct = toolActOf(item.call)
+            events.push({
+              run_id: runId,
+              step: ctx.step,
+              kind: 'refusal',
+              act: toolAct?.act ?? 'read',
+              target: toolAct?.target ?? toolTarget(item.call),
+              rule: outcome.refusal.rule,
+              layer: outcome.refusal.layer,
+              decision: 'deny',
+              source: 'policy',
+              request_id: null,
+              performed_target: null,
+              at
+            })
+          }
+        }
+        notify(observers, 'onToolResult', { runId, step: ctx.step, name: call.name, ok, output })
+        results.push({ toolCallId: call.id, name: call.name, ok, output })
       }
       return {
         event: { type: 'TOOLS_DONE' },
-        writes: (trx) => setStepResults(trx, runId, ctx.step, JSON.stringify(results)),
+        writes: async (trx) => {
+          for (const request of plan.decided) await insertApproval(trx, { ...request, created_at: at, decided_at: at })
+          await insertPolicyEvents(trx, events)
+          await setStepResults(trx, runId, ctx.step, JSON.stringify(results))
+        },
         after: () => {
           for (const r of results) messages.push({ role: 'tool', toolCallId: r.toolCallId, name: r.name, content: r.output })
         }
       } satisfies Work
+    })
+
+  /**
+   * Waits for the step's requests to be decided. With an approver (terminal or TS callback) it
+   * asks now; otherwise the run pauses here (the process may exit) until `approve` and `resume`.
+   */
+  const awaitApprovals = (ctx: RunContext): Effect.Effect<Work | undefined, StoreError> =>
+    Effect.gen(function* () {
+      const pending = (yield* store('load approvals', () => listApprovals(db, runId, ctx.step))).filter((a) => a.status === 'pending')
+      if (pending.length > 0) {
+        const approver = deps.approver
+        if (approver === undefined || contract.approval !== 'prompt') return undefined
+        for (const request of pending) {
+          const answer = yield* Effect.promise(() => approver.decide(approvalRequestOf(request)))
+          const at = iso(yield* nowMs)
+          yield* store('record decision', () =>
+            decideRequest({ db, policy: deps.policy, workspace: contract.workspace, request, answer, source: approver.source, at })
+          )
+        }
+      }
+      return { event: { type: 'APPROVALS_DECIDED' } } satisfies Work
     })
 
   const check = (ctx: RunContext): Effect.Effect<Work> =>
@@ -292,7 +381,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     })
 
   /** The entry work of the current state; `undefined` when the run stops here (final or paused). */
-  const workFor = (path: string, ctx: RunContext): Effect.Effect<Work, StoreError> | undefined => {
+  const workFor = (path: string, ctx: RunContext): Effect.Effect<Work | undefined, StoreError> | undefined => {
     switch (path) {
       case 'dispatching':
         return dispatch(ctx)
@@ -304,6 +393,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         return act(ctx)
       case 'verifying':
         return check(ctx)
+      case 'awaitingApproval':
+        return awaitApprovals(ctx)
       case 'awaitingChildren':
         return Effect.succeed({ event: { type: 'FAIL', error: { kind: 'internal', message: 'child runs are not available in this build' } } })
       default:
@@ -316,7 +407,9 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     for (;;) {
       const work = workFor(currentPath(), context())
       if (work === undefined) return
-      yield* commit(yield* work)
+      const next = yield* work
+      if (next === undefined) return
+      yield* commit(next)
     }
   })
 

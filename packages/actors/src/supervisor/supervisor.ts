@@ -12,14 +12,15 @@ import {
   type WorkspaceError
 } from '@agentvisor/core'
 import { getRun, insertRun, lastTransition, listSteps, type RunStatus, StoreError } from '@agentvisor/store'
-import { Cause, Clock, Context, Deferred, Duration, Effect, Fiber, Layer } from 'effect'
+import { Cause, Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, statusOfState } from '../machine/run-state.js'
 import { type CircuitBreakerPolicy, DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
-import { makeRunDriver, type RunDriver } from './run-driver.js'
+import { type Approver, makeRunDriver, type RunDriver } from './run-driver.js'
+import { loadRunPolicy } from '../approval/run-policy.js'
 import { notify, type RunObserver } from './run-observer.js'
 import { StoreService } from './store-service.js'
 
@@ -52,12 +53,16 @@ export interface SupervisorOptions {
   readonly inspect?: (event: InspectionEvent) => void
   /** When a failing provider is skipped; one set of circuits serves every run of this supervisor. */
   readonly circuitBreaker?: CircuitBreakerPolicy
+  /** Answers `ask`s of runs whose contract says `approval: prompt` (without one they pause). */
+  readonly approver?: Approver
   /** Builds a provider from its config; the default reads the task file's kinds. */
   readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv) => Provider
 }
 
 export interface StartOptions {
   readonly parentId?: string | undefined
+  /** Answers this run's `ask`s (overrides the supervisor's approver). */
+  readonly approver?: Approver | undefined
   readonly observers?: ReadonlyArray<RunObserver>
 }
 
@@ -65,7 +70,10 @@ export interface StartOptions {
 export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
   Supervisor,
   {
-    readonly start: (contract: TaskContract, options?: StartOptions) => Effect.Effect<RunHandle, StoreError | WorkspaceError>
+    readonly start: (
+      contract: TaskContract,
+      options?: StartOptions
+    ) => Effect.Effect<RunHandle, StoreError | WorkspaceError | RunNotResumableError>
     readonly resume: (
       runId: string,
       options?: StartOptions
@@ -148,8 +156,15 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         seq: number,
         createdAt: string,
         startOptions: StartOptions
-      ): Effect.Effect<RunHandle, WorkspaceError> =>
+      ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError> =>
         Effect.gen(function* () {
+          const loaded = yield* Effect.tryPromise({
+            try: () => loadRunPolicy(db, contract),
+            catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
+          })
+          // A run whose policy cannot be built never runs permissively: it does not run.
+          if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
+          const policy = loaded.right
           const workspace = yield* openWorkspace(contract.workspace)
           const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
           const observers = [...(options.observers ?? []), ...(startOptions.observers ?? [])]
@@ -166,7 +181,10 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
             deadline,
             attemptTimeoutMs: options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS,
-            breakers
+            breakers,
+            policy,
+            approver: startOptions.approver ?? options.approver,
+            newId: randomUUID
           })
           const cancelled = yield* Deferred.make<void>()
           const fiber = yield* Effect.forkIn(supervise(runId, driver, actor, deadline, cancelled, observers), scope)

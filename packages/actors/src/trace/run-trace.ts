@@ -3,7 +3,9 @@ import {
   type Executor,
   getRun,
   listAttempts,
+  listApprovals,
   listChildren,
+  listPolicyEvents,
   listSteps,
   listTransitions,
   type RunRecord,
@@ -27,6 +29,36 @@ export interface AttemptTrace {
   readonly partialText?: string
 }
 
+/** One refusal or decision of the audit trail; never file contents. */
+export interface PolicyEventTrace {
+  readonly step: number
+  readonly kind: 'refusal' | 'decision'
+  readonly act: string
+  readonly target: string
+  readonly rule: string
+  readonly layer: string
+  readonly decision: string
+  readonly source: string
+  readonly requestId?: string
+  /** What was performed instead of `target` (approved with edits). */
+  readonly performedTarget?: string
+}
+
+/** An approval request and where it stands. */
+export interface ApprovalTrace {
+  readonly id: string
+  readonly step: number
+  readonly act: string
+  readonly target: string
+  readonly status: string
+  readonly rule: string
+  readonly layer: string
+  readonly source?: string
+  readonly remember?: boolean
+  /** The arguments performed instead of the requested ones (approved with edits). */
+  readonly editedArguments?: unknown
+}
+
 /** The full trace of a run, exactly the `show --json` object. */
 export interface RunTrace {
   readonly run: RunRecord & { readonly error?: RunError }
@@ -41,8 +73,8 @@ export interface RunTrace {
     tokens: number
   }>
   readonly receipts: ReadonlyArray<{ step: number; attempts: ReadonlyArray<AttemptTrace>; winner: number | null }>
-  readonly policyEvents: ReadonlyArray<unknown>
-  readonly approvals: ReadonlyArray<unknown>
+  readonly policyEvents: ReadonlyArray<PolicyEventTrace>
+  readonly approvals: ReadonlyArray<ApprovalTrace>
   readonly children: ReadonlyArray<{ id: string; status: string }>
 }
 
@@ -59,11 +91,13 @@ const parseArguments = (raw: string): unknown => {
 export const loadRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
   const run = await getRun(db, runId)
   if (run === undefined) return undefined
-  const [transitions, steps, attempts, children] = await Promise.all([
+  const [transitions, steps, attempts, children, approvals, policyEvents] = await Promise.all([
     listTransitions(db, runId),
     listSteps(db, runId),
     listAttempts(db, runId),
-    listChildren(db, runId)
+    listChildren(db, runId),
+    listApprovals(db, runId),
+    listPolicyEvents(db, runId)
   ])
   const receipts = new Map<number, AttemptTrace[]>()
   const winners = new Map<number, number>()
@@ -101,8 +135,32 @@ export const loadRunTrace = async (db: Executor, runId: string): Promise<RunTrac
       tokens: s.tokens_in + s.tokens_out
     })),
     receipts: [...receipts.entries()].map(([step, list]) => ({ step, attempts: list, winner: winners.get(step) ?? null })),
-    policyEvents: [],
-    approvals: [],
+    policyEvents: policyEvents.map((e) => ({
+      step: e.step,
+      kind: e.kind,
+      act: e.act,
+      target: e.target,
+      rule: e.rule,
+      layer: e.layer,
+      decision: e.decision,
+      source: e.source,
+      ...(e.request_id !== null ? { requestId: e.request_id } : {}),
+      ...(e.performed_target !== null ? { performedTarget: e.performed_target } : {})
+    })),
+    approvals: approvals.map((a) => ({
+      id: a.id,
+      step: a.step,
+      act: a.act,
+      target: a.target,
+      status: a.status,
+      rule: a.rule,
+      layer: a.layer,
+      ...(a.source !== null ? { source: a.source } : {}),
+      ...(a.remember === 1 ? { remember: true } : {}),
+      ...(a.edited_payload_json !== null
+        ? { editedArguments: parseArguments((JSON.parse(a.edited_payload_json) as { arguments: string }).arguments) }
+        : {})
+    })),
     children: children.map((c) => ({ id: c.id, status: c.status }))
   }
 }

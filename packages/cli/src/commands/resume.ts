@@ -2,6 +2,7 @@ import { Agentvisor } from '@agentvisor/actors'
 import { resolveDbPath } from '@agentvisor/store'
 import { say } from '../output.js'
 import { progressObserver } from '../progress.js'
+import { terminalApprover } from '../terminal-approver.js'
 import { parseCommandArgs } from '../usage-error.js'
 import { awaitWithSignals, exitCodeOf, reportResult } from './run.js'
 
@@ -13,7 +14,8 @@ export const resumeCommand = async (argv: string[]): Promise<number> => {
     { min: 1, max: 1, names: 'RUN (the id of the run to resume)' }
   )
   const startedAt = Date.now()
-  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)] })
+  const approver = terminalApprover()
+  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
   try {
     const run = await av.resume(positionals[0]!)
     say(`agentvisor: resuming run ${run.runId}`)

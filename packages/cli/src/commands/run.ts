@@ -4,6 +4,7 @@ import { resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
 import { elapsed, printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
+import { terminalApprover } from '../terminal-approver.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
 
 const isApprovalMode = Schema.is(ApprovalMode)
@@ -71,7 +72,8 @@ export const runCommand = async (argv: string[]): Promise<number> => {
   const loaded = await loadContract(positionals[0]!)
   const contract: TaskContract = values.approval === undefined ? loaded : { ...loaded, approval: values.approval }
   const startedAt = Date.now()
-  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)] })
+  const approver = terminalApprover()
+  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
   try {
     const run = await av.start(contract)
     say(`agentvisor: run ${run.runId} started: ${contract.goal}`)

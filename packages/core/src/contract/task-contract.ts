@@ -1,6 +1,7 @@
 import * as path from 'node:path'
 import { Either, ParseResult, Schema } from 'effect'
 import { ContractError } from '../errors.js'
+import { compilePolicy } from '../policy/policy.js'
 import { ScriptedStep } from '../provider/scripted-step.js'
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
@@ -129,8 +130,11 @@ export const parseTaskContract = (
       const { field, message } = describeIssue(error)
       return Either.left(new ContractError({ message, field, source }))
     },
-    onRight: (file) =>
-      Either.right<TaskContract>({
+    onRight: (file) => {
+      // Globs are compiled here too, so a bad rule stops the task before any run exists.
+      const policy = compilePolicy(file.policy?.layers ?? [])
+      if (Either.isLeft(policy)) return Either.left(new ContractError({ message: policy.left.message, field: policy.left.field, source }))
+      return Either.right<TaskContract>({
         goal: file.goal,
         workspace: path.resolve(baseDir, file.workspace),
         providers: file.providers,
@@ -139,4 +143,5 @@ export const parseTaskContract = (
         policy: file.policy ?? { layers: [] },
         approval: file.approval ?? 'prompt'
       })
+    }
   })

@@ -1,0 +1,109 @@
+import { type CompiledPolicy, describeDecision, escapeGlob } from '@agentvisor/core'
+import {
+  type ApprovalRow,
+  type Database,
+  type DecisionSource,
+  decideApproval,
+  insertPolicyEvents,
+  rememberRule
+} from '@agentvisor/store'
+import { Data } from 'effect'
+import type { Kysely } from 'kysely'
+import { toolActOf } from './tool-act.js'
+
+/** How a person (or service) answers an approval request. */
+export interface ApprovalAnswer {
+  readonly decision: 'approve' | 'deny'
+  /** Keep this decision for later runs of the same workspace. */
+  readonly remember?: boolean | undefined
+  /** Replacement arguments for the tool call: approve it as edited. */
+  readonly edit?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** A decision that cannot be taken: the request is gone or decided, or the edit is refused. */
+export class ApprovalError extends Data.TaggedError('ApprovalError')<{ readonly message: string }> {}
+
+/** A pending request as an approver sees it. */
+export interface ApprovalRequest {
+  readonly id: string
+  readonly runId: string
+  readonly step: number
+  readonly act: string
+  readonly target: string
+  readonly tool: string
+  /** The raw arguments the model sent. */
+  readonly arguments: string
+  readonly rule: string
+  readonly layer: string
+}
+
+export const approvalRequestOf = (row: ApprovalRow): ApprovalRequest => {
+  const payload = JSON.parse(row.payload_json) as { name: string; arguments: string }
+  return { id: row.id, runId: row.run_id, step: row.step, act: row.act, target: row.target, tool: payload.name, arguments: payload.arguments, rule: row.rule, layer: row.layer }
+}
+
+/**
+ * Records a decision on a pending request, with its audit event (and the remembered rule when
+ * asked), in one transaction. An edit is checked against the policy again: it may not cross a
+ * deny. Whoever decides first wins; a second decision fails with `ApprovalError`.
+ */
+export const decideRequest = async (input: {
+  readonly db: Kysely<Database>
+  readonly policy: CompiledPolicy
+  readonly workspace: string
+  readonly request: ApprovalRow
+  readonly answer: ApprovalAnswer
+  readonly source: DecisionSource
+  readonly at: string
+}): Promise<void> => {
+  const { request, answer } = input
+  const payload = JSON.parse(request.payload_json) as { name: string; arguments: string }
+  let editedPayloadJson: string | null = null
+  let performedTarget: string | null = null
+  if (answer.decision === 'approve' && answer.edit !== undefined) {
+    const edited = { name: payload.name, arguments: JSON.stringify(answer.edit) }
+    const editedAct = toolActOf(edited)
+    if (editedAct === undefined) throw new ApprovalError({ message: `the edited arguments are not valid for ${payload.name}` })
+    const check = input.policy.check(editedAct.act, editedAct.target)
+    if (check.decision === 'deny') throw new ApprovalError({ message: `the edited action is refused: ${describeDecision(check)}` })
+    editedPayloadJson = JSON.stringify(edited)
+    if (editedAct.target !== request.target || editedAct.act !== request.act) performedTarget = editedAct.target
+  }
+  const status = answer.decision === 'approve' ? 'approved' : 'denied'
+  await input.db.transaction().execute(async (trx) => {
+    const won = await decideApproval(trx, request.id, {
+      status,
+      source: input.source,
+      remember: answer.remember === true,
+      editedPayloadJson,
+      decidedAt: input.at
+    })
+    if (!won) throw new ApprovalError({ message: `request ${request.id} was already decided` })
+    await insertPolicyEvents(trx, [
+      {
+        run_id: request.run_id,
+        step: request.step,
+        kind: 'decision',
+        act: request.act,
+        target: request.target,
+        rule: request.rule,
+        layer: request.layer,
+        decision: status,
+        source: input.source,
+        request_id: request.id,
+        performed_target: performedTarget,
+        at: input.at
+      }
+    ])
+    if (answer.remember === true) {
+      await rememberRule(trx, {
+        workspace: input.workspace,
+        act: request.act,
+        pattern: escapeGlob(request.target),
+        decision: status === 'approved' ? 'allow' : 'deny',
+        run_id: request.run_id,
+        created_at: input.at
+      })
+    }
+  })
+}

@@ -1,0 +1,87 @@
+import { type ApprovalMode, type CompiledPolicy, describeDecision, type ToolCall } from '@agentvisor/core'
+import type { ApprovalRow, NewApproval, NewPolicyEvent } from '@agentvisor/store'
+import { toolActOf } from './tool-act.js'
+
+/** What happens to one tool call of a step once policy and approvals have spoken. */
+export type CallPlan =
+  /** Run `call` (the edited one when approved with edits); `note` precedes its output to the model. */
+  | { readonly kind: 'run'; readonly requested: ToolCall; readonly call: ToolCall; readonly note?: string | undefined }
+  /** Do not run it: `output` tells the model why. */
+  | { readonly kind: 'refuse'; readonly requested: ToolCall; readonly output: string }
+
+/** Policy's verdict on a whole step: what to run, what to refuse, what to ask first, what to record. */
+export interface StepPlan {
+  readonly calls: ReadonlyArray<CallPlan>
+  /** Requests a person must decide before anything of the step runs (the run pauses). */
+  readonly pending: ReadonlyArray<Omit<NewApproval, 'created_at'>>
+  /** Requests decided on the spot (`approval: auto`), recorded as decided. */
+  readonly decided: ReadonlyArray<Omit<NewApproval, 'created_at'>>
+  /** Refusals and on-the-spot decisions for the audit trail (without `at`). */
+  readonly events: ReadonlyArray<Omit<NewPolicyEvent, 'at'>>
+}
+
+const payloadOf = (call: ToolCall): string => JSON.stringify({ name: call.name, arguments: call.arguments })
+
+/**
+ * Decides a step's tool calls before any of them runs: denied calls are refused, allowed ones
+ * run, and `ask`s are answered by an existing decision, by `approval: auto`, or become pending
+ * requests. Planning the whole step first means a pause never leaves a step half done.
+ */
+export const planStep = (input: {
+  readonly runId: string
+  readonly step: number
+  readonly policy: CompiledPolicy
+  readonly calls: ReadonlyArray<ToolCall>
+  readonly approvals: ReadonlyArray<ApprovalRow>
+  readonly mode: ApprovalMode
+  readonly newId: () => string
+}): StepPlan => {
+  const calls: CallPlan[] = []
+  const pending: Array<Omit<NewApproval, 'created_at'>> = []
+  const decided: Array<Omit<NewApproval, 'created_at'>> = []
+  const events: Array<Omit<NewPolicyEvent, 'at'>> = []
+  for (const call of input.calls) {
+    const toolAct = toolActOf(call)
+    if (toolAct === undefined) {
+      calls.push({ kind: 'run', requested: call, call })
+      continue
+    }
+    const decision = input.policy.check(toolAct.act, toolAct.target)
+    const base = { run_id: input.runId, step: input.step, act: toolAct.act, target: toolAct.target, rule: decision.rule, layer: decision.layer }
+    // A decision remembered with `approve --remember` is audited as such.
+    const source = decision.layer === 'remembered' ? 'remembered' : 'policy'
+    if (decision.decision === 'allow') {
+      if (source === 'remembered') events.push({ ...base, kind: 'decision', decision: 'approved', source, request_id: null, performed_target: null })
+      calls.push({ kind: 'run', requested: call, call })
+    } else if (decision.decision === 'deny') {
+      events.push({ ...base, kind: 'refusal', decision: 'deny', source, request_id: null, performed_target: null })
+      calls.push({ kind: 'refuse', requested: call, output: `Refused by policy: ${describeDecision(decision)}.` })
+    } else {
+      const existing = input.approvals.find((a) => a.tool_call_id === call.id)
+      if (existing !== undefined && existing.status !== 'pending') {
+        calls.push(planFromDecision(call, existing))
+      } else if (existing !== undefined) {
+        pending.push(existing)
+      } else if (input.mode === 'auto') {
+        const id = input.newId()
+        decided.push({ ...base, id, tool_call_id: call.id, payload_json: payloadOf(call), status: 'approved', source: 'auto', edited_payload_json: null, decided_at: null })
+        events.push({ ...base, kind: 'decision', decision: 'approved', source: 'auto', request_id: id, performed_target: null })
+        calls.push({ kind: 'run', requested: call, call })
+      } else {
+        pending.push({ ...base, id: input.newId(), tool_call_id: call.id, payload_json: payloadOf(call), source: null, edited_payload_json: null, decided_at: null })
+      }
+    }
+  }
+  return { calls, pending, decided, events }
+}
+
+/** How a decided request plays out: the approved (possibly edited) call runs, a denial is told. */
+const planFromDecision = (call: ToolCall, approval: ApprovalRow): CallPlan => {
+  if (approval.status === 'denied') {
+    return { kind: 'refuse', requested: call, output: `Denied by ${approval.source ?? 'an approver'}: ${approval.act} ${approval.target} was not approved.` }
+  }
+  if (approval.edited_payload_json === null) return { kind: 'run', requested: call, call }
+  const edited = JSON.parse(approval.edited_payload_json) as { name: string; arguments: string }
+  const performed: ToolCall = { id: call.id, name: edited.name, arguments: edited.arguments }
+  return { kind: 'run', requested: call, call: performed, note: `Approved with edits: ran ${edited.name} with ${edited.arguments} instead.` }
+}

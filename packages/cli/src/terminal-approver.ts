@@ -1,0 +1,42 @@
+import { createInterface } from 'node:readline/promises'
+import type { Approver } from '@agentvisor/actors'
+
+const ANSWERS: Readonly<Record<string, { decision: 'approve' | 'deny'; remember: boolean }>> = {
+  y: { decision: 'approve', remember: false },
+  yes: { decision: 'approve', remember: false },
+  n: { decision: 'deny', remember: false },
+  no: { decision: 'deny', remember: false },
+  a: { decision: 'approve', remember: true },
+  always: { decision: 'approve', remember: true },
+  d: { decision: 'deny', remember: true },
+  never: { decision: 'deny', remember: true }
+}
+
+/**
+ * `approval: prompt` on a terminal: asks on stderr, reads stdin. Without a TTY on both there is
+ * no one to ask, so it returns undefined and the run defers (pauses, exit 3) instead.
+ */
+export const terminalApprover = (): Approver | undefined => {
+  if (process.stdin.isTTY !== true || process.stderr.isTTY !== true) return undefined
+  return {
+    source: 'prompt',
+    decide: async (request) => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr })
+      // Ctrl-C at the prompt cancels the run like anywhere else.
+      rl.on('SIGINT', () => {
+        rl.close()
+        process.kill(process.pid, 'SIGINT')
+      })
+      try {
+        process.stderr.write(`\n${request.tool} wants to ${request.act}: ${request.target}\n  (rule "${request.rule}" in layer "${request.layer}" asks)\n`)
+        for (;;) {
+          const line = (await rl.question('approve? [y]es, [n]o, [a]lways, [d]eny always: ')).trim().toLowerCase()
+          const answer = ANSWERS[line]
+          if (answer !== undefined) return answer
+        }
+      } finally {
+        rl.close()
+      }
+    }
+  }
+}
