@@ -158,3 +158,56 @@ describe('the supervisor', () => {
     expect(t.transitions.at(-1)).toMatchObject({ from: 'acting', event: 'TIMEOUT', to: 'finished.timedOut' })
   })
 })
+
+describe('approvals from the TypeScript API', () => {
+  it('asks a programmatic approver and performs exactly what it approved', async () => {
+    const dir = tempDir()
+    const asked: string[] = []
+    av = await Agentvisor.open({
+      db: path.join(dir, 'av.db'),
+      approver: {
+        source: 'api',
+        decide: async (request) => {
+          asked.push(`${request.act} ${request.target}`)
+          return request.target === 'out.txt' ? { decision: 'approve' } : { decision: 'deny' }
+        }
+      }
+    })
+    const result = await av.run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      approval: 'prompt',
+      providers: [{ name: 'p', kind: 'scripted', steps: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'other.txt', content: 'x' } }, { name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }] }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
+    })
+    expect(result).toMatchObject({ status: 'succeeded' })
+    expect(asked).toEqual(['write other.txt', 'write out.txt'])
+    expect(existsSync(path.join(dir, 'ws', 'other.txt'))).toBe(false)
+    const t = await trace(dir, result.runId)
+    expect(t.policyEvents.map((e) => [e.target, e.decision, e.source])).toEqual([
+      ['other.txt', 'denied', 'api'],
+      ['out.txt', 'approved', 'api']
+    ])
+  })
+
+  it('refuses to resume a run whose stored policy cannot be read instead of running permissively', async () => {
+    const dir = tempDir()
+    const agentvisor = await open(dir)
+    const paused = await agentvisor.run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      approval: 'defer',
+      providers: [{ name: 'p', kind: 'scripted', steps: [write('out.txt', 'DONE')] }]
+    })
+    expect(paused.status).toBe('awaiting_approval')
+    await agentvisor.close()
+    const store = await openStore(path.join(dir, 'av.db'))
+    const row = (await store.db.selectFrom('runs').select('contract_json').where('id', '=', paused.runId).executeTakeFirstOrThrow()).contract_json
+    const broken = { ...JSON.parse(row), policy: { layers: [{ name: 'base', deny: { write: ['[unclosed'] } }] } }
+    await store.db.updateTable('runs').set({ contract_json: JSON.stringify(broken) }).where('id', '=', paused.runId).execute()
+    await store.close()
+    const again = await open(dir)
+    await expect(again.resume(paused.runId)).rejects.toMatchObject({ _tag: 'RunNotResumableError' })
+    expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
+  })
+})

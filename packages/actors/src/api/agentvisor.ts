@@ -69,8 +69,15 @@ export class Agentvisor {
     return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.resume(runId, options))))
   }
 
-  /** Interrupts every run still going (they end `cancelled`) and closes the store. */
+  private closed = false
+
+  /**
+   * Stops driving every run still going and closes the store. Those runs get no final
+   * transition: like after a crash, they stay resumable under their ids. Closing twice is a no-op.
+   */
   async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
     await this.runtime.dispose()
   }
 

@@ -40,7 +40,7 @@ export const planStep = (input: {
   const pending: Array<Omit<NewApproval, 'created_at'>> = []
   const decided: Array<Omit<NewApproval, 'created_at'>> = []
   const events: Array<Omit<NewPolicyEvent, 'at'>> = []
-  for (const call of input.calls) {
+  for (const [position, call] of input.calls.entries()) {
     const toolAct = toolActOf(call)
     if (toolAct === undefined) {
       calls.push({ kind: 'run', requested: call, call })
@@ -64,11 +64,11 @@ export const planStep = (input: {
         pending.push(existing)
       } else if (input.mode === 'auto') {
         const id = input.newId()
-        decided.push({ ...base, id, tool_call_id: call.id, payload_json: payloadOf(call), status: 'approved', source: 'auto', edited_payload_json: null, decided_at: null })
+        decided.push({ ...base, id, position, tool_call_id: call.id, payload_json: payloadOf(call), status: 'approved', source: 'auto', edited_payload_json: null, decided_at: null })
         events.push({ ...base, kind: 'decision', decision: 'approved', source: 'auto', request_id: id, performed_target: null })
         calls.push({ kind: 'run', requested: call, call })
       } else {
-        pending.push({ ...base, id: input.newId(), tool_call_id: call.id, payload_json: payloadOf(call), source: null, edited_payload_json: null, decided_at: null })
+        pending.push({ ...base, id: input.newId(), position, tool_call_id: call.id, payload_json: payloadOf(call), source: null, edited_payload_json: null, decided_at: null })
       }
     }
   }

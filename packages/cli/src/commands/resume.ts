@@ -15,12 +15,14 @@ export const resumeCommand = async (argv: string[]): Promise<number> => {
   )
   const startedAt = Date.now()
   const approver = terminalApprover()
-  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
+  const dbPath = resolveDbPath(values.db)
+  const av = await Agentvisor.open({ db: dbPath, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
   try {
     const run = await av.resume(positionals[0]!)
     say(`agentvisor: resuming run ${run.runId}`)
     const result = await awaitWithSignals(run)
-    reportResult(result, values.json === true, startedAt)
+    await av.close()
+    await reportResult(result, values.json === true, startedAt, dbPath)
     return exitCodeOf(result.status)
   } finally {
     await av.close()

@@ -1,6 +1,6 @@
 import { Agentvisor, type RunResult, type StartedRun } from '@agentvisor/actors'
 import { ApprovalMode, loadTaskFile, type TaskContract } from '@agentvisor/core'
-import { resolveDbPath } from '@agentvisor/store'
+import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
 import { elapsed, printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
@@ -16,11 +16,28 @@ export const exitCodeOf = (status: RunResult['status']): ExitCode => {
   return ExitCode.failed
 }
 
-/** Prints how a run ended: a line on stderr, and the `--json` object on stdout. */
-export const reportResult = (result: RunResult, json: boolean, startedAt: number): void => {
+/**
+ * Prints how a run ended: a line on stderr (with what to do next when it waits for approval),
+ * and the `--json` object on stdout.
+ */
+export const reportResult = async (result: RunResult, json: boolean, startedAt: number, dbPath: string): Promise<void> => {
   const error = result.error === undefined ? '' : `: ${result.error.kind}: ${result.error.message}`
   say(`agentvisor: run ${result.runId} ${result.status} after ${result.steps} step${result.steps === 1 ? '' : 's'} (${elapsed(startedAt)})${error}`)
+  if (result.status === 'awaiting_approval') await reportPending(result.runId, dbPath)
   if (json) printJson(result)
+}
+
+const reportPending = async (runId: string, dbPath: string): Promise<void> => {
+  const store = await openStore(dbPath)
+  try {
+    const pending = (await listApprovals(store.db, runId)).filter((a) => a.status === 'pending')
+    say(`agentvisor: waiting for ${pending.length === 1 ? 'a decision' : `${pending.length} decisions`}:`)
+    for (const request of pending) say(`  ${request.act} ${request.target}  (rule "${request.rule}" in layer "${request.layer}")  [${request.id}]`)
+    say(`decide with: agentvisor approve ${runId} [REQUEST] [--deny] [--remember] [--edit JSON]`)
+    say(`then continue with: agentvisor resume ${runId}`)
+  } finally {
+    await store.close()
+  }
 }
 
 /**
@@ -73,12 +90,14 @@ export const runCommand = async (argv: string[]): Promise<number> => {
   const contract: TaskContract = values.approval === undefined ? loaded : { ...loaded, approval: values.approval }
   const startedAt = Date.now()
   const approver = terminalApprover()
-  const av = await Agentvisor.open({ db: resolveDbPath(values.db), observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
+  const dbPath = resolveDbPath(values.db)
+  const av = await Agentvisor.open({ db: dbPath, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
   try {
     const run = await av.start(contract)
     say(`agentvisor: run ${run.runId} started: ${contract.goal}`)
     const result = await awaitWithSignals(run)
-    reportResult(result, values.json === true, startedAt)
+    await av.close()
+    await reportResult(result, values.json === true, startedAt, dbPath)
     return exitCodeOf(result.status)
   } finally {
     await av.close()

@@ -11,6 +11,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
     .addColumn('step', 'integer', (c) => c.notNull())
     .addColumn('tool_call_id', 'text', (c) => c.notNull())
+    .addColumn('position', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('kind', 'text', (c) => c.notNull().defaultTo('policy'))
     .addColumn('act', 'text', (c) => c.notNull())
     .addColumn('target', 'text', (c) => c.notNull())

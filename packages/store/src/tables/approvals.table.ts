@@ -25,6 +25,8 @@ export interface ApprovalsTable {
   run_id: string
   step: number
   tool_call_id: string
+  /** The call's index among the step's tool calls: requests are listed and asked in that order. */
+  position: Generated<number>
   /** `policy` for an ask; later kinds (recovery) share the table. */
   kind: Generated<string>
   act: string
