@@ -4,6 +4,7 @@ import type { PolicyEventsTable } from './tables/policy-events.table.js'
 import type { RememberedRulesTable } from './tables/remembered-rules.table.js'
 import type { RunsTable } from './tables/runs.table.js'
 import type { StepsTable } from './tables/steps.table.js'
+import type { ToolEffectsTable } from './tables/tool-effects.table.js'
 import type { TransitionsTable } from './tables/transitions.table.js'
 
 /** Every table of the store, as Kysely sees them. The migrations are the schema's source of truth. */
@@ -15,4 +16,5 @@ export interface Database {
   approvals: ApprovalsTable
   policy_events: PolicyEventsTable
   remembered_rules: RememberedRulesTable
+  tool_effects: ToolEffectsTable
 }

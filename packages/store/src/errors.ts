@@ -8,3 +8,21 @@ export class StoreError extends Data.TaggedError('StoreError')<{
   readonly message: string
   readonly cause?: unknown
 }> {}
+
+/** Another live driver holds the run's lease: only one process may move a run at a time. */
+export class LeaseConflictError extends Data.TaggedError('LeaseConflictError')<{
+  readonly runId: string
+  readonly owner: string
+  readonly expiresAt: number
+}> {
+  override get message(): string {
+    return `run ${this.runId} is being driven by ${this.owner} (lease until ${new Date(this.expiresAt).toISOString()})`
+  }
+}
+
+/** This driver's lease was taken over: its writes are refused (fencing) and it must stop. */
+export class LeaseLostError extends Data.TaggedError('LeaseLostError')<{ readonly runId: string }> {
+  override get message(): string {
+    return `run ${this.runId}: this driver's lease was taken over by another driver`
+  }
+}

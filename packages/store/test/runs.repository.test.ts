@@ -11,12 +11,15 @@ import {
 } from '@agentvisor/store'
 import { run, tempStore } from './support/temp-store.js'
 
+/** A run nobody drives and nobody asked to cancel. */
+const NO_LEASE = { lease_owner: null, lease_expires_at: null, lease_token: 0, cancel_requested_at: null }
+
 describe('runs repository', () => {
   it('round-trips a run row, with steps defaulting to 0 and nullable columns to null', async () => {
     const { db } = await tempStore()
     const row = run()
     await insertRun(db, row)
-    expect(await getRun(db, 'run-1')).toEqual({ ...row, steps: 0, error_json: null, ended_at: null })
+    expect(await getRun(db, 'run-1')).toEqual({ ...row, ...NO_LEASE, steps: 0, error_json: null, ended_at: null })
     expect(await getRun(db, 'missing')).toBeUndefined()
   })
 
@@ -74,6 +77,7 @@ describe('runs repository', () => {
     })
     const expected = {
       ...run(),
+      ...NO_LEASE,
       status: 'succeeded',
       state: 'finished.succeeded',
       steps: 3,

@@ -27,7 +27,7 @@ export interface ApprovalsTable {
   tool_call_id: string
   /** The call's index among the step's tool calls: requests are listed and asked in that order. */
   position: Generated<number>
-  /** `policy` for an ask; later kinds (recovery) share the table. */
+  /** `policy` for an ask; `recovery` for an exec interrupted after it started. */
   kind: Generated<string>
   act: string
   target: string
@@ -42,6 +42,10 @@ export interface ApprovalsTable {
   edited_payload_json: string | null
   created_at: string
   decided_at: string | null
+  /** For a recovery request: `retry`, `completed` or `abort`. */
+  resolution: Generated<string | null>
+  /** For `completed`: the operator's account of what happened, told to the model. */
+  account: Generated<string | null>
 }
 
 export type ApprovalRow = Selectable<ApprovalsTable>

@@ -30,6 +30,14 @@ export interface RunsTable {
   updated_at: string
   /** ISO-8601; null while the run can still move. */
   ended_at: string | null
+  /** Who drives the run now (`host/pid/nonce`); null when nobody does. */
+  lease_owner: Generated<string | null>
+  /** Epoch ms after which the lease may be taken over. */
+  lease_expires_at: Generated<number | null>
+  /** The fencing token: bumped at every acquisition; every write of a driver checks it. */
+  lease_token: Generated<number>
+  /** Set by `agentvisor cancel` from any process; the driver polls for it. */
+  cancel_requested_at: Generated<string | null>
 }
 
 /** A `runs` row as read. */

@@ -1,0 +1,39 @@
+import type { Kysely } from 'kysely'
+
+/**
+ * Exactly-once tool effects (a journal of side-effecting tool calls), the lease that lets one
+ * driver at a time move a run (with a fencing token), cancel requests from other processes, and
+ * the resolution of recovery requests. Frozen: later changes are new migrations.
+ */
+export async function up(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('tool_effects')
+    .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
+    .addColumn('step', 'integer', (c) => c.notNull())
+    .addColumn('position', 'integer', (c) => c.notNull())
+    .addColumn('tool_call_id', 'text', (c) => c.notNull())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('arguments', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('result_json', 'text')
+    .addColumn('started_at', 'text', (c) => c.notNull())
+    .addColumn('completed_at', 'text')
+    .addPrimaryKeyConstraint('tool_effects_pk', ['run_id', 'step', 'position'])
+    .execute()
+
+  await db.schema.alterTable('runs').addColumn('lease_owner', 'text').execute()
+  await db.schema.alterTable('runs').addColumn('lease_expires_at', 'integer').execute()
+  await db.schema.alterTable('runs').addColumn('lease_token', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+  await db.schema.alterTable('runs').addColumn('cancel_requested_at', 'text').execute()
+
+  await db.schema.alterTable('approvals').addColumn('resolution', 'text').execute()
+  await db.schema.alterTable('approvals').addColumn('account', 'text').execute()
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable('tool_effects').execute()
+  for (const column of ['lease_owner', 'lease_expires_at', 'lease_token', 'cancel_requested_at']) {
+    await db.schema.alterTable('runs').dropColumn(column).execute()
+  }
+  for (const column of ['resolution', 'account']) await db.schema.alterTable('approvals').dropColumn(column).execute()
+}

@@ -1,0 +1,67 @@
+import type { Executor } from '../executor.js'
+import { LeaseLostError } from '../errors.js'
+
+/** Who holds a run's lease, when another driver does. */
+export interface LeaseHolder {
+  readonly owner: string
+  readonly expiresAt: number
+}
+
+export type LeaseAcquisition = { readonly token: number } | { readonly holder: LeaseHolder }
+
+/**
+ * Takes a run's lease for `owner` when nobody holds it, it expired, or `isAbandoned` says its
+ * holder is gone (a dead process on this host). Every acquisition bumps the fencing token, so
+ * whatever a superseded driver still tries to write is refused. Undefined when there is no run.
+ */
+export async function acquireLease(
+  db: Executor,
+  input: { runId: string; owner: string; now: number; ttlMs: number; isAbandoned: (owner: string) => boolean }
+): Promise<LeaseAcquisition | undefined> {
+  const run = await db.selectFrom('runs').select(['lease_owner', 'lease_expires_at', 'lease_token']).where('id', '=', input.runId).executeTakeFirst()
+  if (run === undefined) return undefined
+  const held = run.lease_owner !== null && run.lease_expires_at !== null && run.lease_expires_at > input.now
+  if (held && run.lease_owner !== input.owner && !input.isAbandoned(run.lease_owner!)) {
+    return { holder: { owner: run.lease_owner!, expiresAt: run.lease_expires_at! } }
+  }
+  const token = run.lease_token + 1
+  const result = await db
+    .updateTable('runs')
+    .set({ lease_owner: input.owner, lease_expires_at: input.now + input.ttlMs, lease_token: token })
+    .where('id', '=', input.runId)
+    .where('lease_token', '=', run.lease_token)
+    .executeTakeFirst()
+  // Someone acquired it between our read and our write: they hold it now.
+  if (result.numUpdatedRows === 0n) return acquireLease(db, input)
+  return { token }
+}
+
+/** Extends the lease; false when it was taken over (the driver must stop). */
+export async function renewLease(db: Executor, runId: string, token: number, expiresAt: number): Promise<boolean> {
+  const result = await db.updateTable('runs').set({ lease_expires_at: expiresAt }).where('id', '=', runId).where('lease_token', '=', token).executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}
+
+/** Gives the lease up (when the run finishes or pauses), if this driver still holds it. */
+export async function releaseLease(db: Executor, runId: string, token: number): Promise<void> {
+  await db.updateTable('runs').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', runId).where('lease_token', '=', token).execute()
+}
+
+/** Refuses a write of a superseded driver: call it inside the write's transaction. */
+export async function checkFence(db: Executor, runId: string, token: number): Promise<void> {
+  const run = await db.selectFrom('runs').select('lease_token').where('id', '=', runId).executeTakeFirst()
+  if (run?.lease_token !== token) throw new LeaseLostError({ runId })
+}
+
+/** Records a cancel request for whichever process drives the run; false when there is no such run. */
+export async function requestCancel(db: Executor, runId: string, at: string): Promise<boolean> {
+  const result = await db.updateTable('runs').set({ cancel_requested_at: at }).where('id', '=', runId).where('cancel_requested_at', 'is', null).executeTakeFirst()
+  if (result.numUpdatedRows > 0n) return true
+  return (await db.selectFrom('runs').select('id').where('id', '=', runId).executeTakeFirst()) !== undefined
+}
+
+/** Whether someone asked to cancel the run. */
+export async function isCancelRequested(db: Executor, runId: string): Promise<boolean> {
+  const run = await db.selectFrom('runs').select('cancel_requested_at').where('id', '=', runId).executeTakeFirst()
+  return run?.cancel_requested_at != null
+}

@@ -1,0 +1,30 @@
+import type { Insertable, Selectable } from 'kysely'
+
+/** Where a side-effecting tool call stands in the journal. */
+export const EffectStatus = { started: 'started', completed: 'completed' } as const
+export type EffectStatus = (typeof EffectStatus)[keyof typeof EffectStatus]
+
+/**
+ * The journal of side-effecting tool calls: `started` is durable before the call runs,
+ * `completed` (with its result) right after. A resume replays completed calls and never runs
+ * them again.
+ */
+export interface ToolEffectsTable {
+  run_id: string
+  step: number
+  /** The call's index among the step's tool calls. */
+  position: number
+  tool_call_id: string
+  /** The tool performed (after any approved edit). */
+  name: string
+  /** The raw arguments performed. */
+  arguments: string
+  status: EffectStatus
+  /** The tool result record, once completed. */
+  result_json: string | null
+  started_at: string
+  completed_at: string | null
+}
+
+export type ToolEffectRow = Selectable<ToolEffectsTable>
+export type NewToolEffect = Insertable<ToolEffectsTable>
