@@ -5,9 +5,12 @@ const HELP = `agentvisor: a durable, supervised orchestrator for LLM agent runs
 usage:
   agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto]
   agentvisor resume RUN [--json] [--db PATH]
+  agentvisor resume --all [--db PATH]
   agentvisor runs [--json] [--status S] [--db PATH]
   agentvisor show RUN [--json] [--db PATH]
   agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH]
+  agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
+  agentvisor cancel RUN [--db PATH]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 
 The store is --db PATH, else $AGENTVISOR_DB, else .agentvisor/agentvisor.db under the current folder.
@@ -28,6 +31,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   runs: async () => (await import('./commands/runs.js')).runsCommand,
   show: async () => (await import('./commands/show.js')).showCommand,
   approve: async () => (await import('./commands/approve.js')).approveCommand,
+  cancel: async () => (await import('./commands/cancel.js')).cancelCommand,
   'mock-llm': async () => (await import('./commands/mock-llm.js')).mockLlmCommand
 }
 
@@ -37,7 +41,7 @@ const isUserError = (error: unknown): error is Error =>
   (typeof error === 'object' &&
     error !== null &&
     '_tag' in error &&
-    ['ContractError', 'ApprovalError', 'RunNotFoundError', 'RunNotResumableError', 'WorkspaceError', 'WorkspaceEscapeError', 'StoreError'].includes(
+    ['ContractError', 'ApprovalError', 'LeaseConflictError', 'RunNotFoundError', 'RunNotResumableError', 'WorkspaceError', 'WorkspaceEscapeError', 'StoreError'].includes(
       String((error as { _tag: unknown })._tag)
     ))
 

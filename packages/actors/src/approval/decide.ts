@@ -57,6 +57,9 @@ export const decideRequest = async (input: {
   readonly at: string
 }): Promise<void> => {
   const { request, answer } = input
+  if (request.kind === 'recovery') {
+    throw new ApprovalError({ message: `request ${request.id} is a recovery request: decide it with --retry, --completed TEXT or --abort` })
+  }
   const payload = JSON.parse(request.payload_json) as { name: string; arguments: string }
   let editedPayloadJson: string | null = null
   let performedTarget: string | null = null
@@ -105,5 +108,52 @@ export const decideRequest = async (input: {
         created_at: input.at
       })
     }
+  })
+}
+
+/** How an operator settles an exec that was interrupted after it started. */
+export type RecoveryResolution = 'retry' | 'completed' | 'abort'
+
+/**
+ * Decides a recovery request: `retry` runs the exec once more, `completed` does not run it and
+ * tells the model the operator's `account`, `abort` ends the run. Decidable once, audited.
+ */
+export const decideRecovery = async (input: {
+  readonly db: Kysely<Database>
+  readonly request: ApprovalRow
+  readonly resolution: RecoveryResolution
+  readonly account?: string | undefined
+  readonly source: DecisionSource
+  readonly at: string
+}): Promise<void> => {
+  const { request } = input
+  if (request.kind !== 'recovery') throw new ApprovalError({ message: `request ${request.id} is not a recovery request` })
+  await input.db.transaction().execute(async (trx) => {
+    const won = await decideApproval(trx, request.id, {
+      status: input.resolution === 'abort' ? 'denied' : 'approved',
+      source: input.source,
+      remember: false,
+      editedPayloadJson: null,
+      decidedAt: input.at,
+      resolution: input.resolution,
+      account: input.account ?? null
+    })
+    if (!won) throw new ApprovalError({ message: `request ${request.id} was already decided` })
+    await insertPolicyEvents(trx, [
+      {
+        run_id: request.run_id,
+        step: request.step,
+        kind: 'decision',
+        act: request.act,
+        target: request.target,
+        rule: request.rule,
+        layer: request.layer,
+        decision: input.resolution,
+        source: input.source,
+        request_id: request.id,
+        performed_target: null,
+        at: input.at
+      }
+    ])
   })
 }

@@ -57,7 +57,7 @@ export type RunEvent =
   | { readonly type: 'CHILDREN_DONE' }
   | { readonly type: 'VERIFY_PASSED' }
   | { readonly type: 'VERIFY_FAILED' }
-  | { readonly type: 'CANCEL' }
+  | { readonly type: 'CANCEL'; readonly message?: string }
   | { readonly type: 'TIMEOUT' }
   | { readonly type: 'FAIL'; readonly error: RunError }
 
@@ -130,7 +130,13 @@ export const runMachine = setup({
     ended: false
   }),
   on: {
-    CANCEL: { guard: 'isActive', target: '.finished.cancelled', actions: assign({ error: { kind: 'cancelled', message: 'run cancelled' } }) },
+    CANCEL: {
+      guard: 'isActive',
+      target: '.finished.cancelled',
+      actions: assign({
+        error: ({ event }) => ({ kind: 'cancelled', message: event.type === 'CANCEL' && event.message !== undefined ? event.message : 'run cancelled' }) as RunError
+      })
+    },
     TIMEOUT: {
       guard: 'isActive',
       target: '.finished.timedOut',

@@ -16,7 +16,14 @@ import {
 } from '@agentvisor/core'
 import {
   appendTransition,
+  checkFence,
+  completeToolEffect,
   type Database,
+  LeaseLostError,
+  listToolEffects,
+  type ApprovalRow,
+  type NewApproval,
+  startToolEffect,
   insertApproval,
   insertPolicyEvents,
   listApprovals,
@@ -42,6 +49,16 @@ import { type Admission, type CallOutcome, type CircuitBreakers, circuitKey } fr
 import { stepMessages, summarizePrompt, type ToolResultRecord } from './conversation.js'
 import { notify, type RunObserver } from './run-observer.js'
 
+/** Tools whose calls change the world: journalled so that a resume never repeats them. */
+const JOURNALLED_TOOLS: ReadonlySet<string> = new Set(['write_file', 'exec'])
+
+/** A tool result as the journal keeps it. */
+interface JournalledResult {
+  readonly ok: boolean
+  readonly output: string
+  readonly refusal?: { readonly rule: string; readonly layer: string } | undefined
+}
+
 /** Everything one run's driver needs; built by the supervisor, owned by the run's fiber. */
 export interface RunDriverDeps {
   readonly db: Kysely<Database>
@@ -66,6 +83,8 @@ export interface RunDriverDeps {
   /** Who answers `ask`s when the contract says `prompt` (the terminal, or a TS callback). */
   readonly approver?: Approver | undefined
   readonly newId: () => string
+  /** This driver's fencing token: every write checks it, so a superseded driver writes nothing. */
+  readonly leaseToken: number
 }
 
 /** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
@@ -82,10 +101,14 @@ interface Work {
   readonly after?: () => void
 }
 
-const store = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError> =>
+/** A store call as an Effect; a fenced-out write keeps its own error so the driver knows to stop. */
+const store = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError | LeaseLostError> =>
   Effect.tryPromise({
     try: run,
-    catch: (cause) => new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+    catch: (cause) =>
+      cause instanceof LeaseLostError
+        ? cause
+        : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
   })
 
 /** Time comes from Effect's Clock, so tests can move it (Retry-After, deadlines) without sleeping. */
@@ -101,6 +124,15 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   let seq = deps.seq
   let lastToolCalls: ReadonlyArray<ToolCall> = lastAssistantToolCalls(messages)
 
+  /** A write outside a transition (an attempt row, a journal entry), fenced like a transition. */
+  const fenced = (what: string, write: (trx: Transaction<Database>) => Promise<unknown>) =>
+    store(what, () =>
+      db.transaction().execute(async (trx) => {
+        await checkFence(trx, runId, deps.leaseToken)
+        await write(trx)
+      })
+    )
+
   const context = (): RunContext => actor.getSnapshot().context
   const currentPath = (): string => statePath(actor.getSnapshot().value)
 
@@ -108,7 +140,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    * Sends the event and persists the transition with its step data in one transaction. It is
    * uninterruptible: a cancel that lands mid-commit waits, so memory and store never disagree.
    */
-  const commit = (work: Work): Effect.Effect<void, StoreError> =>
+  const commit = (work: Work): Effect.Effect<void, StoreError | LeaseLostError> =>
     Effect.uninterruptible(
       Effect.gen(function* () {
         const before = actor.getSnapshot()
@@ -124,6 +156,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         const row = { run_id: runId, seq, from_state: from, event: work.event.type, to_state: to, snapshot_json: JSON.stringify(actor.getPersistedSnapshot()), at }
         yield* store('commit transition', () =>
           db.transaction().execute(async (trx) => {
+            await checkFence(trx, runId, deps.leaseToken)
             await work.writes?.(trx)
             await appendTransition(trx, row)
             await updateRun(trx, runId, {
@@ -141,7 +174,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       })
     )
 
-  const dispatch = (ctx: RunContext): Effect.Effect<Work, StoreError> =>
+  const dispatch = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
       if (ctx.dispatches >= ctx.dispatchCeiling) return { event: { type: 'CEILING_REACHED' } } satisfies Work
       const provider = deps.providers[ctx.providerIndex]!
@@ -150,8 +183,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       const key = circuitKey(config)
       const admission = deps.breakers.admit(key, startedAt)
       if (admission === 'open') return skipOpenCircuit(ctx, provider.name, startedAt)
-      yield* store('write attempt', () =>
-        insertAttempt(db, {
+      yield* fenced('write attempt', (trx) =>
+        insertAttempt(trx, {
           run_id: runId,
           step: ctx.step,
           attempt: ctx.attempt,
@@ -259,12 +292,65 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   }
 
   /**
+   * Performs one allowed call. Side-effecting calls are journalled: `started` is durable before
+   * the effect, `completed` with its result right after, so a resume never repeats one.
+   */
+  const perform = (
+    step: number,
+    position: number,
+    call: ToolCall,
+    recovery: ApprovalRow | undefined,
+    note: string | undefined
+  ): Effect.Effect<JournalledResult, StoreError | LeaseLostError> =>
+    Effect.gen(function* () {
+      const journalled = JOURNALLED_TOOLS.has(call.name)
+      let result: JournalledResult
+      if (recovery?.resolution === 'completed') {
+        result = { ok: true, output: `The command was interrupted and was not run again. The operator reports: ${recovery.account ?? '(no account given)'}` }
+      } else {
+        if (journalled) {
+          const startedAt = iso(yield* nowMs)
+          yield* fenced('journal a started tool call', (trx) =>
+            startToolEffect(trx, { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: startedAt })
+          )
+        }
+        const outcome = yield* runTool(deps.workspace, call)
+        const output = note === undefined ? outcome.output : `${note}\n${outcome.output}`
+        result = { ok: outcome.ok, output, ...(outcome.refusal !== undefined ? { refusal: outcome.refusal } : {}) }
+      }
+      if (journalled) {
+        const completedAt = iso(yield* nowMs)
+        const json = JSON.stringify(result)
+        yield* fenced('journal a completed tool call', (trx) => completeToolEffect(trx, runId, step, position, json, completedAt))
+      }
+      return result
+    })
+
+  const recoveryRequest = (step: number, position: number, key: string, call: ToolCall, at: string): NewApproval => ({
+    id: deps.newId(),
+    run_id: runId,
+    step,
+    position,
+    tool_call_id: key,
+    kind: 'recovery',
+    act: 'exec',
+    target: toolTarget(call),
+    payload_json: JSON.stringify({ name: call.name, arguments: call.arguments }),
+    rule: 'interrupted',
+    layer: 'journal',
+    source: null,
+    edited_payload_json: null,
+    created_at: at,
+    decided_at: null
+  })
+
+  /**
    * Runs the step's tool calls as policy allows. The whole step is planned first: if any call
    * needs a person's decision, nothing runs and the run moves to `awaitingApproval` with the
    * requests persisted; once decided, re-entering `acting` plans again and performs exactly
    * what was approved.
    */
-  const act = (ctx: RunContext): Effect.Effect<Work, StoreError> =>
+  const act = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
       const approvals = yield* store('load approvals', () => listApprovals(db, runId, ctx.step))
       const plan = planStep({ runId, step: ctx.step, policy: deps.policy, calls: lastToolCalls, approvals, mode: contract.approval, newId: deps.newId })
@@ -277,40 +363,71 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
           }
         } satisfies Work
       }
+      // An exec the journal saw start but never finish may or may not have had its effect:
+      // a person decides (retry, completed with an account, or abort) before the step goes on.
+      const journal = yield* store('load the tool journal', () => listToolEffects(db, runId, ctx.step))
+      const interrupted = new Map<number, ApprovalRow | undefined>()
+      const recoveries: NewApproval[] = []
+      for (const [position, item] of plan.calls.entries()) {
+        const entry = journal.find((e) => e.position === position)
+        if (item.kind !== 'run' || item.call.name !== 'exec' || entry?.status !== 'started') continue
+        const key = `${item.call.id}#recovery@${entry.started_at}`
+        const request = approvals.find((a) => a.tool_call_id === key)
+        if (request === undefined || request.status === 'pending') {
+          recoveries.push(recoveryRequest(ctx.step, position, key, item.call, at))
+        } else {
+          interrupted.set(position, request)
+        }
+      }
+      if (recoveries.length > 0) {
+        return {
+          event: { type: 'APPROVAL_REQUESTED' },
+          writes: async (trx) => {
+            for (const request of recoveries) await insertApproval(trx, request)
+          }
+        } satisfies Work
+      }
+      const aborted = [...interrupted.values()].find((r) => r?.resolution === 'abort')
+      if (aborted !== undefined) {
+        return { event: { type: 'CANCEL', message: `aborted by ${aborted.source ?? 'the operator'}: the interrupted exec ${JSON.stringify(aborted.target)} was not resumed` } } satisfies Work
+      }
+
       const results: ToolResultRecord[] = []
       const events: NewPolicyEvent[] = plan.events.map((e) => ({ ...e, at }))
-      for (const item of plan.calls) {
+      for (const [position, item] of plan.calls.entries()) {
         const call = item.requested
-        notify(observers, 'onToolCall', { runId, step: ctx.step, name: call.name, target: toolTarget(call) })
-        let ok = false
-        let output: string
+        const entry = journal.find((e) => e.position === position)
+        let result: JournalledResult
         if (item.kind === 'refuse') {
-          output = item.output
+          result = { ok: false, output: item.output }
+        } else if (entry?.status === 'completed' && entry.result_json !== null) {
+          // Done before the last driver stopped: replay the recorded result, never the effect.
+          result = JSON.parse(entry.result_json) as JournalledResult
         } else {
-          const outcome = yield* runTool(deps.workspace, item.call)
-          ok = outcome.ok
-          output = item.note === undefined ? outcome.output : `${item.note}\n${outcome.output}`
-          if (outcome.refusal !== undefined) {
-            // The sandbox refused it (a path escaping the workspace): audited like a policy refusal.
-            const toolAct = toolActOf(item.call)
-            events.push({
-              run_id: runId,
-              step: ctx.step,
-              kind: 'refusal',
-              act: toolAct?.act ?? 'read',
-              target: toolAct?.target ?? toolTarget(item.call),
-              rule: outcome.refusal.rule,
-              layer: outcome.refusal.layer,
-              decision: 'deny',
-              source: 'policy',
-              request_id: null,
-              performed_target: null,
-              at
-            })
-          }
+          notify(observers, 'onToolCall', { runId, step: ctx.step, name: call.name, target: toolTarget(call) })
+          const recovery = interrupted.get(position)
+          result = yield* perform(ctx.step, position, item.call, recovery, item.note)
+          notify(observers, 'onToolResult', { runId, step: ctx.step, name: call.name, ok: result.ok, output: result.output })
         }
-        notify(observers, 'onToolResult', { runId, step: ctx.step, name: call.name, ok, output })
-        results.push({ toolCallId: call.id, name: call.name, ok, output })
+        if (result.refusal !== undefined) {
+          // The sandbox refused it (a path escaping the workspace): audited like a policy refusal.
+          const toolAct = item.kind === 'run' ? toolActOf(item.call) : undefined
+          events.push({
+            run_id: runId,
+            step: ctx.step,
+            kind: 'refusal',
+            act: toolAct?.act ?? 'read',
+            target: toolAct?.target ?? toolTarget(call),
+            rule: result.refusal.rule,
+            layer: result.refusal.layer,
+            decision: 'deny',
+            source: 'policy',
+            request_id: null,
+            performed_target: null,
+            at
+          })
+        }
+        results.push({ toolCallId: call.id, name: call.name, ok: result.ok, output: result.output })
       }
       return {
         event: { type: 'TOOLS_DONE' },
@@ -329,12 +446,13 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    * Waits for the step's requests to be decided. With an approver (terminal or TS callback) it
    * asks now; otherwise the run pauses here (the process may exit) until `approve` and `resume`.
    */
-  const awaitApprovals = (ctx: RunContext): Effect.Effect<Work | undefined, StoreError> =>
+  const awaitApprovals = (ctx: RunContext): Effect.Effect<Work | undefined, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
       const pending = (yield* store('load approvals', () => listApprovals(db, runId, ctx.step))).filter((a) => a.status === 'pending')
       if (pending.length > 0) {
         const approver = deps.approver
-        if (approver === undefined || contract.approval !== 'prompt') return undefined
+        // Recovery requests are an operator's call (`approve --retry|--completed|--abort`).
+        if (approver === undefined || contract.approval !== 'prompt' || pending.some((r) => r.kind === 'recovery')) return undefined
         for (const request of pending) {
           const answer = yield* Effect.promise(() => approver.decide(approvalRequestOf(request)))
           const at = iso(yield* nowMs)
@@ -381,7 +499,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     })
 
   /** The entry work of the current state; `undefined` when the run stops here (final or paused). */
-  const workFor = (path: string, ctx: RunContext): Effect.Effect<Work | undefined, StoreError> | undefined => {
+  const workFor = (path: string, ctx: RunContext): Effect.Effect<Work | undefined, StoreError | LeaseLostError> | undefined => {
     switch (path) {
       case 'dispatching':
         return dispatch(ctx)
@@ -403,7 +521,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   }
 
   /** Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the work. */
-  const drive: Effect.Effect<void, StoreError> = Effect.gen(function* () {
+  const drive: Effect.Effect<void, StoreError | LeaseLostError> = Effect.gen(function* () {
     for (;;) {
       const work = workFor(currentPath(), context())
       if (work === undefined) return
@@ -417,7 +535,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    * Prepares a restored run: a dispatch that was in flight when the last driver died is settled
    * `unknown` (the provider may have answered) and sent again as a new attempt.
    */
-  const recover: Effect.Effect<void, StoreError> = Effect.gen(function* () {
+  const recover: Effect.Effect<void, StoreError | LeaseLostError> = Effect.gen(function* () {
     if (currentPath() !== 'dispatching') return
     const lost = yield* store('settle lost attempts', () => settlePendingAttempts(db, runId, 'unknown'))
     if (lost > 0) yield* commit({ event: { type: 'DISPATCH_LOST' } })

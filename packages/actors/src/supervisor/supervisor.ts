@@ -11,7 +11,18 @@ import {
   type TaskContract,
   type WorkspaceError
 } from '@agentvisor/core'
-import { getRun, insertRun, lastTransition, listSteps, type RunStatus, StoreError } from '@agentvisor/store'
+import {
+  getRun,
+  insertRun,
+  isCancelRequested,
+  lastTransition,
+  LeaseConflictError,
+  LeaseLostError,
+  listSteps,
+  type RunStatus,
+  settlePendingAttempts,
+  StoreError
+} from '@agentvisor/store'
 import { Cause, Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
@@ -21,6 +32,7 @@ import { type CircuitBreakerPolicy, DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers
 import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
 import { type Approver, makeRunDriver, type RunDriver } from './run-driver.js'
 import { loadRunPolicy } from '../approval/run-policy.js'
+import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease, watchLease } from './lease.js'
 import { notify, type RunObserver } from './run-observer.js'
 import { StoreService } from './store-service.js'
 
@@ -53,6 +65,8 @@ export interface SupervisorOptions {
   readonly inspect?: (event: InspectionEvent) => void
   /** When a failing provider is skipped; one set of circuits serves every run of this supervisor. */
   readonly circuitBreaker?: CircuitBreakerPolicy
+  /** Lease length and cancel polling (one driver per run, `agentvisor cancel` from anywhere). */
+  readonly lease?: LeasePolicy
   /** Answers `ask`s of runs whose contract says `approval: prompt` (without one they pause). */
   readonly approver?: Approver
   /** Builds a provider from its config; the default reads the task file's kinds. */
@@ -70,16 +84,14 @@ export interface StartOptions {
 export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
   Supervisor,
   {
-    readonly start: (
-      contract: TaskContract,
-      options?: StartOptions
-    ) => Effect.Effect<RunHandle, StoreError | WorkspaceError | RunNotResumableError>
-    readonly resume: (
-      runId: string,
-      options?: StartOptions
-    ) => Effect.Effect<RunHandle, StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError>
+    readonly start: (contract: TaskContract, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
+    /** Fails with `LeaseConflictError` while another live driver moves the run. */
+    readonly resume: (runId: string, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
   }
 >() {}
+
+/** Why a run could not be started or resumed. */
+export type LaunchError = StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError | LeaseConflictError | LeaseLostError
 
 const DEFAULT_ATTEMPT_TIMEOUT_MS = 120_000
 
@@ -91,8 +103,12 @@ const machineInput = (contract: TaskContract): RunMachineInput => ({
   timeoutMs: contract.limits.timeoutMs
 })
 
-const resultOf = (runId: string, driver: RunDriver): RunResult => {
+const resultOf = (runId: string, driver: RunDriver, lost: boolean): RunResult => {
   const ctx = driver.context()
+  if (lost) {
+    // Another driver took the run over; what this one remembers is no longer the run's state.
+    return { runId, status: 'running', steps: ctx.completedSteps, error: { kind: 'internal', message: `run ${runId}: this driver's lease was taken over by another driver` } }
+  }
   return {
     runId,
     status: statusOfState(driver.currentPath()),
@@ -112,21 +128,35 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const buildProvider = options.makeProvider ?? makeProvider
       const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
 
-      /** Runs one driver to its end under the run's deadline and cancel signal. */
+      const leasePolicy = options.lease ?? DEFAULT_LEASE_POLICY
+      const leaseOwner = makeLeaseOwner()
+
+      /**
+       * Runs one driver to its end under the run's deadline, its cancel signal (local or written
+       * to the store by another process) and its lease: losing the lease stops it at once.
+       */
       const supervise = (
         runId: string,
         driver: RunDriver,
         actor: Actor<typeof runMachine>,
         deadline: number,
         cancelled: Deferred.Deferred<void>,
-        observers: ReadonlyArray<RunObserver>
-      ): Effect.Effect<RunResult> =>
-        Effect.gen(function* () {
+        observers: ReadonlyArray<RunObserver>,
+        leaseToken: number
+      ): Effect.Effect<RunResult> => {
+        let lost = false
+        return Effect.gen(function* () {
+          // A run cancelled while nobody drove it (paused, or interrupted) just ends.
+          if (yield* Effect.promise(() => isCancelRequested(db, runId))) {
+            yield* Effect.promise(() => settlePendingAttempts(db, runId, 'unknown'))
+            yield* driver.commit({ event: { type: 'CANCEL' } })
+            return
+          }
           yield* driver.recover
           const stop = yield* Effect.raceFirst(
             Effect.as(driver.drive, 'settled' as const),
             Effect.raceFirst(
-              Effect.as(Deferred.await(cancelled), 'cancel' as const),
+              Effect.raceFirst(Effect.as(Deferred.await(cancelled), 'cancel' as const), watchLease(db, runId, leaseToken, leasePolicy, cancelled)),
               Effect.as(
                 Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, deadline - now)))),
                 'timeout' as const
@@ -138,15 +168,20 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           if (stop === 'cancel') yield* driver.commit({ event: { type: 'CANCEL' } })
           if (stop === 'timeout') yield* driver.commit({ event: { type: 'TIMEOUT' } })
         }).pipe(
-          Effect.catchAllCause((cause) =>
-            driver
+          Effect.catchAllCause((cause) => {
+            if (Cause.failures(cause).pipe((errors) => [...errors].some((e) => e instanceof LeaseLostError))) {
+              lost = true
+              return Effect.void
+            }
+            return driver
               .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: internalMessage(cause) } } })
-              .pipe(Effect.ignore)
-          ),
-          Effect.map(() => resultOf(runId, driver)),
+              .pipe(Effect.catchAll((error) => Effect.sync(() => (lost = error instanceof LeaseLostError))))
+          }),
+          Effect.map(() => resultOf(runId, driver, lost)),
           Effect.tap((result) => Effect.sync(() => notify(observers, 'onFinished', result))),
-          Effect.ensuring(Effect.sync(() => actor.stop()))
+          Effect.ensuring(Effect.zipRight(Effect.sync(() => actor.stop()), dropLease(db, runId, leaseToken)))
         )
+      }
 
       const launch = (
         runId: string,
@@ -156,8 +191,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         seq: number,
         createdAt: string,
         startOptions: StartOptions
-      ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError> =>
+      ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
         Effect.gen(function* () {
+          const leaseToken = yield* takeLease(db, runId, leaseOwner, leasePolicy)
           const loaded = yield* Effect.tryPromise({
             try: () => loadRunPolicy(db, contract),
             catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
@@ -184,10 +220,11 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             breakers,
             policy,
             approver: startOptions.approver ?? options.approver,
-            newId: randomUUID
+            newId: randomUUID,
+            leaseToken
           })
           const cancelled = yield* Deferred.make<void>()
-          const fiber = yield* Effect.forkIn(supervise(runId, driver, actor, deadline, cancelled, observers), scope)
+          const fiber = yield* Effect.forkIn(supervise(runId, driver, actor, deadline, cancelled, observers, leaseToken), scope)
           return {
             runId,
             result: Fiber.join(fiber),

@@ -55,6 +55,11 @@ export interface ApprovalTrace {
   readonly layer: string
   readonly source?: string
   readonly remember?: boolean
+  /** `recovery` for an exec interrupted after it started (absent for policy requests). */
+  readonly kind?: string
+  /** How a recovery request was settled, and the operator's account. */
+  readonly resolution?: string
+  readonly account?: string
   /** The arguments performed instead of the requested ones (approved with edits). */
   readonly editedArguments?: unknown
 }
@@ -157,6 +162,9 @@ export const loadRunTrace = async (db: Executor, runId: string): Promise<RunTrac
       layer: a.layer,
       ...(a.source !== null ? { source: a.source } : {}),
       ...(a.remember === 1 ? { remember: true } : {}),
+      ...(a.kind !== 'policy' ? { kind: a.kind } : {}),
+      ...(a.resolution !== null ? { resolution: a.resolution } : {}),
+      ...(a.account !== null ? { account: a.account } : {}),
       ...(a.edited_payload_json !== null
         ? { editedArguments: parseArguments((JSON.parse(a.edited_payload_json) as { arguments: string }).arguments) }
         : {})

@@ -1,4 +1,4 @@
-import { ApprovalError, decideRequest, loadRunPolicy } from '@agentvisor/actors'
+import { ApprovalError, decideRecovery, decideRequest, loadRunPolicy, type RecoveryResolution } from '@agentvisor/actors'
 import type { TaskContract } from '@agentvisor/core'
 import { getRun, listApprovals } from '@agentvisor/store'
 import { Either } from 'effect'
@@ -17,16 +17,34 @@ const parseEdit = (text: string): Record<string, unknown> => {
   return value as Record<string, unknown>
 }
 
-/** `agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH] [--json]` */
+/**
+ * `agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH] [--json]`;
+ * for a recovery request: `--retry`, `--completed TEXT` or `--abort`.
+ */
 export const approveCommand = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { deny: { type: 'boolean' }, remember: { type: 'boolean' }, edit: { type: 'string' }, db: { type: 'string' }, json: { type: 'boolean' } },
+    {
+      deny: { type: 'boolean' },
+      remember: { type: 'boolean' },
+      edit: { type: 'string' },
+      retry: { type: 'boolean' },
+      completed: { type: 'string' },
+      abort: { type: 'boolean' },
+      db: { type: 'string' },
+      json: { type: 'boolean' }
+    },
     { min: 1, max: 2, names: 'RUN (the run whose requests to decide)' }
   )
   const [runId, requestId] = positionals as [string, string | undefined]
   if (values.edit !== undefined && values.deny === true) throw new UsageError('--edit approves with changes; it cannot be combined with --deny')
   const edit = values.edit === undefined ? undefined : parseEdit(values.edit)
+  const resolutions = (['retry', 'completed', 'abort'] as const).filter((r) => values[r] !== undefined && values[r] !== false)
+  if (resolutions.length > 1) throw new UsageError('choose one of --retry, --completed TEXT and --abort')
+  const resolution: RecoveryResolution | undefined = resolutions[0]
+  if (resolution !== undefined && (values.deny === true || values.remember === true || edit !== undefined)) {
+    throw new UsageError(`--${resolution} settles a recovery request; it does not combine with --deny, --remember or --edit`)
+  }
   const store = await openCliStore(values.db)
   try {
     const run = await getRun(store.db, runId)
@@ -40,11 +58,28 @@ export const approveCommand = async (argv: string[]): Promise<number> => {
       throw new UsageError(`run ${runId} has no pending approval requests`)
     }
     if (edit !== undefined && pending.length > 1) throw new UsageError('--edit needs exactly one request: name it after the run id')
+    const recovery = pending.filter((r) => r.kind === 'recovery')
+    if (resolution !== undefined) {
+      if (recovery.length === 0) throw new UsageError(`run ${runId} has no pending recovery request`)
+      if (recovery.length > 1 && requestId === undefined) throw new UsageError('several recovery requests are pending: name one after the run id')
+      const request = recovery[0]!
+      await decideRecovery({ db: store.db, request, resolution, account: values.completed, source: 'cli', at: new Date().toISOString() })
+      say(`${resolution} for interrupted exec ${request.target}  [${request.id}]`)
+      say(`continue the run with: agentvisor resume ${runId}`)
+      if (values.json === true) printJson([{ id: request.id, act: request.act, target: request.target, status: resolution }])
+      return 0
+    }
+    if (recovery.length > 0 && requestId !== undefined) {
+      throw new UsageError(`request ${requestId} is a recovery request: decide it with --retry, --completed TEXT or --abort`)
+    }
+    if (pending.every((r) => r.kind === 'recovery')) {
+      throw new UsageError(`run ${runId} is waiting for a recovery decision: use --retry, --completed TEXT or --abort`)
+    }
     const contract = JSON.parse(run.contract_json) as TaskContract
     const policy = await loadRunPolicy(store.db, contract)
     if (Either.isLeft(policy)) throw new UsageError(`run ${runId}: ${policy.left}`)
     const decided: Array<{ id: string; act: string; target: string; status: string }> = []
-    for (const request of pending) {
+    for (const request of pending.filter((r) => r.kind !== 'recovery')) {
       await decideRequest({
         db: store.db,
         policy: policy.right,

@@ -1,21 +1,23 @@
-import { Agentvisor } from '@agentvisor/actors'
-import { resolveDbPath } from '@agentvisor/store'
-import { say } from '../output.js'
+import { Agentvisor, type RunResult } from '@agentvisor/actors'
+import { isInterrupted, listRuns, openStore, resolveDbPath } from '@agentvisor/store'
+import { printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
 import { terminalApprover } from '../terminal-approver.js'
-import { parseCommandArgs } from '../usage-error.js'
+import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
 import { awaitWithSignals, exitCodeOf, reportResult } from './run.js'
 
-/** `agentvisor resume RUN [--json] [--db PATH]` */
+/** `agentvisor resume RUN [--json] [--db PATH]` or `agentvisor resume --all [--json] [--db PATH]` */
 export const resumeCommand = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { json: { type: 'boolean' }, db: { type: 'string' } },
-    { min: 1, max: 1, names: 'RUN (the id of the run to resume)' }
+    { json: { type: 'boolean' }, db: { type: 'string' }, all: { type: 'boolean' } },
+    { min: 0, max: 1, names: 'RUN (the id of the run to resume), or --all' }
   )
+  if ((values.all === true) === (positionals.length === 1)) throw new UsageError('resume takes a run id or --all')
   const startedAt = Date.now()
   const approver = terminalApprover()
   const dbPath = resolveDbPath(values.db)
+  if (values.all === true) return resumeAll(dbPath, values.json === true, startedAt)
   const av = await Agentvisor.open({ db: dbPath, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
   try {
     const run = await av.resume(positionals[0]!)
@@ -27,4 +29,39 @@ export const resumeCommand = async (argv: string[]): Promise<number> => {
   } finally {
     await av.close()
   }
+}
+
+/** Resumes every interrupted run (status `running`, nobody driving it) side by side. */
+const resumeAll = async (dbPath: string, json: boolean, startedAt: number): Promise<number> => {
+  const store = await openStore(dbPath)
+  let ids: string[]
+  try {
+    const now = Date.now()
+    ids = (await listRuns(store.db, { status: 'running' })).filter((run) => isInterrupted(run, now)).map((run) => run.id)
+  } finally {
+    await store.close()
+  }
+  say(`agentvisor: ${ids.length} interrupted run${ids.length === 1 ? '' : 's'} to resume`)
+  const av = await Agentvisor.open({ db: dbPath, observers: [progressObserver(startedAt)] })
+  const results: RunResult[] = []
+  try {
+    const runs = await Promise.all(ids.map((id) => av.resume(id)))
+    const cancelAll = () => void Promise.all(runs.map((r) => r.cancel()))
+    process.once('SIGINT', cancelAll)
+    process.once('SIGTERM', cancelAll)
+    try {
+      results.push(...(await Promise.all(runs.map((r) => r.result))))
+    } finally {
+      process.off('SIGINT', cancelAll)
+      process.off('SIGTERM', cancelAll)
+    }
+  } finally {
+    await av.close()
+  }
+  for (const result of results) say(`agentvisor: run ${result.runId} ${result.status}`)
+  if (json) printJson(results)
+  if (results.every((r) => r.status === 'succeeded')) return ExitCode.succeeded
+  return results.some((r) => r.status === 'awaiting_approval') && results.every((r) => r.status === 'succeeded' || r.status === 'awaiting_approval')
+    ? ExitCode.paused
+    : ExitCode.failed
 }

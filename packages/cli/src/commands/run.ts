@@ -32,8 +32,12 @@ const reportPending = async (runId: string, dbPath: string): Promise<void> => {
   try {
     const pending = (await listApprovals(store.db, runId)).filter((a) => a.status === 'pending')
     say(`agentvisor: waiting for ${pending.length === 1 ? 'a decision' : `${pending.length} decisions`}:`)
-    for (const request of pending) say(`  ${request.act} ${request.target}  (rule "${request.rule}" in layer "${request.layer}")  [${request.id}]`)
-    say(`decide with: agentvisor approve ${runId} [REQUEST] [--deny] [--remember] [--edit JSON]`)
+    for (const request of pending) {
+      const why = request.kind === 'recovery' ? 'interrupted after it started: it may or may not have run' : `rule "${request.rule}" in layer "${request.layer}"`
+      say(`  ${request.act} ${request.target}  (${why})  [${request.id}]`)
+    }
+    if (pending.some((r) => r.kind === 'recovery')) say(`settle with: agentvisor approve ${runId} --retry | --completed "what happened" | --abort`)
+    if (pending.some((r) => r.kind !== 'recovery')) say(`decide with: agentvisor approve ${runId} [REQUEST] [--deny] [--remember] [--edit JSON]`)
     say(`then continue with: agentvisor resume ${runId}`)
   } finally {
     await store.close()

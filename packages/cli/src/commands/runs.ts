@@ -1,4 +1,4 @@
-import { listRuns, RunStatus, toRunRecord } from '@agentvisor/store'
+import { isInterrupted, listRuns, RunStatus, toRunRecord } from '@agentvisor/store'
 import { openCliStore } from '../open-store.js'
 import { printJson } from '../output.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
@@ -18,17 +18,20 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
   }
   const store = await openCliStore(values.db)
   try {
-    const runs = (await listRuns(store.db, status === undefined ? {} : { status: status as RunStatus })).map(toRunRecord)
+    const rows = await listRuns(store.db, status === undefined ? {} : { status: status as RunStatus })
     if (values.json === true) {
-      printJson(runs)
+      printJson(rows.map(toRunRecord))
       return 0
     }
+    const now = Date.now()
+    // Interrupted runs (running, but nobody drives them) are what `resume --all` picks up.
+    const runs = rows.map((row) => ({ ...toRunRecord(row), status: isInterrupted(row, now) ? `${row.status} (interrupted)` : row.status }))
     if (runs.length === 0) {
       process.stdout.write('no runs\n')
       return 0
     }
     for (const run of runs) {
-      process.stdout.write(`${run.id}  ${run.status.padEnd(17)}  ${run.createdAt}  ${run.goal.replace(/\s+/g, ' ').slice(0, 60)}\n`)
+      process.stdout.write(`${run.id}  ${run.status.padEnd(23)}  ${run.createdAt}  ${run.goal.replace(/\s+/g, ' ').slice(0, 60)}\n`)
     }
     return 0
   } finally {

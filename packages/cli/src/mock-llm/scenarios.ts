@@ -13,7 +13,13 @@ export const ANY_MODEL = '*'
  * { "models": { "gpt-4o-mini": [{ "error": { "status": 503, "retryAfterMs": 0 } }, { "text": "hi" }], "*": [{ "text": "done" }] } }
  */
 export const MockScenarios = Schema.Struct({
-  models: Schema.Record({ key: Schema.String, value: Schema.Array(ScriptedStep) })
+  models: Schema.Record({ key: Schema.String, value: Schema.Array(ScriptedStep) }),
+  /**
+   * `request` (default): each request plays the model's next step. `turn`: the step is picked
+   * by the conversation's turn (how many assistant messages the request carries), so a request
+   * sent again after a crash gets the same answer: what crash and resume tests need.
+   */
+  replay: Schema.optional(Schema.Literal('request', 'turn'))
 })
 export type MockScenarios = typeof MockScenarios.Type
 
@@ -56,11 +62,11 @@ export interface PlayedStep {
  * the file does not name it, the `"*"` list. Past the end (or with neither list) the step is
  * undefined, which the server answers with plain "done".
  */
-export const makeScenarioPlayer = (scenarios: MockScenarios): { next(model: string): PlayedStep } => {
+export const makeScenarioPlayer = (scenarios: MockScenarios): { next(model: string, turn: number): PlayedStep } => {
   const counters = new Map<string, number>()
   return {
-    next: (model) => {
-      const number = (counters.get(model) ?? 0) + 1
+    next: (model, turn) => {
+      const number = scenarios.replay === 'turn' ? turn + 1 : (counters.get(model) ?? 0) + 1
       counters.set(model, number)
       const steps = Object.hasOwn(scenarios.models, model) ? scenarios.models[model] : scenarios.models[ANY_MODEL]
       return { step: steps?.[number - 1], number }

@@ -128,7 +128,8 @@ export const startMockLlm = async (options: MockLlmOptions): Promise<MockLlm> =>
     if (dialect === undefined) return sendError(res, 'openai', 404, `no route for ${req.method} ${path}`)
     if (badJson || !isObject(body)) return sendError(res, dialect, 400, 'request body is not a JSON object')
 
-    const { step, number } = player.next(entry.model ?? '')
+    const turn = Array.isArray(body['messages']) ? body['messages'].filter((m: unknown) => isObject(m) && m['role'] === 'assistant').length : 0
+    const { step, number } = player.next(entry.model ?? '', turn)
     if (step?.delayMs !== undefined && step.delayMs > 0) {
       const answered = await delay(step.delayMs, res)
       if (!answered) {

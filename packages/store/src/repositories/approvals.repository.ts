@@ -28,6 +28,10 @@ export interface ApprovalDecision {
   readonly remember: boolean
   readonly editedPayloadJson: string | null
   readonly decidedAt: string
+  /** For a recovery request: `retry`, `completed` or `abort`. */
+  readonly resolution?: string | null
+  /** For `completed`: what the operator says happened. */
+  readonly account?: string | null
 }
 
 /**
@@ -42,7 +46,9 @@ export async function decideApproval(db: Executor, id: string, decision: Approva
       source: decision.source,
       remember: decision.remember ? 1 : 0,
       edited_payload_json: decision.editedPayloadJson,
-      decided_at: decision.decidedAt
+      decided_at: decision.decidedAt,
+      resolution: decision.resolution ?? null,
+      account: decision.account ?? null
     })
     .where('id', '=', id)
     .where('status', '=', 'pending')
