@@ -59,7 +59,7 @@ describe('chaos: SIGKILL at random moments, resume, again and again', () => {
           const child = runCli(args, { onSpawn: (p) => (pid = p), onStderr: (t) => (runId ??= /run (\S+) started/.exec(t)?.[1]) })
           void child.then(() => (exited = true))
           const killAfter = 300 + Math.floor(random() * 1800)
-          const outcome = killsLeft > 0 ? await Promise.race([child, new Promise<undefined>((r) => setTimeout(r, killAfter))]) : await child
+          const outcome = killsLeft > 0 ? await Promise.race([child, new Promise<undefined>((r) => setTimeout(() => r(undefined), killAfter))]) : await child
           if (outcome === undefined && !exited) {
             process.kill(pid, 'SIGKILL')
             kills += 1
