@@ -55,6 +55,25 @@ describe('crash and resume', () => {
   })
 })
 
+describe('interrupted runs', () => {
+  it('are listed as interrupted and all picked up by resume --all', async () => {
+    const { file, db, ws } = await setup([{ delayMs: 60_000, text: 'lost' }, writeDone])
+    const run = startRun(file, db)
+    const runId = await run.runId()
+    await waitFor(() => (mock!.requests.length === 1 ? true : undefined), 'the slow dispatch')
+    process.kill(run.pid(), 'SIGKILL')
+    await run.done
+    const listed = await runCli(['runs', '--db', db])
+    expect(listed.stdout).toMatch(new RegExp(`${runId}\\s+running \\(interrupted\\)`))
+    const all = await runCli(['resume', '--all', '--json', '--db', db])
+    expect(all.code, all.stderr).toBe(0)
+    expect(lastJson(all)).toEqual([{ runId, status: 'succeeded', steps: 1 }])
+    expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE')
+    const after = await runCli(['runs', '--db', db])
+    expect(after.stdout).not.toContain('interrupted')
+  })
+})
+
 describe('cancel and timeout', () => {
   const lateExec = (marker: string) => exec(`sleep ${marker} && echo late > late.txt`)
 
