@@ -3,7 +3,7 @@ import { ExitCode, UsageError } from './usage-error.js'
 const HELP = `agentvisor: a durable, supervised orchestrator for LLM agent runs
 
 usage:
-  agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto]
+  agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto] [--nats URL]
   agentvisor resume RUN [--json] [--db PATH]
   agentvisor resume --all [--db PATH]
   agentvisor runs [--json] [--status S] [--db PATH]
@@ -11,6 +11,7 @@ usage:
   agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH]
   agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
   agentvisor cancel RUN [--db PATH]
+  agentvisor worker --nats URL [--db PATH] [--concurrency N]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 
 The store is --db PATH, else $AGENTVISOR_DB, else .agentvisor/agentvisor.db under the current folder.
@@ -32,6 +33,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   show: async () => (await import('./commands/show.js')).showCommand,
   approve: async () => (await import('./commands/approve.js')).approveCommand,
   cancel: async () => (await import('./commands/cancel.js')).cancelCommand,
+  worker: async () => (await import('./commands/worker.js')).workerCommand,
   'mock-llm': async () => (await import('./commands/mock-llm.js')).mockLlmCommand
 }
 
@@ -41,7 +43,7 @@ const isUserError = (error: unknown): error is Error =>
   (typeof error === 'object' &&
     error !== null &&
     '_tag' in error &&
-    ['ContractError', 'ApprovalError', 'LeaseConflictError', 'RunNotFoundError', 'RunNotResumableError', 'WorkspaceError', 'WorkspaceEscapeError', 'StoreError'].includes(
+    ['ContractError', 'ApprovalError', 'BusError', 'LeaseConflictError', 'RunNotFoundError', 'RunNotResumableError', 'WorkspaceError', 'WorkspaceEscapeError', 'StoreError'].includes(
       String((error as { _tag: unknown })._tag)
     ))
 

@@ -1,5 +1,8 @@
 import { ContractError, flattenChain, parseTaskContract, type TaskContract } from '@agentvisor/core'
-import { Cause, Effect, Either, Exit, Layer, ManagedRuntime } from 'effect'
+import { Cause, Effect, Either, Exit, Layer, ManagedRuntime, Scope } from 'effect'
+import type { Bus } from '../bus/bus.js'
+import { makeInProcessBus } from '../bus/in-process-bus.js'
+import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 import { StoreLive, StoreService } from '../supervisor/store-service.js'
 import {
   type RunHandle,
@@ -13,6 +16,12 @@ import {
 export interface AgentvisorOptions extends SupervisorOptions {
   /** The SQLite file of the store (created and migrated if absent). */
   readonly db: string
+  /**
+   * Child runs and control over NATS: children go to the JetStream work queue for
+   * `agentvisor worker`s. Without it (and without `bus`), an in-process bus is used and this
+   * process drives the children itself (the embedded default).
+   */
+  readonly nats?: NatsBusOptions
 }
 
 /** A run started from the TypeScript API. */
@@ -32,13 +41,36 @@ export interface StartedRun {
  * await av.close()
  */
 export class Agentvisor {
-  private constructor(private readonly runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>) {}
+  private constructor(
+    private readonly runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>,
+    private readonly busScope: Scope.CloseableScope,
+    /** The bus this instance uses (in-process by default). */
+    readonly bus: Bus
+  ) {}
 
   static async open(options: AgentvisorOptions): Promise<Agentvisor> {
-    const layer = SupervisorLive(options).pipe(Layer.provideMerge(StoreLive(options.db)))
+    const busScope = Effect.runSync(Scope.make())
+    const embedded = options.bus === undefined && options.nats === undefined
+    const bus =
+      options.bus ??
+      (options.nats !== undefined
+        ? await unwrapPlain(Scope.extend(makeNatsBus(options.nats), busScope))
+        : makeInProcessBus())
+    const supervisorOptions: SupervisorOptions = {
+      ...options,
+      bus,
+      // Embedded: nobody else would drive the children or answer control requests.
+      ...(embedded ? { serveChildren: options.serveChildren ?? { concurrency: 4 }, serveControl: options.serveControl ?? true } : {})
+    }
+    const layer = SupervisorLive(supervisorOptions).pipe(Layer.provideMerge(StoreLive(options.db)))
     const runtime = ManagedRuntime.make(layer)
-    await unwrap(runtime, Effect.void)
-    return new Agentvisor(runtime)
+    try {
+      await unwrap(runtime, Effect.void)
+    } catch (error) {
+      await Effect.runPromise(Scope.close(busScope, Exit.void))
+      throw error
+    }
+    return new Agentvisor(runtime, busScope, bus)
   }
 
   /**
@@ -79,6 +111,7 @@ export class Agentvisor {
     if (this.closed) return
     this.closed = true
     await this.runtime.dispose()
+    await Effect.runPromise(Scope.close(this.busScope, Exit.void))
   }
 
   private wrap(handle: RunHandle): StartedRun {
@@ -96,6 +129,12 @@ export class Agentvisor {
  */
 const unwrap = async <A, E>(runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>, effect: Effect.Effect<A, E, Supervisor | StoreService>): Promise<A> => {
   const exit = await runtime.runPromiseExit(effect)
+  if (Exit.isSuccess(exit)) return exit.value
+  throw Cause.squash(exit.cause)
+}
+
+const unwrapPlain = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+  const exit = await Effect.runPromiseExit(effect)
   if (Exit.isSuccess(exit)) return exit.value
   throw Cause.squash(exit.cause)
 }

@@ -33,6 +33,10 @@ import { openingMessages, rebuildConversation, type StepRecord } from './convers
 import { type Approver, makeRunDriver, type RunDriver } from './run-driver.js'
 import { loadRunPolicy } from '../approval/run-policy.js'
 import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease, watchLease } from './lease.js'
+import type { Bus } from '../bus/bus.js'
+import { busObserver } from '../bus/bus-observer.js'
+import { handleChildDelivery } from '../worker/child-worker.js'
+import { makeControlHandler } from '../worker/control-handler.js'
 import { notify, type RunObserver } from './run-observer.js'
 import { StoreService } from './store-service.js'
 
@@ -67,6 +71,17 @@ export interface SupervisorOptions {
   readonly circuitBreaker?: CircuitBreakerPolicy
   /** Lease length and cancel polling (one driver per run, `agentvisor cancel` from anywhere). */
   readonly lease?: LeasePolicy
+  /**
+   * How runs travel: child runs are submitted to it, transitions and ends published on it.
+   * Without a bus, `spawn_child` is not offered.
+   */
+  readonly bus?: Bus
+  /** Drive child runs from the bus in this process (a worker), this many at a time. */
+  readonly serveChildren?: { readonly concurrency: number }
+  /** Answer control requests (cancel, approve, status) from the bus in this process. */
+  readonly serveControl?: boolean
+  /** One line per child run this process starts and ends (the worker's log). */
+  readonly log?: (line: string) => void
   /** Answers `ask`s of runs whose contract says `approval: prompt` (without one they pause). */
   readonly approver?: Approver
   /** Builds a provider from its config; the default reads the task file's kinds. */
@@ -150,6 +165,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           if (yield* Effect.promise(() => isCancelRequested(db, runId))) {
             yield* Effect.promise(() => settlePendingAttempts(db, runId, 'unknown'))
             yield* driver.commit({ event: { type: 'CANCEL' } })
+            yield* driver.cancelChildren
             return
           }
           yield* driver.recover
@@ -167,6 +183,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           // in-flight provider calls) have run: the final transition is the last thing written.
           if (stop === 'cancel') yield* driver.commit({ event: { type: 'CANCEL' } })
           if (stop === 'timeout') yield* driver.commit({ event: { type: 'TIMEOUT' } })
+          // A cancelled or timed-out parent takes its children with it.
+          if (stop !== 'settled') yield* driver.cancelChildren
         }).pipe(
           Effect.catchAllCause((cause) => {
             if (Cause.failures(cause).pipe((errors) => [...errors].some((e) => e instanceof LeaseLostError))) {
@@ -203,7 +221,11 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const policy = loaded.right
           const workspace = yield* openWorkspace(contract.workspace)
           const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
-          const observers = [...(options.observers ?? []), ...(startOptions.observers ?? [])]
+          const observers = [
+            ...(options.observers ?? []),
+            ...(startOptions.observers ?? []),
+            ...(options.bus !== undefined ? [busObserver(options.bus, db)] : [])
+          ]
           const driver = makeRunDriver({
             db,
             runId,
@@ -221,7 +243,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             policy,
             approver: startOptions.approver ?? options.approver,
             newId: randomUUID,
-            leaseToken
+            leaseToken,
+            bus: options.bus
           })
           const cancelled = yield* Deferred.make<void>()
           const fiber = yield* Effect.forkIn(supervise(runId, driver, actor, deadline, cancelled, observers, leaseToken), scope)
@@ -298,6 +321,23 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions)
           return handle
         })
+
+      const bus = options.bus
+      if (bus !== undefined && options.serveChildren !== undefined) {
+        const workingEveryMs = Math.max(250, Math.floor(leasePolicy.ttlMs / 3))
+        yield* Effect.forkScoped(
+          bus
+            .consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), workingEveryMs, log: options.log }, delivery), {
+              concurrency: options.serveChildren.concurrency
+            })
+            .pipe(Effect.catchAll((error) => Effect.sync(() => options.log?.(`cannot consume child runs: ${error.message}`))))
+        )
+      }
+      if (bus !== undefined && options.serveControl === true) {
+        // Runs resumed for a control request go on in the background, like any other run.
+        const drive = (runId: string) => void Effect.runFork(Effect.ignore(Effect.flatMap(resume(runId), (h) => h.result)))
+        yield* Effect.forkScoped(bus.serveControl(makeControlHandler({ db, drive })).pipe(Effect.ignore))
+      }
 
       return { start, resume }
     })

@@ -1,4 +1,4 @@
-import { Agentvisor, type RunResult } from '@agentvisor/actors'
+import { Agentvisor, type NatsBusOptions, natsBusOptionsFromEnv, type RunResult } from '@agentvisor/actors'
 import { isInterrupted, listRuns, openStore, resolveDbPath } from '@agentvisor/store'
 import { printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
@@ -6,19 +6,21 @@ import { terminalApprover } from '../terminal-approver.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
 import { awaitWithSignals, exitCodeOf, reportResult } from './run.js'
 
-/** `agentvisor resume RUN [--json] [--db PATH]` or `agentvisor resume --all [--json] [--db PATH]` */
+/** `agentvisor resume RUN [--json] [--db PATH] [--nats URL]` or `agentvisor resume --all [--json] [--db PATH] [--nats URL]` */
 export const resumeCommand = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { json: { type: 'boolean' }, db: { type: 'string' }, all: { type: 'boolean' } },
+    { json: { type: 'boolean' }, db: { type: 'string' }, all: { type: 'boolean' }, nats: { type: 'string' } },
     { min: 0, max: 1, names: 'RUN (the id of the run to resume), or --all' }
   )
   if ((values.all === true) === (positionals.length === 1)) throw new UsageError('resume takes a run id or --all')
   const startedAt = Date.now()
   const approver = terminalApprover()
   const dbPath = resolveDbPath(values.db)
-  if (values.all === true) return resumeAll(dbPath, values.json === true, startedAt)
-  const av = await Agentvisor.open({ db: dbPath, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
+  const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
+  const natsOption = nats === undefined ? {} : { nats }
+  if (values.all === true) return resumeAll(dbPath, values.json === true, startedAt, natsOption)
+  const av = await Agentvisor.open({ db: dbPath, ...natsOption, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
   try {
     const run = await av.resume(positionals[0]!)
     say(`agentvisor: resuming run ${run.runId}`)
@@ -32,7 +34,7 @@ export const resumeCommand = async (argv: string[]): Promise<number> => {
 }
 
 /** Resumes every interrupted run (status `running`, nobody driving it) side by side. */
-const resumeAll = async (dbPath: string, json: boolean, startedAt: number): Promise<number> => {
+const resumeAll = async (dbPath: string, json: boolean, startedAt: number, natsOption: { nats?: NatsBusOptions }): Promise<number> => {
   const store = await openStore(dbPath)
   let ids: string[]
   try {
@@ -42,7 +44,7 @@ const resumeAll = async (dbPath: string, json: boolean, startedAt: number): Prom
     await store.close()
   }
   say(`agentvisor: ${ids.length} interrupted run${ids.length === 1 ? '' : 's'} to resume`)
-  const av = await Agentvisor.open({ db: dbPath, observers: [progressObserver(startedAt)] })
+  const av = await Agentvisor.open({ db: dbPath, ...natsOption, observers: [progressObserver(startedAt)] })
   const results: RunResult[] = []
   try {
     const runs = await Promise.all(ids.map((id) => av.resume(id)))

@@ -1,4 +1,4 @@
-import { Agentvisor, type RunResult, type StartedRun } from '@agentvisor/actors'
+import { Agentvisor, natsBusOptionsFromEnv, type RunResult, type StartedRun } from '@agentvisor/actors'
 import { ApprovalMode, loadTaskFile, type TaskContract } from '@agentvisor/core'
 import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
@@ -88,14 +88,15 @@ export const runCommand = async (argv: string[]): Promise<number> => {
   if (values.approval !== undefined && !isApprovalMode(values.approval)) {
     throw new UsageError(`--approval must be prompt, defer or auto (got "${values.approval}")`)
   }
-  if (values.nats !== undefined) throw new UsageError('--nats is not supported by this build yet (child runs over NATS arrive with the NATS bus)')
   if (values.inspect === true) throw new UsageError('--inspect is not supported by this build yet')
   const loaded = await loadContract(positionals[0]!)
   const contract: TaskContract = values.approval === undefined ? loaded : { ...loaded, approval: values.approval }
   const startedAt = Date.now()
   const approver = terminalApprover()
   const dbPath = resolveDbPath(values.db)
-  const av = await Agentvisor.open({ db: dbPath, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
+  // With NATS, children go to the workers' queue; without it, this process drives them.
+  const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
+  const av = await Agentvisor.open({ db: dbPath, ...(nats === undefined ? {} : { nats }), observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
   try {
     const run = await av.start(contract)
     say(`agentvisor: run ${run.runId} started: ${contract.goal}`)

@@ -19,7 +19,13 @@ export const MockScenarios = Schema.Struct({
    * by the conversation's turn (how many assistant messages the request carries), so a request
    * sent again after a crash gets the same answer: what crash and resume tests need.
    */
-  replay: Schema.optional(Schema.Literal('request', 'turn'))
+  replay: Schema.optional(Schema.Literal('request', 'turn')),
+  /**
+   * Scripts chosen by the conversation's goal instead of the model: the first key found in the
+   * request's first user message wins, else `models` applies. How one mock plays a parent and
+   * its children, which share a provider and so a model name.
+   */
+  goals: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Array(ScriptedStep) }))
 })
 export type MockScenarios = typeof MockScenarios.Type
 
@@ -62,13 +68,16 @@ export interface PlayedStep {
  * the file does not name it, the `"*"` list. Past the end (or with neither list) the step is
  * undefined, which the server answers with plain "done".
  */
-export const makeScenarioPlayer = (scenarios: MockScenarios): { next(model: string, turn: number): PlayedStep } => {
+export const makeScenarioPlayer = (scenarios: MockScenarios): { next(model: string, turn: number, goal?: string): PlayedStep } => {
   const counters = new Map<string, number>()
   return {
-    next: (model, turn) => {
-      const number = scenarios.replay === 'turn' ? turn + 1 : (counters.get(model) ?? 0) + 1
-      counters.set(model, number)
-      const steps = Object.hasOwn(scenarios.models, model) ? scenarios.models[model] : scenarios.models[ANY_MODEL]
+    next: (model, turn, goal = '') => {
+      const goalKey = Object.keys(scenarios.goals ?? {}).find((key) => goal.includes(key))
+      const counter = goalKey === undefined ? model : `goal:${goalKey}`
+      const number = scenarios.replay === 'turn' ? turn + 1 : (counters.get(counter) ?? 0) + 1
+      counters.set(counter, number)
+      const steps =
+        goalKey !== undefined ? scenarios.goals![goalKey] : Object.hasOwn(scenarios.models, model) ? scenarios.models[model] : scenarios.models[ANY_MODEL]
       return { step: steps?.[number - 1], number }
     }
   }

@@ -129,7 +129,7 @@ export const startMockLlm = async (options: MockLlmOptions): Promise<MockLlm> =>
     if (badJson || !isObject(body)) return sendError(res, dialect, 400, 'request body is not a JSON object')
 
     const turn = Array.isArray(body['messages']) ? body['messages'].filter((m: unknown) => isObject(m) && m['role'] === 'assistant').length : 0
-    const { step, number } = player.next(entry.model ?? '', turn)
+    const { step, number } = player.next(entry.model ?? '', turn, firstUserText(body))
     if (step?.delayMs !== undefined && step.delayMs > 0) {
       const answered = await delay(step.delayMs, res)
       if (!answered) {
@@ -228,6 +228,16 @@ const play = async (
   // queued but not yet read, and the point of the cut is the partial text it leaves behind.
   await new Promise((resolve) => setTimeout(resolve, 50))
   res.socket?.destroy()
+}
+
+/** The text of a request's first user message (OpenAI or Anthropic shape), for goal scripts. */
+const firstUserText = (body: Record<string, unknown>): string => {
+  const messages = Array.isArray(body['messages']) ? body['messages'] : []
+  const first = messages.find((m: unknown) => isObject(m) && m['role'] === 'user')
+  if (!isObject(first)) return ''
+  const content = first['content']
+  if (typeof content === 'string') return content
+  return Array.isArray(content) ? content.map((part: unknown) => (isObject(part) && typeof part['text'] === 'string' ? part['text'] : '')).join('') : ''
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

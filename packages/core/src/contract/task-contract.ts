@@ -70,6 +70,22 @@ export const PolicyLayer = Schema.Struct({
 })
 export type PolicyLayer = typeof PolicyLayer.Type
 
+/** Caps on the child runs a run may start with `spawn_child`. */
+export const ChildLimits = Schema.Struct({
+  /** Children one run may start in all (more are refused to the model). */
+  maxChildren: Schema.optional(PositiveInt),
+  /** How deep a tree may grow: 1 means children do not spawn. */
+  maxDepth: Schema.optional(NonNegativeInt),
+  /** Children of one run running at once; more wait their turn (not refused). */
+  maxConcurrent: Schema.optional(PositiveInt)
+})
+export type ChildLimits = Required<typeof ChildLimits.Type>
+export const DEFAULT_CHILD_LIMITS: ChildLimits = { maxChildren: 8, maxDepth: 1, maxConcurrent: 4 }
+
+/** Where a run stands in its tree; set by agentvisor for child runs, never in a task file. */
+export const Lineage = Schema.Struct({ rootId: Schema.String, parentId: Schema.String, depth: PositiveInt })
+export type Lineage = typeof Lineage.Type
+
 export const ApprovalMode = Schema.Literal('prompt', 'defer', 'auto')
 export type ApprovalMode = typeof ApprovalMode.Type
 
@@ -81,7 +97,9 @@ export const TaskFile = Schema.Struct({
   verify: Schema.optional(VerifySpec),
   limits: Schema.optional(Limits),
   policy: Schema.optional(Schema.Struct({ layers: Schema.Array(PolicyLayer) })),
-  approval: Schema.optional(ApprovalMode)
+  approval: Schema.optional(ApprovalMode),
+  children: Schema.optional(ChildLimits),
+  lineage: Schema.optional(Lineage)
 }).pipe(
   Schema.filter((t) => {
     const seen = new Set<string>()
@@ -103,6 +121,9 @@ export interface TaskContract {
   readonly limits: Limits
   readonly policy: { readonly layers: ReadonlyArray<PolicyLayer> }
   readonly approval: ApprovalMode
+  readonly children: ChildLimits
+  /** Absent for a root run. */
+  readonly lineage?: Lineage | undefined
 }
 
 const decodeTaskFile = Schema.decodeUnknownEither(TaskFile, { errors: 'first', onExcessProperty: 'error' })
@@ -141,7 +162,9 @@ export const parseTaskContract = (
         verify: file.verify,
         limits: { ...DEFAULT_LIMITS, ...file.limits },
         policy: file.policy ?? { layers: [] },
-        approval: file.approval ?? 'prompt'
+        approval: file.approval ?? 'prompt',
+        children: { ...DEFAULT_CHILD_LIMITS, ...file.children },
+        ...(file.lineage !== undefined ? { lineage: file.lineage } : {})
       })
     }
   })

@@ -73,3 +73,24 @@ export const WORKSPACE_TOOLS: ReadonlyArray<ToolSpec> = [
     }
   }
 ]
+
+/**
+ * `spawn_child` (CONTRACT.md §2): starts a child run and answers with its final result. Offered
+ * only to runs allowed to have children (their depth is below `children.maxDepth`).
+ */
+export const SPAWN_CHILD_TOOL: ToolSpec = {
+  name: 'spawn_child',
+  description:
+    'Start a child run: another agent that works on a sub-goal in its own folder (by default a new subfolder of this workspace) with the same providers and policy, and answers with its final result. Several spawn_child calls in one answer run in parallel.',
+  parameters: {
+    type: 'object',
+    properties: {
+      goal: { type: 'string', description: 'What the child run must achieve.' },
+      verify: { type: 'object', description: 'Optional success check, as in the task file: {"fileContains": {"path", "text"}}, {"fileEquals": ...}, {"command": {"run", "exitCode"}}, {"allOf": [...]}. Paths are relative to the child workspace.' },
+      limits: { type: 'object', description: 'Optional limits {maxSteps, maxRetries, dispatchCeiling, timeoutMs}; never more than this run has.' },
+      workspace: { type: 'string', description: 'Optional folder for the child, relative to this workspace.' }
+    },
+    required: ['goal'],
+    additionalProperties: false
+  }
+}

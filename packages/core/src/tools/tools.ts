@@ -7,7 +7,7 @@ import { WORKSPACE_TOOL_NAMES } from './tool-specs.js'
 import type { Workspace } from './workspace.js'
 
 export type { ToolOutcome } from './tool-outcome.js'
-export { WORKSPACE_TOOLS, WORKSPACE_TOOL_NAMES, type WorkspaceToolName } from './tool-specs.js'
+export { SPAWN_CHILD_TOOL, WORKSPACE_TOOLS, WORKSPACE_TOOL_NAMES, type WorkspaceToolName } from './tool-specs.js'
 export { commandEnv } from './command-env.js'
 
 /** A tool call as the model sent it: `arguments` is the raw JSON text, possibly malformed. */

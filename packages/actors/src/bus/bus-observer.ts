@@ -1,0 +1,34 @@
+import { type Database, listSteps } from '@agentvisor/store'
+import { Effect } from 'effect'
+import type { Kysely } from 'kysely'
+import type { RunObserver } from '../supervisor/run-observer.js'
+import type { Bus } from './bus.js'
+import { PROTOCOL_VERSION } from './messages.js'
+
+/**
+ * Publishes a run's transitions on `agentvisor.runs.<id>.events` and its end on `.done` (with
+ * the run's last answer as `result`). Publishing is best effort and never slows the run down.
+ */
+export const busObserver = (bus: Bus, db: Kysely<Database>): RunObserver => ({
+  onTransition: (t) => {
+    Effect.runFork(bus.publishEvent({ v: PROTOCOL_VERSION, runId: t.runId, seq: t.seq, from: t.from, event: t.event, to: t.to, at: t.at }))
+  },
+  onFinished: (result) => {
+    Effect.runFork(
+      Effect.promise(() => listSteps(db, result.runId)).pipe(
+        Effect.map((steps) => [...steps].reverse().find((s) => s.text !== '')?.text),
+        Effect.orElseSucceed(() => undefined),
+        Effect.flatMap((text) =>
+          bus.publishDone({
+            v: PROTOCOL_VERSION,
+            runId: result.runId,
+            status: result.status,
+            steps: result.steps,
+            ...(text !== undefined ? { result: text } : {}),
+            ...(result.error !== undefined ? { error: result.error } : {})
+          })
+        )
+      )
+    )
+  }
+})

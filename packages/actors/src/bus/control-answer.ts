@@ -1,0 +1,22 @@
+import { Effect } from 'effect'
+import type { ControlHandler } from './bus.js'
+import type { ControlReply, ControlVerb } from './messages.js'
+import { ControlVerb as ControlVerbs, controlError } from './messages.js'
+import { encodeJson } from './wire.js'
+
+const verbs: ReadonlySet<string> = new Set(Object.values(ControlVerbs))
+
+const isControlVerb = (verb: string): verb is ControlVerb => verbs.has(verb)
+
+/**
+ * Answers one control request the way every bus does: an unknown verb and a handler that dies
+ * are `{ok: false}` replies, never a crash of the serving loop (CONTRACT.md §5).
+ */
+export const answerControl = (handler: ControlHandler, runId: string, verb: string, body: string): Effect.Effect<ControlReply> =>
+  isControlVerb(verb)
+    ? Effect.suspend(() => handler(runId, verb, body)).pipe(Effect.catchAllCause(() => Effect.succeed(controlError('internal error'))))
+    : Effect.succeed(controlError(`unknown control verb "${verb}"`))
+
+/** The reply as JSON text; a reply JSON cannot hold (a bigint, a cycle) is an internal error. */
+export const encodeControlReply = (reply: ControlReply): string =>
+  encodeJson(reply) ?? JSON.stringify(controlError('internal error'))

@@ -1,0 +1,270 @@
+import { Effect, FiberSet } from 'effect'
+import type { Bus, ChildDelivery, ControlHandler } from './bus.js'
+import { BusError } from './bus.js'
+import { answerControl, encodeControlReply } from './control-answer.js'
+import type { ChildRunRequest, RunDoneMessage, RunEventMessage } from './messages.js'
+import { bytesToText, decodeControlReply, encodeControlBody, encodeJson } from './wire.js'
+
+/** Options of {@link makeInProcessBus}. */
+export interface InProcessBusOptions {
+  /** How long a delivery may go unacked (without `working`) before it is delivered again. */
+  readonly ackWaitMs?: number
+}
+
+const DEFAULT_ACK_WAIT_MS = 30_000
+
+type Run = (effect: Effect.Effect<void>) => unknown
+
+interface Consumer {
+  readonly handle: (delivery: ChildDelivery) => Effect.Effect<void>
+  readonly concurrency: number
+  readonly run: Run
+  active: number
+}
+
+interface Entry {
+  readonly request: ChildRunRequest
+  state: 'queued' | 'in-flight'
+  deliveries: number
+  /** Bumped on each delivery so a late ack, nak or working from an older one is ignored. */
+  generation: number
+  timer: ReturnType<typeof setTimeout> | undefined
+}
+
+// Values cross the bus as JSON so that subscribers see what they would over NATS (no shared
+// references, no `undefined` fields, dates as strings).
+const viaJson = <A>(value: A): A | undefined => {
+  const text = encodeJson(value)
+  return text === undefined ? undefined : (JSON.parse(text) as A)
+}
+
+const notify = <A>(listener: (message: A) => void, message: A): void => {
+  try {
+    listener(message)
+  } catch {
+    // A listener that throws must not stop the publisher or the other listeners.
+  }
+}
+
+/**
+ * The embedded bus: child runs, events, results and control in one process, with the same
+ * delivery rules as NATS (each request to one consumer, redelivery after `ackWaitMs` without an
+ * ack, `nak` hands it back at once, resubmitting a queued or running run id is a no-op).
+ */
+export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
+  const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
+  const entries = new Map<string, Entry>()
+  const queue: Entry[] = []
+  const consumers: Consumer[] = []
+  let nextConsumer = 0
+  let dispatchScheduled = false
+  const doneListeners = new Set<(message: RunDoneMessage) => void>()
+  const eventListeners = new Set<{ readonly runId: string; readonly onEvent: (message: RunEventMessage) => void }>()
+  const controlHandlers: ControlHandler[] = []
+  let nextHandler = 0
+
+  const isCurrent = (entry: Entry, generation: number): boolean =>
+    entries.get(entry.request.runId) === entry && entry.state === 'in-flight' && entry.generation === generation
+
+  const clearTimer = (entry: Entry): void => {
+    if (entry.timer !== undefined) clearTimeout(entry.timer)
+    entry.timer = undefined
+  }
+
+  // Redeliveries go first, as JetStream serves its redelivery queue before new messages.
+  const requeue = (entry: Entry): void => {
+    clearTimer(entry)
+    entry.state = 'queued'
+    queue.unshift(entry)
+    scheduleDispatch()
+  }
+
+  const armTimer = (entry: Entry, generation: number): void => {
+    clearTimer(entry)
+    entry.timer = setTimeout(() => {
+      if (isCurrent(entry, generation)) requeue(entry)
+    }, ackWaitMs)
+    // An unacked delivery must not keep the process alive on its own.
+    entry.timer.unref()
+  }
+
+  const pickConsumer = (): Consumer | undefined => {
+    for (let i = 0; i < consumers.length; i++) {
+      const index = (nextConsumer + i) % consumers.length
+      const consumer = consumers[index]
+      if (consumer !== undefined && consumer.active < consumer.concurrency) {
+        nextConsumer = index + 1
+        return consumer
+      }
+    }
+    return undefined
+  }
+
+  const deliver = (consumer: Consumer, entry: Entry): void => {
+    entry.state = 'in-flight'
+    entry.deliveries += 1
+    entry.generation += 1
+    const generation = entry.generation
+    armTimer(entry, generation)
+    consumer.active += 1
+    const delivery: ChildDelivery = {
+      request: entry.request,
+      deliveryCount: entry.deliveries,
+      working: Effect.sync(() => {
+        if (isCurrent(entry, generation)) armTimer(entry, generation)
+      }),
+      ack: Effect.sync(() => {
+        if (!isCurrent(entry, generation)) return
+        clearTimer(entry)
+        entries.delete(entry.request.runId)
+      }),
+      nak: Effect.sync(() => {
+        if (isCurrent(entry, generation)) requeue(entry)
+      })
+    }
+    consumer.run(
+      Effect.suspend(() => consumer.handle(delivery)).pipe(
+        // A handler that dies hands its request back; one interrupted with its scope (a worker
+        // going away) leaves it to the ack deadline, as a crashed process would.
+        Effect.catchAllCause(() => delivery.nak),
+        Effect.ensuring(
+          Effect.sync(() => {
+            consumer.active -= 1
+            scheduleDispatch()
+          })
+        )
+      )
+    )
+  }
+
+  // Dispatch runs on its own turn of the event loop: a handler that naks at once must not
+  // recurse into another delivery on the same stack, nor starve I/O.
+  function scheduleDispatch(): void {
+    if (dispatchScheduled) return
+    dispatchScheduled = true
+    setImmediate(() => {
+      dispatchScheduled = false
+      for (;;) {
+        const entry = queue[0]
+        if (entry === undefined) return
+        const consumer = pickConsumer()
+        if (consumer === undefined) return
+        queue.shift()
+        deliver(consumer, entry)
+      }
+    })
+  }
+
+  const submitChild: Bus['submitChild'] = (request) =>
+    Effect.suspend(() => {
+      if (entries.has(request.runId)) return Effect.void
+      const copy = viaJson(request)
+      if (copy === undefined) return Effect.fail(new BusError({ message: `child run ${request.runId} cannot be encoded as JSON` }))
+      const entry: Entry = { request: copy, state: 'queued', deliveries: 0, generation: 0, timer: undefined }
+      entries.set(request.runId, entry)
+      queue.push(entry)
+      scheduleDispatch()
+      return Effect.void
+    })
+
+  const consumeChildren: Bus['consumeChildren'] = (handle, { concurrency }) =>
+    Effect.gen(function* () {
+      if (!Number.isInteger(concurrency) || concurrency < 1) {
+        return yield* Effect.fail(new BusError({ message: `concurrency must be a positive integer, got ${concurrency}` }))
+      }
+      // The fiber set is released last, so the consumer stops taking work before its handlers
+      // are interrupted.
+      const run = yield* FiberSet.makeRuntime<never, void, never>()
+      const consumer: Consumer = { handle, concurrency, run, active: 0 }
+      consumers.push(consumer)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          const index = consumers.indexOf(consumer)
+          if (index !== -1) consumers.splice(index, 1)
+        })
+      )
+      scheduleDispatch()
+    })
+
+  const publishEvent: Bus['publishEvent'] = (message) =>
+    Effect.sync(() => {
+      const copy = viaJson(message)
+      if (copy === undefined) return
+      for (const listener of eventListeners) if (listener.runId === message.runId) notify(listener.onEvent, copy)
+    })
+
+  const publishDone: Bus['publishDone'] = (message) =>
+    Effect.sync(() => {
+      const copy = viaJson(message)
+      if (copy === undefined) return
+      for (const listener of doneListeners) notify(listener, copy)
+    })
+
+  const watchDone: Bus['watchDone'] = (onDone) =>
+    Effect.acquireRelease(
+      Effect.sync(() => doneListeners.add(onDone)),
+      () => Effect.sync(() => doneListeners.delete(onDone))
+    ).pipe(Effect.asVoid)
+
+  const watchEvents: Bus['watchEvents'] = (runId, onEvent) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const listener = { runId, onEvent }
+        eventListeners.add(listener)
+        return listener
+      }),
+      (listener) => Effect.sync(() => eventListeners.delete(listener))
+    ).pipe(Effect.asVoid)
+
+  const serveControl: Bus['serveControl'] = (handler) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        // Each registration is its own entry, so one handler served twice is removed once.
+        const served: ControlHandler = (runId, verb, body) => handler(runId, verb, body)
+        controlHandlers.push(served)
+        return served
+      }),
+      (served) =>
+        Effect.sync(() => {
+          const index = controlHandlers.indexOf(served)
+          if (index !== -1) controlHandlers.splice(index, 1)
+        })
+    ).pipe(Effect.asVoid)
+
+  const pickHandler = (): ControlHandler | undefined => {
+    if (controlHandlers.length === 0) return undefined
+    const index = nextHandler % controlHandlers.length
+    nextHandler = index + 1
+    return controlHandlers[index]
+  }
+
+  const control: Bus['control'] = (runId, verb, body, timeoutMs = 5_000) =>
+    Effect.gen(function* () {
+      const payload = yield* encodeControlBody(body)
+      const handler = pickHandler()
+      if (handler === undefined) {
+        return yield* Effect.fail(new BusError({ message: `no responders for control ${verb} of run ${runId}` }))
+      }
+      const text = typeof payload === 'string' ? payload : bytesToText(payload)
+      const reply = yield* answerControl(handler, runId, verb, text).pipe(
+        Effect.timeoutFail({
+          duration: timeoutMs,
+          onTimeout: () => new BusError({ message: `control ${verb} of run ${runId} timed out after ${timeoutMs}ms` })
+        })
+      )
+      // The reply goes through its JSON text, as it would over NATS.
+      return yield* decodeControlReply(encodeControlReply(reply))
+    })
+
+  return {
+    kind: 'in-process',
+    submitChild,
+    consumeChildren,
+    publishEvent,
+    publishDone,
+    watchDone,
+    watchEvents,
+    serveControl,
+    control
+  }
+}

@@ -1,0 +1,270 @@
+import { readFileSync } from 'node:fs'
+import type { Msg, NatsConnection, NodeConnectionOptions, Subscription } from '@nats-io/transport-node'
+import { connect, credsAuthenticator, RequestError, TimeoutError } from '@nats-io/transport-node'
+import type { Scope } from 'effect'
+import { Effect, FiberSet } from 'effect'
+import type { Bus } from './bus.js'
+import { BusError } from './bus.js'
+import { answerControl, encodeControlReply } from './control-answer.js'
+import type { RunDoneMessage, RunEventMessage } from './messages.js'
+import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
+import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
+import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, encodeControlBody, encodeJson } from './wire.js'
+
+/** How to reach NATS and where the bus keeps its queue (CONTRACT.md §5). */
+export interface NatsBusOptions {
+  /** One server URL, or several (a cluster), e.g. `nats://127.0.0.1:4222`. */
+  readonly servers: string | readonly string[]
+  readonly token?: string | undefined
+  readonly user?: string | undefined
+  readonly pass?: string | undefined
+  /** A `.creds` file (JWT and NKey seed), read at connect time. */
+  readonly credsFile?: string | undefined
+  readonly tls?: { readonly caFile?: string | undefined; readonly certFile?: string | undefined; readonly keyFile?: string | undefined } | undefined
+  /** The connection's name in the server's monitoring pages. */
+  readonly name?: string | undefined
+  /** How long a child-run delivery may go unacked before another worker gets it (default 30000). */
+  readonly ackWaitMs?: number | undefined
+  /** The JetStream work-queue stream of child-run requests (default `AGENTVISOR_RUNS`). */
+  readonly streamName?: string | undefined
+  /** The durable consumer every worker shares, also the queue group of control (default `agentvisor-workers`). */
+  readonly consumerName?: string | undefined
+  /** The first subject token (default `agentvisor`); separates installations sharing one NATS account. */
+  readonly subjectPrefix?: string | undefined
+}
+
+const DEFAULT_ACK_WAIT_MS = 30_000
+const DEFAULT_STREAM = 'AGENTVISOR_RUNS'
+const DEFAULT_CONSUMER = 'agentvisor-workers'
+const DEFAULT_CONTROL_TIMEOUT_MS = 5_000
+
+const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value.trim() === '' ? undefined : value.trim())
+
+/**
+ * The NATS options of a command line: `--nats` or `AGENTVISOR_NATS_URL` (comma-separated for a
+ * cluster), with `AGENTVISOR_NATS_TOKEN`, `_USER`/`_PASS`, `_CREDS` and `_TLS_CA`/`_CERT`/`_KEY`,
+ * and `_PREFIX` (subjects), `_STREAM`, `_CONSUMER`, `_ACK_WAIT_MS` (the work queue).
+ * `undefined` when no URL is given: the embedded in-process bus is used.
+ *
+ * @example
+ * const nats = natsBusOptionsFromEnv({ nats: values.nats })
+ */
+export const natsBusOptionsFromEnv = (flags: { readonly nats?: string | undefined }, env: NodeJS.ProcessEnv = process.env): NatsBusOptions | undefined => {
+  const url = nonEmpty(flags.nats) ?? nonEmpty(env['AGENTVISOR_NATS_URL'])
+  if (url === undefined) return undefined
+  const servers = url
+    .split(',')
+    .map((server) => server.trim())
+    .filter((server) => server !== '')
+  const tls = {
+    caFile: nonEmpty(env['AGENTVISOR_NATS_TLS_CA']),
+    certFile: nonEmpty(env['AGENTVISOR_NATS_TLS_CERT']),
+    keyFile: nonEmpty(env['AGENTVISOR_NATS_TLS_KEY'])
+  }
+  const anyTls = tls.caFile !== undefined || tls.certFile !== undefined || tls.keyFile !== undefined
+  return {
+    servers: servers.length === 1 ? (servers[0] ?? url) : servers,
+    token: nonEmpty(env['AGENTVISOR_NATS_TOKEN']),
+    user: nonEmpty(env['AGENTVISOR_NATS_USER']),
+    pass: env['AGENTVISOR_NATS_PASS'] === '' ? undefined : env['AGENTVISOR_NATS_PASS'],
+    credsFile: nonEmpty(env['AGENTVISOR_NATS_CREDS']),
+    tls: anyTls ? tls : undefined,
+    // Namespacing: several installations (or parallel test runs) sharing one NATS server.
+    subjectPrefix: nonEmpty(env['AGENTVISOR_NATS_PREFIX']),
+    streamName: nonEmpty(env['AGENTVISOR_NATS_STREAM']),
+    consumerName: nonEmpty(env['AGENTVISOR_NATS_CONSUMER']),
+    ackWaitMs: positive(env['AGENTVISOR_NATS_ACK_WAIT_MS'])
+  }
+}
+
+const positive = (value: string | undefined): number | undefined => {
+  const n = Number(nonEmpty(value))
+  return Number.isInteger(n) && n > 0 ? n : undefined
+}
+
+const serverList = (servers: string | readonly string[]): string => (typeof servers === 'string' ? servers : servers.join(','))
+
+const connectionOptions = (options: NatsBusOptions): Effect.Effect<NodeConnectionOptions, BusError> =>
+  Effect.try({
+    try: (): NodeConnectionOptions => {
+      const tls = options.tls
+      return {
+        servers: typeof options.servers === 'string' ? options.servers : [...options.servers],
+        ...(options.name !== undefined ? { name: options.name } : {}),
+        ...(options.token !== undefined ? { token: options.token } : {}),
+        ...(options.user !== undefined ? { user: options.user } : {}),
+        ...(options.pass !== undefined ? { pass: options.pass } : {}),
+        ...(options.credsFile !== undefined ? { authenticator: credsAuthenticator(new Uint8Array(readFileSync(options.credsFile))) } : {}),
+        ...(tls !== undefined
+          ? {
+              tls: {
+                ...(tls.caFile !== undefined ? { caFile: tls.caFile } : {}),
+                ...(tls.certFile !== undefined ? { certFile: tls.certFile } : {}),
+                ...(tls.keyFile !== undefined ? { keyFile: tls.keyFile } : {})
+              }
+            }
+          : {}),
+        // A worker outlives a NATS restart: it keeps reconnecting instead of giving up after ten tries.
+        maxReconnectAttempts: -1
+      }
+    },
+    catch: (cause) => new BusError({ message: `cannot read NATS credentials file ${options.credsFile}: ${firstLine(cause)}`, cause })
+  })
+
+const validToken = (what: string, token: string): Effect.Effect<void, BusError> =>
+  isSubjectToken(token) ? Effect.void : Effect.fail(new BusError({ message: `${what} ${JSON.stringify(token)} cannot be a NATS subject token` }))
+
+// A subscription's interest must reach the server before `watch*` returns, or a message
+// published right after (by another connection) could miss it.
+const subscribed = (nc: NatsConnection, subscribe: () => Subscription): Effect.Effect<void, BusError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.try({ try: subscribe, catch: (cause) => new BusError({ message: `cannot subscribe: ${firstLine(cause)}`, cause }) }),
+    (subscription) =>
+      Effect.sync(() => {
+        try {
+          subscription.unsubscribe()
+        } catch {
+          // The connection is already closed, and the subscription with it.
+        }
+      })
+  ).pipe(
+    Effect.zipLeft(Effect.tryPromise({ try: () => nc.flush(), catch: (cause) => new BusError({ message: `cannot subscribe: ${firstLine(cause)}`, cause }) }))
+  )
+
+const publish = (nc: NatsConnection, subject: string, message: unknown): Effect.Effect<void> =>
+  Effect.sync(() => {
+    const payload = encodeJson(message)
+    if (payload === undefined) return
+    try {
+      nc.publish(subject, payload)
+    } catch {
+      // Best effort: a run never fails because the bus is down.
+    }
+  })
+
+const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
+  const subjects = natsSubjects(options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX)
+  const consumerName = options.consumerName ?? DEFAULT_CONSUMER
+  const queue = makeNatsWorkQueue(nc, {
+    streamName: options.streamName ?? DEFAULT_STREAM,
+    consumerName,
+    subject: subjects.start,
+    ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
+  })
+
+  const publishEvent: Bus['publishEvent'] = (message) =>
+    isSubjectToken(message.runId) ? publish(nc, subjects.events(message.runId), message) : Effect.void
+
+  const publishDone: Bus['publishDone'] = (message) =>
+    isSubjectToken(message.runId) ? publish(nc, subjects.done(message.runId), message) : Effect.void
+
+  const listen =
+    <A>(decode: (text: string) => A | undefined, deliver: (message: A) => void) =>
+    (error: Error | null, msg: Msg): void => {
+      if (error !== null) return
+      const message = decode(bytesToText(msg.data))
+      if (message === undefined) return
+      try {
+        deliver(message)
+      } catch {
+        // A listener that throws must not end the subscription.
+      }
+    }
+
+  const watchDone: Bus['watchDone'] = (onDone) =>
+    subscribed(nc, () => nc.subscribe(subjects.anyDone, { callback: listen<RunDoneMessage>(decodeRunDone, onDone) }))
+
+  const watchEvents: Bus['watchEvents'] = (runId, onEvent) =>
+    validToken('run id', runId).pipe(
+      Effect.zipRight(
+        subscribed(nc, () =>
+          nc.subscribe(subjects.events(runId), {
+            callback: listen<RunEventMessage>(decodeRunEvent, (message) => {
+              if (message.runId === runId) onEvent(message)
+            })
+          })
+        )
+      )
+    )
+
+  const serveControl: Bus['serveControl'] = (handler) =>
+    Effect.gen(function* () {
+      // Registered before the subscription, so released after it: no request is taken once
+      // the answers in progress are being interrupted.
+      const run = yield* FiberSet.makeRuntime<never, void, never>()
+      const onRequest = (error: Error | null, msg: Msg): void => {
+        if (error !== null) return
+        const { runId, verb } = controlTarget(msg.subject)
+        run(
+          answerControl(handler, runId, verb, bytesToText(msg.data)).pipe(
+            Effect.flatMap((reply) =>
+              Effect.sync(() => {
+                try {
+                  msg.respond(encodeControlReply(reply))
+                } catch {
+                  // The connection closed while answering; the requester times out.
+                }
+              })
+            )
+          )
+        )
+      }
+      // The queue group makes each request go to one worker, not all of them.
+      yield* subscribed(nc, () => nc.subscribe(subjects.anyControl, { queue: consumerName, callback: onRequest }))
+    })
+
+  const control: Bus['control'] = (runId, verb, body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) =>
+    Effect.gen(function* () {
+      yield* validToken('run id', runId)
+      yield* validToken('control verb', verb)
+      const payload = yield* encodeControlBody(body)
+      const subject = subjects.control(runId, verb)
+      const reply = yield* Effect.tryPromise({
+        try: () => nc.request(subject, payload, { timeout: timeoutMs }),
+        catch: (cause) =>
+          new BusError({
+            message:
+              cause instanceof RequestError && cause.isNoResponders()
+                ? `no responders for ${subject}`
+                : cause instanceof TimeoutError || (cause instanceof RequestError && cause.cause instanceof TimeoutError)
+                  ? `control ${verb} of run ${runId} timed out after ${timeoutMs}ms`
+                  : `control ${verb} of run ${runId} failed: ${firstLine(cause)}`,
+            cause
+          })
+      })
+      return yield* decodeControlReply(bytesToText(reply.data))
+    })
+
+  return {
+    kind: 'nats',
+    submitChild: queue.submit,
+    consumeChildren: queue.consume,
+    publishEvent,
+    publishDone,
+    watchDone,
+    watchEvents,
+    serveControl,
+    control
+  }
+}
+
+/**
+ * Connects to NATS and returns the bus over it: child runs on a JetStream work queue, events
+ * and results on plain subjects, control by request/reply (CONTRACT.md §5). The connection
+ * closes with the scope.
+ *
+ * @example
+ * const bus = yield* makeNatsBus({ servers: 'nats://127.0.0.1:4222' })
+ */
+export const makeNatsBus = (options: NatsBusOptions): Effect.Effect<Bus, BusError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const connection = yield* connectionOptions(options)
+    const nc = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => connect(connection),
+        catch: (cause) => new BusError({ message: `cannot connect to NATS at ${serverList(options.servers)}: ${firstLine(cause)}`, cause })
+      }),
+      (nc) => Effect.promise(() => nc.close().catch(() => undefined))
+    )
+    return makeBus(nc, options)
+  })

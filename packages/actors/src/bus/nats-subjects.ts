@@ -1,0 +1,34 @@
+/** The subject prefix of CONTRACT.md §5. */
+export const DEFAULT_SUBJECT_PREFIX = 'agentvisor'
+
+/** The subjects of CONTRACT.md §5 under a prefix (several installations, or test runs, on one NATS account). */
+export interface NatsSubjects {
+  readonly start: string
+  readonly events: (runId: string) => string
+  readonly done: (runId: string) => string
+  readonly anyDone: string
+  readonly control: (runId: string, verb: string) => string
+  readonly anyControl: string
+}
+
+/**
+ * The bus subjects under `prefix`; with the default prefix they are exactly `Subjects` of
+ * messages.ts (a test holds them equal).
+ */
+export const natsSubjects = (prefix: string = DEFAULT_SUBJECT_PREFIX): NatsSubjects => ({
+  start: `${prefix}.runs.start`,
+  events: (runId) => `${prefix}.runs.${runId}.events`,
+  done: (runId) => `${prefix}.runs.${runId}.done`,
+  anyDone: `${prefix}.runs.*.done`,
+  control: (runId, verb) => `${prefix}.control.${runId}.${verb}`,
+  anyControl: `${prefix}.control.*.*`
+})
+
+/** A run id or verb that fits in one subject token (no dots, wildcards or whitespace). */
+export const isSubjectToken = (token: string): boolean => /^[^.*>\s]+$/.test(token)
+
+/** The run id and verb of a control subject: its last two tokens, whatever the prefix. */
+export const controlTarget = (subject: string): { readonly runId: string; readonly verb: string } => {
+  const tokens = subject.split('.')
+  return { runId: tokens[tokens.length - 2] ?? '', verb: tokens[tokens.length - 1] ?? '' }
+}

@@ -1,0 +1,90 @@
+import { Either } from 'effect'
+import { BusError } from './bus.js'
+import type { ChildRunRequest, ControlReply, RunDoneMessage, RunEventMessage } from './messages.js'
+import { PROTOCOL_VERSION } from './messages.js'
+
+// How payloads look as text (CONTRACT.md §5), shared by both buses so the in-process one hands
+// handlers exactly what NATS would. Decoders return `undefined` for anything malformed: whatever
+// arrives on a subject, from any client in any language, must never crash a worker.
+
+type JsonObject = Readonly<Record<string, unknown>>
+
+const parseObject = (text: string): JsonObject | undefined => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined
+}
+
+const isVersioned = (value: JsonObject): boolean => value['v'] === PROTOCOL_VERSION
+
+/** Decodes an `agentvisor.runs.start` payload; the contract itself is validated by the worker. */
+export const decodeChildRequest = (text: string): ChildRunRequest | undefined => {
+  const value = parseObject(text)
+  if (value === undefined || !isVersioned(value)) return undefined
+  const { runId, parentId, contract } = value
+  if (typeof runId !== 'string' || runId === '' || typeof parentId !== 'string') return undefined
+  if (typeof contract !== 'object' || contract === null || Array.isArray(contract)) return undefined
+  return value as unknown as ChildRunRequest
+}
+
+/** Decodes an `agentvisor.runs.<runId>.events` payload. */
+export const decodeRunEvent = (text: string): RunEventMessage | undefined => {
+  const value = parseObject(text)
+  if (value === undefined || !isVersioned(value)) return undefined
+  const { runId, seq, from, event, to, at } = value
+  const strings = [runId, from, event, to, at].every((field) => typeof field === 'string')
+  return strings && typeof seq === 'number' ? (value as unknown as RunEventMessage) : undefined
+}
+
+/** Decodes an `agentvisor.runs.<runId>.done` payload. */
+export const decodeRunDone = (text: string): RunDoneMessage | undefined => {
+  const value = parseObject(text)
+  if (value === undefined || !isVersioned(value)) return undefined
+  const { runId, status, steps } = value
+  return typeof runId === 'string' && typeof status === 'string' && typeof steps === 'number'
+    ? (value as unknown as RunDoneMessage)
+    : undefined
+}
+
+/** Decodes a control reply; one that is not `{v: 1, ok, ...}` is a `BusError` for the caller. */
+export const decodeControlReply = (text: string): Either.Either<ControlReply, BusError> => {
+  const value = parseObject(text)
+  if (value === undefined) return Either.left(new BusError({ message: 'control reply is not a JSON object' }))
+  const valid = isVersioned(value) && (value['ok'] === true || (value['ok'] === false && typeof value['error'] === 'string'))
+  return valid ? Either.right(value as unknown as ControlReply) : Either.left(new BusError({ message: 'control reply is malformed' }))
+}
+
+/**
+ * Encodes a control request body: an object gets `v: 1` when it has no `v`, nothing becomes
+ * `{v: 1}`, and bytes are sent as they are (a gateway forwarding a foreign client's payload).
+ */
+export const encodeControlBody = (body: unknown): Either.Either<Uint8Array | string, BusError> => {
+  if (body instanceof Uint8Array) return Either.right(body)
+  const versioned =
+    body === undefined || body === null
+      ? { v: PROTOCOL_VERSION }
+      : typeof body === 'object' && !Array.isArray(body) && !('v' in body)
+        ? { v: PROTOCOL_VERSION, ...body }
+        : body
+  try {
+    return Either.right(JSON.stringify(versioned))
+  } catch (cause) {
+    return Either.left(new BusError({ message: 'control body cannot be encoded as JSON', cause }))
+  }
+}
+
+/** Encodes any outgoing payload; a value JSON cannot hold is a defect of the caller, reported as `undefined`. */
+export const encodeJson = (value: unknown): string | undefined => {
+  try {
+    return JSON.stringify(value)
+  } catch {
+    return undefined
+  }
+}
+
+/** The text a payload's bytes carry (invalid UTF-8 becomes U+FFFD and then fails to decode). */
+export const bytesToText = (bytes: Uint8Array): string => new TextDecoder().decode(bytes)

@@ -1,0 +1,71 @@
+import { parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { type Database, getRun, insertRun, LeaseConflictError } from '@agentvisor/store'
+import { Duration, Effect, Either } from 'effect'
+import type { Kysely } from 'kysely'
+import type { ChildDelivery } from '../bus/bus.js'
+import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
+
+const FINAL: ReadonlySet<string> = new Set(['succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out'])
+
+export interface ChildWorkerDeps {
+  readonly db: Kysely<Database>
+  readonly resume: (runId: string) => Effect.Effect<RunHandle, unknown>
+  /** Tells the queue the child is still being driven, this often. */
+  readonly workingEveryMs: number
+  readonly log?: (line: string) => void
+}
+
+/**
+ * Drives one child-run request to its end, then acks it. The child's row is created from the
+ * request when this worker's store has not seen it (a worker with its own store). A request
+ * for a run another live driver holds is handed back for later; one that cannot be run at all
+ * (malformed, unreadable) is acked and logged, never retried forever, never a crash.
+ */
+export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelivery): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const { request } = delivery
+    const log = deps.log ?? (() => {})
+    const contract = parseTaskContract(request.contract, '/')
+    if (Either.isLeft(contract) || typeof request.runId !== 'string' || typeof request.parentId !== 'string') {
+      log(`skipped a malformed child-run request${typeof request.runId === 'string' ? ` for run ${request.runId}` : ''}`)
+      return yield* delivery.ack
+    }
+    const row = yield* Effect.promise(() => getRun(deps.db, request.runId))
+    if (row === undefined) yield* Effect.promise(() => insertChildRow(deps.db, request.runId, request.parentId, contract.right))
+    else if (FINAL.has(row.status)) return yield* delivery.ack
+    const started = yield* Effect.either(deps.resume(request.runId))
+    if (Either.isLeft(started)) {
+      if (started.left instanceof LeaseConflictError) {
+        // Someone drives it now; look again later in case that driver dies.
+        yield* Effect.sleep(Duration.seconds(1))
+        return yield* delivery.nak
+      }
+      log(`cannot run child ${request.runId}: ${started.left instanceof Error ? started.left.message : String(started.left)}`)
+      return yield* delivery.ack
+    }
+    log(`run ${request.runId} started (child of ${request.parentId}${delivery.deliveryCount > 1 ? `, delivery ${delivery.deliveryCount}` : ''})`)
+    const result: RunResult = yield* Effect.raceFirst(
+      started.right.result,
+      Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(deps.workingEveryMs)), delivery.working)) as Effect.Effect<never>
+    )
+    log(`run ${request.runId} ${result.status}`)
+    yield* delivery.ack
+  }).pipe(Effect.catchAllCause(() => delivery.nak))
+
+const insertChildRow = async (db: Kysely<Database>, runId: string, parentId: string, contract: TaskContract): Promise<void> => {
+  const at = new Date().toISOString()
+  const parentKnown = (await getRun(db, parentId)) !== undefined
+  await insertRun(db, {
+    id: runId,
+    // The parent lives in another store when this worker has its own: keep the link loose.
+    parent_id: parentKnown ? parentId : null,
+    status: 'running',
+    goal: contract.goal,
+    contract_json: JSON.stringify(contract),
+    state: 'dispatching',
+    error_json: null,
+    created_at: at,
+    updated_at: at,
+    ended_at: null
+  })
+}

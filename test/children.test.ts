@@ -1,0 +1,88 @@
+import { existsSync, readFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+
+let mock: MockLlm | undefined
+afterEach(async () => {
+  await mock?.close()
+  mock = undefined
+})
+
+const spawn = (goal: string) => ({ name: 'spawn_child', arguments: { goal, verify: { fileContains: { path: 'part.txt', text: goal.slice(-1) } } } })
+const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
+
+interface Trace {
+  run: { id: string; status: string; parentId: string | null }
+  children: Array<{ id: string; status: string }>
+}
+
+describe('parent and child runs on the embedded in-process bus', () => {
+  it('runs three children, each with its own id, parent and folder, and answers the parent in spawn order', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [spawn('part A'), spawn('part B'), spawn('part C')] }, write('out.txt', 'DONE')] },
+        goals: {
+          'part A': [{ delayMs: 300, ...write('part.txt', 'A') }],
+          'part B': [write('part.txt', 'B')],
+          'part C': [{ delayMs: 150, ...write('part.txt', 'C') }]
+        }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = writeTask(dir, {
+      goal: 'Split the work and write DONE into out.txt',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto'
+    })
+    const run = await runCli(['run', file, '--json', '--db', db])
+    expect(run.code, run.stderr).toBe(0)
+    const parentId = String(lastJson(run)['runId'])
+    for (const [n, letter] of [[1, 'A'], [2, 'B'], [3, 'C']] as const) {
+      expect(readFileSync(path.join(dir, 'ws', 'children', String(n), 'part.txt'), 'utf8')).toBe(letter)
+    }
+    const trace = lastJson<Trace>(await runCli(['show', parentId, '--json', '--db', db]))
+    expect(trace.children).toHaveLength(3)
+    expect(trace.children.every((c) => c.status === 'succeeded')).toBe(true)
+    expect(new Set(trace.children.map((c) => c.id)).size).toBe(3)
+    const rows = lastJson<Array<{ id: string; parentId: string | null; goal: string }>>(await runCli(['runs', '--json', '--db', db]))
+    expect(rows.filter((r) => r.parentId === parentId).map((r) => r.goal).sort()).toEqual(['part A', 'part B', 'part C'])
+    // The parent's model got the three results in the order it spawned them.
+    const second = mock.requests.find((r) => JSON.stringify(r.body).includes('Child run'))!
+    const tools = (second.body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool').map((m) => m.content)
+    expect(tools).toHaveLength(3)
+    const ids = trace.children.map((c) => c.id)
+    tools.forEach((text) => expect(text).toMatch(/^Child run \S+ succeeded after 1 step/))
+    const order = tools.map((text) => /^Child run (\S+)/.exec(text)![1])
+    const goals = order.map((id) => rows.find((r) => r.id === id)!.goal)
+    expect(goals).toEqual(['part A', 'part B', 'part C'])
+    expect(ids.sort()).toEqual([...order].sort())
+  })
+
+  it('refuses a child workspace outside the parent and feeds the refusal back', async () => {
+    mock = await startMockLlm({
+      scenarios: { models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'escape', workspace: '../elsewhere' } }] }, write('out.txt', 'DONE')] } } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = writeTask(dir, {
+      goal: 'g',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto'
+    })
+    const run = await runCli(['run', file, '--json', '--db', db])
+    expect(run.code, run.stderr).toBe(0)
+    expect(existsSync(path.join(dir, 'elsewhere'))).toBe(false)
+    expect(JSON.stringify(mock.requests[1]!.body)).toContain('Path escapes the workspace boundary: ../elsewhere')
+    const trace = lastJson<Trace>(await runCli(['show', String(lastJson(run)['runId']), '--json', '--db', db]))
+    expect(trace.children).toEqual([])
+  })
+})

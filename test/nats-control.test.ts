@@ -1,0 +1,90 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import * as path from 'node:path'
+// Only the plain NATS client: this is what a service in any language does, no agentvisor code.
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, inject, it } from 'vitest'
+import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+
+let mock: MockLlm | undefined
+let nc: NatsConnection | undefined
+let worker: ChildProcess | undefined
+afterEach(async () => {
+  if (worker !== undefined && worker.exitCode === null) {
+    const exited = new Promise((r) => worker!.once('exit', r))
+    worker.kill('SIGTERM')
+    await exited
+  }
+  worker = undefined
+  await nc?.close()
+  nc = undefined
+  await mock?.close()
+  mock = undefined
+})
+
+const ask = async (subject: string, payload: string | object): Promise<Record<string, unknown>> => {
+  const data = typeof payload === 'string' ? payload : JSON.stringify(payload)
+  const reply = await nc!.request(subject, new TextEncoder().encode(data), { timeout: 5000 })
+  return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>
+}
+
+const startWorker = async (db: string) => {
+  // The default subjects, stream and consumer: what a service in another language talks to.
+  const env = { ...process.env, AGENTVISOR_NATS_URL: inject('natsUrl') }
+  worker = spawn(process.execPath, [BIN, 'worker', '--db', db], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+  let log = ''
+  worker.stderr!.on('data', (d: Buffer) => (log += d.toString()))
+  await waitFor(() => (log.includes('serving') ? true : undefined), 'the worker')
+  return () => log
+}
+
+describe('supervising runs from another service over raw NATS', () => {
+  it('reads status, approves a pending request (the run then finishes) and cancels a run', async () => {
+    const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
+    mock = await startMockLlm({ scenarios: { models: { m: [writeDone, writeDone] } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = (name: string) =>
+      writeTask(dir, {
+        goal: 'Write DONE into out.txt',
+        workspace: name,
+        providers: [{ name: 'p', kind: 'openai', baseUrl: mock!.url, model: 'm' }],
+        verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+        approval: 'defer'
+      }, `${name}.json`)
+    const first = lastJson<{ runId: string; status: string }>(await runCli(['run', task('one'), '--json', '--db', db]))
+    const second = lastJson<{ runId: string; status: string }>(await runCli(['run', task('two'), '--json', '--db', db]))
+    expect([first.status, second.status]).toEqual(['awaiting_approval', 'awaiting_approval'])
+    await startWorker(db)
+    nc = await connect({ servers: inject('natsUrl') })
+
+    const status = await ask(`agentvisor.control.${first.runId}.status`, { v: 1 })
+    expect(status).toMatchObject({ v: 1, ok: true, id: first.runId, status: 'awaiting_approval', goal: 'Write DONE into out.txt', parentId: null })
+
+    const approved = await ask(`agentvisor.control.${first.runId}.approve`, { v: 1, decision: 'approve' })
+    expect(approved).toMatchObject({ v: 1, ok: true })
+    await waitFor(async () => ((await ask(`agentvisor.control.${first.runId}.status`, { v: 1 }))['status'] === 'succeeded' ? true : undefined), 'the approved run to finish')
+    expect(readFileSync(path.join(dir, 'one', 'out.txt'), 'utf8')).toBe('DONE')
+
+    const cancelled = await ask(`agentvisor.control.${second.runId}.cancel`, { v: 1 })
+    expect(cancelled).toMatchObject({ v: 1, ok: true })
+    await waitFor(async () => ((await ask(`agentvisor.control.${second.runId}.status`, { v: 1 }))['status'] === 'cancelled' ? true : undefined), 'the cancelled run')
+    expect(existsSync(path.join(dir, 'two', 'out.txt'))).toBe(false)
+  })
+
+  it('answers malformed payloads with ok:false and keeps serving', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const log = await startWorker(db)
+    nc = await connect({ servers: inject('natsUrl') })
+    expect(await ask('agentvisor.control.some-run.approve', '{not json')).toMatchObject({ ok: false, error: 'payload is not JSON' })
+    expect(await ask('agentvisor.control.some-run.approve', { v: 1, decision: 'maybe' })).toMatchObject({ ok: false })
+    expect(await ask('agentvisor.control.some-run.status', { v: 2 })).toMatchObject({ ok: false })
+    expect(await ask('agentvisor.control.some-run.explode', { v: 1 })).toMatchObject({ ok: false })
+    nc.publish('agentvisor.runs.start', new TextEncoder().encode('garbage'))
+    expect(await ask('agentvisor.control.no-such-run.status', { v: 1 })).toEqual({ v: 1, ok: false, error: 'no run with id no-such-run' })
+    expect(worker!.exitCode).toBeNull()
+    expect(log()).not.toMatch(/internal error|TypeError|\n\s+at /)
+  })
+})
