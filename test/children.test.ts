@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 
 let mock: MockLlm | undefined
 afterEach(async () => {
@@ -62,6 +62,36 @@ describe('parent and child runs on the embedded in-process bus', () => {
     const goals = order.map((id) => rows.find((r) => r.id === id)!.goal)
     expect(goals).toEqual(['part A', 'part B', 'part C'])
     expect(ids.sort()).toEqual([...order].sort())
+  })
+
+  it('re-submits the children of a parent killed with them, and completes on resume', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')] },
+        goals: { 'part A': [{ delayMs: 60_000, text: 'lost' }, write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = writeTask(dir, {
+      goal: 'Split the work and write DONE into out.txt',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto'
+    })
+    let pid = 0
+    let parentId: string | undefined
+    const first = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p), onStderr: (t) => (parentId ??= /run (\S+) started/.exec(t)?.[1]) })
+    // Child A's model call hangs: kill the whole process (parent and in-process children).
+    await waitFor(() => (mock!.requests.filter((r) => JSON.stringify(r.body).includes('part A')).length === 1 ? true : undefined), 'child A in flight')
+    process.kill(pid, 'SIGKILL')
+    await first
+    const resumed = await runCli(['resume', parentId!, '--json', '--db', db])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(readFileSync(path.join(dir, 'ws', 'children', '1', 'part.txt'), 'utf8')).toBe('A')
+    expect(readFileSync(path.join(dir, 'ws', 'children', '2', 'part.txt'), 'utf8')).toBe('B')
   })
 
   it('refuses a child workspace outside the parent and feeds the refusal back', async () => {

@@ -110,6 +110,36 @@ describe('child runs over NATS on worker processes', () => {
     expect(readFileSync(path.join(dir, 'ws', 'children', '1', 'part.txt'), 'utf8')).toBe('A')
   })
 
+  it('resumes a parent killed while its children run, re-attaching to them', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B')] }, write('out.txt', 'DONE')] },
+        goals: { 'part A': [{ delayMs: 1500, ...write('part.txt', 'A') }], 'part B': [{ delayMs: 300, ...write('part.txt', 'B') }] }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const w1 = startWorker(db, env)
+    await waitFor(() => (w1.log().includes('serving') ? true : undefined), 'the worker')
+    let parentId: string | undefined
+    let pid = 0
+    const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], {
+      env,
+      onSpawn: (p) => (pid = p),
+      onStderr: (t) => (parentId ??= /run (\S+) started/.exec(t)?.[1])
+    })
+    await waitFor(() => (/run \S+ started \(child of/.test(w1.log()) ? true : undefined), 'a child on the worker')
+    process.kill(pid, 'SIGKILL')
+    await parent
+    const resumed = await runCli(['resume', parentId!, '--json', '--db', db], { env })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(lastJson(resumed)).toMatchObject({ runId: parentId, status: 'succeeded' })
+    const rows = lastJson<Array<{ parentId: string | null; status: string }>>(await runCli(['runs', '--json', '--db', db]))
+    expect(rows.filter((r) => r.parentId === parentId).map((r) => r.status)).toEqual(['succeeded', 'succeeded'])
+  })
+
   it('cancels every child with the parent, leaving no tool process behind', async () => {
     const marker = '41.0443'
     mock = await startMockLlm({

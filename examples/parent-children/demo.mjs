@@ -30,7 +30,9 @@ const start = (command, args, name) => {
 const port = await freePort()
 const store = mkdtempSync(path.join(tmpdir(), 'agentvisor-nats-'))
 const nats = `nats://127.0.0.1:${port}`
-start('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], 'nats-server').once('error', () => {
+const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], { stdio: 'ignore' })
+children.push(server)
+server.once('error', () => {
   console.error('demo: nats-server is not installed (Debian: apt-get install nats-server)')
   process.exit(1)
 })
