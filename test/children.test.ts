@@ -94,6 +94,49 @@ describe('parent and child runs on the embedded in-process bus', () => {
     expect(readFileSync(path.join(dir, 'ws', 'children', '2', 'part.txt'), 'utf8')).toBe('B')
   })
 
+  const runParent = async (models: unknown[], goals: Record<string, unknown[]>, extra: Record<string, unknown>) => {
+    mock = await startMockLlm({ scenarios: { models: { m: models }, goals } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = writeTask(dir, {
+      goal: 'Split the work and write DONE into out.txt',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto',
+      ...extra
+    })
+    const run = await runCli(['run', file, '--json', '--db', db])
+    const rows = lastJson<Array<{ id: string; parentId: string | null; goal: string; status: string; updatedAt: string }>>(await runCli(['runs', '--json', '--db', db]))
+    return { run, dir, rows, parentId: String(lastJson(run)['runId']) }
+  }
+
+  it('refuses spawns past maxChildren and feeds the refusal back while the siblings complete', async () => {
+    const { run, rows, parentId } = await runParent([{ toolCalls: [spawn('part A'), spawn('part B'), spawn('part C')] }, write('out.txt', 'DONE')], { 'part A': [write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] }, { children: { maxChildren: 2 } })
+    expect(run.code, run.stderr).toBe(0)
+    expect(rows.filter((r) => r.parentId === parentId).map((r) => r.status)).toEqual(['succeeded', 'succeeded'])
+    const tools = (mock!.requests[3]!.body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool')
+    expect(tools.map((m) => m.content.slice(0, 40))).toEqual([expect.stringMatching(/^Child run/), expect.stringMatching(/^Child run/), 'Refused: this run may start at most 2 ch'])
+  })
+
+  it('queues children past maxConcurrent instead of refusing them', async () => {
+    const { run, rows, parentId } = await runParent([{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')], { 'part A': [{ delayMs: 400, ...write('part.txt', 'A') }], 'part B': [write('part.txt', 'B')] }, { children: { maxConcurrent: 1 } })
+    expect(run.code, run.stderr).toBe(0)
+    const children = rows.filter((r) => r.parentId === parentId)
+    expect(children.map((r) => r.status)).toEqual(['succeeded', 'succeeded'])
+    const a = children.find((c) => c.goal === 'part A')!
+    const askedB = mock!.requests.find((r) => JSON.stringify(r.body).includes('part B'))!
+    // B was not even asked for until A had finished.
+    expect(Date.parse(askedB.at)).toBeGreaterThanOrEqual(Date.parse(a.updatedAt))
+  })
+
+  it('shares the dispatch ceiling across the tree and halts it when reached', async () => {
+    const { run, parentId } = await runParent([{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')], { 'part A': [write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] }, { limits: { dispatchCeiling: 3 }, children: { maxConcurrent: 1 } })
+    expect(run.code).toBe(1)
+    expect(lastJson(run)).toMatchObject({ runId: parentId, status: 'failed', error: { kind: 'ceiling', message: 'dispatch ceiling of 3 exhausted by the run tree' } })
+    expect(mock!.requests).toHaveLength(3)
+  })
+
   it('refuses a child workspace outside the parent and feeds the refusal back', async () => {
     mock = await startMockLlm({
       scenarios: { models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'escape', workspace: '../elsewhere' } }] }, write('out.txt', 'DONE')] } } as never,

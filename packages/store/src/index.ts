@@ -33,7 +33,8 @@ export {
   insertAttempt,
   settleAttempt,
   listAttempts,
-  settlePendingAttempts
+  settlePendingAttempts,
+  countTreeDispatches
 } from './repositories/attempts.repository.js'
 export { toRunRecord, type RunRecord } from './records/run-record.js'
 export * from './tables/approvals.table.js'

@@ -48,7 +48,12 @@ export const childContract = (
   if (path.isAbsolute(folder) || (workspace !== parent.workspace && !workspace.startsWith(parent.workspace + path.sep))) {
     return Either.left(`Path escapes the workspace boundary: ${folder}`)
   }
-  const lineage = { rootId: parent.lineage?.rootId ?? parentId, parentId, depth: (parent.lineage?.depth ?? 0) + 1 }
+  const lineage = {
+    rootId: parent.lineage?.rootId ?? parentId,
+    parentId,
+    depth: (parent.lineage?.depth ?? 0) + 1,
+    treeDispatchCeiling: parent.lineage?.treeDispatchCeiling ?? parent.limits.dispatchCeiling
+  }
   const candidate = {
     goal: args['goal'],
     workspace,

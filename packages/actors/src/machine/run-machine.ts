@@ -38,6 +38,8 @@ export interface RunContext extends RunMachineInput {
   readonly error: RunError | null
   /** Set on entering `finished`: a finished run ignores every event. */
   readonly ended: boolean
+  /** Whether this run started children: from then on it shares its tree's dispatch ceiling. */
+  readonly spawnedChildren: boolean
 }
 
 export type RunEvent =
@@ -47,7 +49,7 @@ export type RunEvent =
   | { readonly type: 'CIRCUIT_OPEN'; readonly error: RunError; readonly retryAt: number }
   /** A dispatch that was in flight when the driver died: settled `unknown`, sent again. */
   | { readonly type: 'DISPATCH_LOST' }
-  | { readonly type: 'CEILING_REACHED' }
+  | { readonly type: 'CEILING_REACHED'; readonly message?: string }
   | { readonly type: 'NEXT_PROVIDER' }
   | { readonly type: 'RETRY_DUE' }
   | { readonly type: 'TOOLS_DONE' }
@@ -127,7 +129,8 @@ export const runMachine = setup({
     retryAt: null,
     lastHadToolCalls: false,
     error: null,
-    ended: false
+    ended: false,
+    spawnedChildren: false
   }),
   on: {
     CANCEL: {
@@ -164,7 +167,11 @@ export const runMachine = setup({
         CEILING_REACHED: {
           target: 'finished.failed',
           actions: assign({
-            error: ({ context }) => ({ kind: 'ceiling', message: `dispatch ceiling of ${context.dispatchCeiling} exhausted` }) as RunError
+            error: ({ context, event }) =>
+              ({
+                kind: 'ceiling',
+                message: event.type === 'CEILING_REACHED' && event.message !== undefined ? event.message : `dispatch ceiling of ${context.dispatchCeiling} exhausted`
+              }) as RunError
           })
         }
       }
@@ -188,7 +195,7 @@ export const runMachine = setup({
       on: {
         TOOLS_DONE: 'verifying',
         APPROVAL_REQUESTED: 'awaitingApproval',
-        CHILDREN_SPAWNED: 'awaitingChildren'
+        CHILDREN_SPAWNED: { target: 'awaitingChildren', actions: assign({ spawnedChildren: true }) }
       }
     },
     awaitingChildren: {

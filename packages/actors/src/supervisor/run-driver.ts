@@ -23,7 +23,7 @@ import {
   type Database,
   LeaseLostError,
   listToolEffects,
-  getRun,
+  countTreeDispatches,
   insertRun,
   listChildren,
   listSteps,
@@ -204,6 +204,14 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   const dispatch = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
       if (ctx.dispatches >= ctx.dispatchCeiling) return { event: { type: 'CEILING_REACHED' } } satisfies Work
+      // In a tree the ceiling is shared: every run counts the dispatches of all of them.
+      const tree = contract.lineage ?? (ctx.spawnedChildren ? { rootId: runId, treeDispatchCeiling: contract.limits.dispatchCeiling } : undefined)
+      if (tree !== undefined) {
+        const used = yield* store('count tree dispatches', () => countTreeDispatches(db, tree.rootId))
+        if (used >= tree.treeDispatchCeiling) {
+          return { event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } } satisfies Work
+        }
+      }
       const provider = deps.providers[ctx.providerIndex]!
       const config = contract.providers[ctx.providerIndex]!
       const startedAt = yield* nowMs
@@ -465,6 +473,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
               await insertRun(trx, {
                 id: child.id,
                 parent_id: runId,
+                root_id: child.contract.lineage?.rootId ?? runId,
                 status: 'running',
                 goal: child.contract.goal,
                 contract_json: JSON.stringify(child.contract),

@@ -83,7 +83,13 @@ export type ChildLimits = Required<typeof ChildLimits.Type>
 export const DEFAULT_CHILD_LIMITS: ChildLimits = { maxChildren: 8, maxDepth: 1, maxConcurrent: 4 }
 
 /** Where a run stands in its tree; set by agentvisor for child runs, never in a task file. */
-export const Lineage = Schema.Struct({ rootId: Schema.String, parentId: Schema.String, depth: PositiveInt })
+export const Lineage = Schema.Struct({
+  rootId: Schema.String,
+  parentId: Schema.String,
+  depth: PositiveInt,
+  /** The root's dispatch ceiling, shared by the whole tree. */
+  treeDispatchCeiling: PositiveInt
+})
 export type Lineage = typeof Lineage.Type
 
 export const ApprovalMode = Schema.Literal('prompt', 'defer', 'auto')

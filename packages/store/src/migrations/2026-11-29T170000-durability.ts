@@ -25,6 +25,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('runs').addColumn('lease_expires_at', 'integer').execute()
   await db.schema.alterTable('runs').addColumn('lease_token', 'integer', (c) => c.notNull().defaultTo(0)).execute()
   await db.schema.alterTable('runs').addColumn('cancel_requested_at', 'text').execute()
+  // The tree a run belongs to (its own id for a root): the dispatch ceiling is shared by a tree.
+  await db.schema.alterTable('runs').addColumn('root_id', 'text').execute()
+  await db.schema.createIndex('runs_root_id_idx').on('runs').column('root_id').execute()
 
   await db.schema.alterTable('approvals').addColumn('resolution', 'text').execute()
   await db.schema.alterTable('approvals').addColumn('account', 'text').execute()
@@ -32,7 +35,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('tool_effects').execute()
-  for (const column of ['lease_owner', 'lease_expires_at', 'lease_token', 'cancel_requested_at']) {
+  await db.schema.dropIndex('runs_root_id_idx').execute()
+  for (const column of ['lease_owner', 'lease_expires_at', 'lease_token', 'cancel_requested_at', 'root_id']) {
     await db.schema.alterTable('runs').dropColumn(column).execute()
   }
   for (const column of ['resolution', 'account']) await db.schema.alterTable('approvals').dropColumn(column).execute()

@@ -67,3 +67,18 @@ export async function settlePendingAttempts(
     .executeTakeFirst()
   return Number(result.numUpdatedRows)
 }
+
+/**
+ * Provider dispatches of a whole run tree (skipped providers, whose circuit was open, are not
+ * dispatches): the number the tree's shared ceiling is checked against.
+ */
+export async function countTreeDispatches(db: Executor, rootId: string): Promise<number> {
+  const row = await db
+    .selectFrom('attempts')
+    .innerJoin('runs', 'runs.id', 'attempts.run_id')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where((eb) => eb.or([eb('runs.root_id', '=', rootId), eb('runs.id', '=', rootId)]))
+    .where((eb) => eb.or([eb('attempts.error_message', 'is', null), eb('attempts.error_message', '!=', 'circuit open')]))
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}

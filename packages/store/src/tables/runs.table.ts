@@ -38,6 +38,8 @@ export interface RunsTable {
   lease_token: Generated<number>
   /** Set by `agentvisor cancel` from any process; the driver polls for it. */
   cancel_requested_at: Generated<string | null>
+  /** The root run of the tree this run belongs to (null: a root, or a row from before trees). */
+  root_id: Generated<string | null>
 }
 
 /** A `runs` row as read. */
