@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 // Only the plain NATS client: this is what a service in any language does, no agentvisor code.
 import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { AgentvisorClient } from '@agentvisor/actors'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
@@ -71,6 +72,36 @@ describe('supervising runs from another service over raw NATS', () => {
     expect(cancelled).toMatchObject({ v: 1, ok: true })
     await waitFor(async () => ((await ask(`agentvisor.control.${second.runId}.status`, { v: 1 }))['status'] === 'cancelled' ? true : undefined), 'the cancelled run')
     expect(existsSync(path.join(dir, 'two', 'out.txt'))).toBe(false)
+  })
+
+  it('does the same through the TypeScript client, watching the run to its end', async () => {
+    const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
+    mock = await startMockLlm({ scenarios: { models: { m: [writeDone] } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, {
+      goal: 'Write DONE into out.txt',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'defer'
+    })
+    const { runId } = lastJson<{ runId: string }>(await runCli(['run', task, '--json', '--db', db]))
+    await startWorker(db)
+    const client = await AgentvisorClient.connect({ servers: inject('natsUrl') })
+    try {
+      expect(await client.status(runId)).toMatchObject({ id: runId, status: 'awaiting_approval' })
+      const events: string[] = []
+      const stop = await client.watch(runId, (e) => events.push(`${e.from}>${e.to}`))
+      const done = client.done(runId, 20_000)
+      expect(await client.approve(runId, { decision: 'approve' })).toHaveLength(1)
+      expect(await done).toMatchObject({ v: 1, runId, status: 'succeeded', steps: 1 })
+      expect(events).toContain('verifying>finished.succeeded')
+      await stop()
+      await expect(client.approve(runId, { decision: 'approve' })).rejects.toMatchObject({ _tag: 'ControlRefusedError' })
+    } finally {
+      await client.close()
+    }
   })
 
   it('answers malformed payloads with ok:false and keeps serving', async () => {

@@ -1,0 +1,103 @@
+import { Cause, Data, Effect, Exit, Scope } from 'effect'
+import type { Bus } from '../bus/bus.js'
+import { type ControlReply, PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage } from '../bus/messages.js'
+import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
+
+/** A control request the agentvisor side refused (`{ok: false, error}`). */
+export class ControlRefusedError extends Data.TaggedError('ControlRefusedError')<{ readonly message: string }> {}
+
+/** A run as `status` reports it: the `runs --json` row. */
+export interface RunStatusRecord {
+  readonly id: string
+  readonly status: string
+  readonly goal: string
+  readonly parentId: string | null
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+  const exit = await Effect.runPromiseExit(effect)
+  if (Exit.isSuccess(exit)) return exit.value
+  throw Cause.squash(exit.cause)
+}
+
+const accepted = (reply: ControlReply): Record<string, unknown> => {
+  if (!reply.ok) throw new ControlRefusedError({ message: reply.error })
+  return reply
+}
+
+/**
+ * A small client for services that supervise runs over NATS (CONTRACT.md §5) without running
+ * agentvisor themselves: status, approve, cancel, and watching events and ends.
+ *
+ * @example
+ * const client = await AgentvisorClient.connect({ servers: 'nats://127.0.0.1:4222' })
+ * console.log((await client.status(runId)).status)
+ * await client.approve(runId, { decision: 'approve' })
+ * await client.close()
+ */
+export class AgentvisorClient {
+  private constructor(
+    private readonly bus: Bus,
+    private readonly scope: Scope.CloseableScope
+  ) {}
+
+  static async connect(options: NatsBusOptions): Promise<AgentvisorClient> {
+    const scope = Effect.runSync(Scope.make())
+    try {
+      return new AgentvisorClient(await run(Scope.extend(makeNatsBus(options), scope)), scope)
+    } catch (error) {
+      await run(Scope.close(scope, Exit.void))
+      throw error
+    }
+  }
+
+  /** The run's `runs --json` row. */
+  async status(runId: string): Promise<RunStatusRecord> {
+    const { v: _v, ok: _ok, ...row } = accepted(await run(this.bus.control(runId, 'status', { v: PROTOCOL_VERSION })))
+    return row as unknown as RunStatusRecord
+  }
+
+  /** Asks for the run to be cancelled; its driver, wherever it is, ends it `cancelled`. */
+  async cancel(runId: string): Promise<void> {
+    accepted(await run(this.bus.control(runId, 'cancel', { v: PROTOCOL_VERSION })))
+  }
+
+  /** Decides the run's pending requests (one when `requestId` is given); returns the decided ids. */
+  async approve(
+    runId: string,
+    decision: { readonly decision: 'approve' | 'deny'; readonly requestId?: string; readonly remember?: boolean; readonly edit?: Record<string, unknown> }
+  ): Promise<ReadonlyArray<string>> {
+    const reply = accepted(await run(this.bus.control(runId, 'approve', { v: PROTOCOL_VERSION, ...decision })))
+    return (reply['decided'] as string[] | undefined) ?? []
+  }
+
+  /** Calls `onEvent` for each transition of the run until the returned stop function is called. */
+  async watch(runId: string, onEvent: (event: RunEventMessage) => void): Promise<() => Promise<void>> {
+    const scope = Effect.runSync(Scope.make())
+    await run(Scope.extend(this.bus.watchEvents(runId, onEvent), scope))
+    return () => run(Scope.close(scope, Exit.void))
+  }
+
+  /** Resolves with the run's `done` message (published when it finishes or pauses). */
+  async done(runId: string, timeoutMs = 600_000): Promise<RunDoneMessage> {
+    const scope = Effect.runSync(Scope.make())
+    try {
+      return await new Promise<RunDoneMessage>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new ControlRefusedError({ message: `no done message for run ${runId} within ${timeoutMs} ms` })), timeoutMs)
+        run(Scope.extend(this.bus.watchDone((message) => {
+          if (message.runId !== runId) return
+          clearTimeout(timer)
+          resolve(message)
+        }), scope)).catch(reject)
+      })
+    } finally {
+      await run(Scope.close(scope, Exit.void))
+    }
+  }
+
+  async close(): Promise<void> {
+    await run(Scope.close(this.scope, Exit.void))
+  }
+}
