@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
+import { Agentvisor } from '@agentvisor/actors'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { listChildren, openStore } from '@agentvisor/store'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 
@@ -17,6 +19,40 @@ interface Trace {
   run: { id: string; status: string; parentId: string | null }
   children: Array<{ id: string; status: string }>
 }
+
+describe('child runs from the TypeScript API', () => {
+  it('spawns children of a running run from code, each with its own id, parent and folder', async () => {
+    const dir = tempDir()
+    const av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
+    try {
+      const parent = await av.start({
+        goal: 'coordinate',
+        workspace: path.join(dir, 'ws'),
+        approval: 'auto',
+        providers: [{ name: 'p', kind: 'scripted', steps: [{ delayMs: 300, text: 'working on it' }] }]
+      })
+      const children = await Promise.all(['a', 'b'].map((part) => parent.spawn({ goal: `part ${part}`, limits: { maxSteps: 50 } })))
+      const results = await Promise.all(children.map((c) => c.result))
+      expect(results.map((r) => r.status)).toEqual(['succeeded', 'succeeded'])
+      expect(new Set(children.map((c) => c.runId)).size).toBe(2)
+      expect(existsSync(path.join(dir, 'ws', 'children', '1'))).toBe(true)
+      expect(existsSync(path.join(dir, 'ws', 'children', '2'))).toBe(true)
+      expect(await parent.result).toMatchObject({ status: 'succeeded' })
+      const store = await openStore(path.join(dir, 'av.db'))
+      try {
+        const rows = await listChildren(store.db, parent.runId)
+        expect(rows.map((r) => r.id).sort()).toEqual(children.map((c) => c.runId).sort())
+        // Limits never exceed the parent's: the asked-for 50 steps became the parent's 10.
+        expect(rows.map((r) => (JSON.parse(r.contract_json) as { limits: { maxSteps: number } }).limits.maxSteps)).toEqual([10, 10])
+      } finally {
+        await store.close()
+      }
+      await expect(parent.spawn({ goal: 'escape', workspace: '../out' })).rejects.toMatchObject({ _tag: 'ContractError' })
+    } finally {
+      await av.close()
+    }
+  })
+})
 
 describe('parent and child runs on the embedded in-process bus', () => {
   it('runs three children, each with its own id, parent and folder, and answers the parent in spawn order', async () => {

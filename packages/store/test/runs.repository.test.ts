@@ -12,7 +12,7 @@ import {
 import { run, tempStore } from './support/temp-store.js'
 
 /** A run nobody drives and nobody asked to cancel. */
-const NO_LEASE = { lease_owner: null, lease_expires_at: null, lease_token: 0, cancel_requested_at: null }
+const NO_LEASE = { lease_owner: null, lease_expires_at: null, lease_token: 0, cancel_requested_at: null, root_id: null }
 
 describe('runs repository', () => {
   it('round-trips a run row, with steps defaulting to 0 and nullable columns to null', async () => {

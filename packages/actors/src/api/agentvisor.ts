@@ -5,6 +5,7 @@ import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 import { StoreLive, StoreService } from '../supervisor/store-service.js'
 import {
+  type ChildSpec,
   type RunHandle,
   type RunResult,
   type StartOptions,
@@ -30,6 +31,8 @@ export interface StartedRun {
   /** Resolves when the run finishes or pauses; it never rejects for a run's own failure. */
   readonly result: Promise<RunResult>
   readonly cancel: () => Promise<void>
+  /** Starts a child of this run from code (see `Agentvisor.spawn`). */
+  readonly spawn: (child: ChildSpec) => Promise<StartedRun>
 }
 
 /**
@@ -101,6 +104,21 @@ export class Agentvisor {
     return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.resume(runId, options))))
   }
 
+  /**
+   * Starts a child run of `parentId`: its own run id, `parentId` set, the parent's providers
+   * and policy, limits no larger than the parent's, a workspace inside the parent's
+   * (`children/<n>` unless `workspace` is given). It runs wherever the bus sends it: in this
+   * process on the embedded bus, on a worker with NATS. Throws `ContractError` for a bad spec.
+   *
+   * @example
+   * const parent = await av.start(task)
+   * const children = await Promise.all(['a', 'b'].map((part) => parent.spawn({ goal: `Write part ${part}` })))
+   * console.log(await Promise.all(children.map((c) => c.result)))
+   */
+  async spawn(parentId: string, child: ChildSpec): Promise<StartedRun> {
+    return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.spawn(parentId, child))))
+  }
+
   private closed = false
 
   /**
@@ -115,10 +133,15 @@ export class Agentvisor {
   }
 
   private wrap(handle: RunHandle): StartedRun {
+    const result = unwrap(this.runtime, handle.result)
+    // `close()` while a run goes on interrupts it (it stays resumable): that rejection belongs to
+    // whoever awaits `result`, and must not surface as an unhandled one when nobody does.
+    result.catch(() => {})
     return {
       runId: handle.runId,
-      result: unwrap(this.runtime, handle.result),
-      cancel: () => unwrap(this.runtime, handle.cancel)
+      result,
+      cancel: () => unwrap(this.runtime, handle.cancel),
+      spawn: (child) => this.spawn(handle.runId, child)
     }
   }
 }

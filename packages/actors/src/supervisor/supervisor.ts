@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import {
-  type ContractError,
+  ContractError,
   DEFAULT_RETRY_POLICY,
   makeProvider,
   openWorkspace,
@@ -14,6 +14,8 @@ import {
 import {
   getRun,
   insertRun,
+  listChildren,
+  requestCancel,
   isCancelRequested,
   lastTransition,
   LeaseConflictError,
@@ -36,6 +38,8 @@ import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, take
 import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
 import { handleChildDelivery } from '../worker/child-worker.js'
+import { childContract } from '../children/child-contract.js'
+import { PROTOCOL_VERSION } from '../bus/messages.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { notify, type RunObserver } from './run-observer.js'
 import { StoreService } from './store-service.js'
@@ -88,6 +92,14 @@ export interface SupervisorOptions {
   readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv) => Provider
 }
 
+/** A child run as code asks for one: the `spawn_child` arguments. */
+export interface ChildSpec {
+  readonly goal: string
+  readonly verify?: unknown
+  readonly limits?: Partial<Record<'maxSteps' | 'maxRetries' | 'dispatchCeiling' | 'timeoutMs', number>>
+  readonly workspace?: string
+}
+
 export interface StartOptions {
   readonly parentId?: string | undefined
   /** Answers this run's `ask`s (overrides the supervisor's approver). */
@@ -102,6 +114,12 @@ export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
     readonly start: (contract: TaskContract, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
     /** Fails with `LeaseConflictError` while another live driver moves the run. */
     readonly resume: (runId: string, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
+    /**
+     * Starts a child of `parentId` from code (what `spawn_child` does for a model): the parent's
+     * providers and policy, narrowed limits, a workspace inside the parent's; it runs wherever
+     * the bus sends it. `result` waits for it to end (or pause).
+     */
+    readonly spawn: (parentId: string, child: ChildSpec) => Effect.Effect<RunHandle, LaunchError | ContractError>
   }
 >() {}
 
@@ -339,7 +357,70 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         yield* Effect.forkScoped(bus.serveControl(makeControlHandler({ db, drive })).pipe(Effect.ignore))
       }
 
-      return { start, resume }
+      // Children are numbered by how many their parent has: spawns are taken one at a time.
+      const spawnLock = yield* Effect.makeSemaphore(1)
+      const insertChild = (runId: string, parentId: string, contract: TaskContract, at: string) =>
+        Effect.tryPromise({
+          try: () =>
+            insertRun(db, {
+              id: runId,
+              parent_id: parentId,
+              root_id: contract.lineage?.rootId ?? parentId,
+              status: 'running',
+              goal: contract.goal,
+              contract_json: JSON.stringify(contract),
+              state: 'dispatching',
+              error_json: null,
+              created_at: at,
+              updated_at: at,
+              ended_at: null
+            }),
+          catch: (cause) => new StoreError({ message: 'store: cannot create the child run', cause })
+        })
+      const spawn = (parentId: string, spec: ChildSpec) =>
+        Effect.gen(function* () {
+          if (bus === undefined) return yield* new ContractError({ message: 'child runs need a bus' })
+          const parent = yield* Effect.promise(() => getRun(db, parentId))
+          if (parent === undefined) return yield* new RunNotFoundError({ runId: parentId })
+          const parentContract = JSON.parse(parent.contract_json) as TaskContract
+          const runId = randomUUID()
+          const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+          const made = yield* spawnLock.withPermits(1)(
+            Effect.gen(function* () {
+              const siblings = yield* Effect.promise(() => listChildren(db, parentId))
+              const contract = childContract(parentContract, parentId, JSON.stringify(spec), siblings.length + 1)
+              if (Either.isLeft(contract)) return yield* new ContractError({ message: contract.left })
+              yield* insertChild(runId, parentId, contract.right, at)
+              return contract
+            })
+          )
+          yield* bus.submitChild({ v: PROTOCOL_VERSION, runId, parentId, contract: made.right }).pipe(
+            Effect.mapError((error) => new StoreError({ message: `cannot hand the child to the bus: ${error.message}`, cause: error }))
+          )
+          const ended = (status: string) => status !== 'running'
+          // The store is the truth wherever the child runs: wait on it.
+          const result: Effect.Effect<RunResult> = Effect.gen(function* () {
+            for (;;) {
+              const row = yield* Effect.promise(() => getRun(db, runId))
+              if (row !== undefined && ended(row.status)) {
+                return {
+                  runId,
+                  status: row.status,
+                  steps: row.steps,
+                  ...(row.error_json !== null ? { error: JSON.parse(row.error_json) as RunError } : {})
+                }
+              }
+              yield* Effect.sleep(Duration.millis(200))
+            }
+          })
+          const cancel = Effect.gen(function* () {
+            yield* Effect.promise(() => requestCancel(db, runId, new Date().toISOString()))
+            yield* bus.control(runId, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
+          })
+          return { runId, result, cancel } satisfies RunHandle
+        })
+
+      return { start, resume, spawn }
     })
   )
 
