@@ -5,6 +5,7 @@ import {
   type DecisionSource,
   decideApproval,
   insertPolicyEvents,
+  type NewPolicyEvent,
   rememberRule
 } from '@agentvisor/store'
 import { Data } from 'effect'
@@ -22,6 +23,22 @@ export interface ApprovalAnswer {
 
 /** A decision that cannot be taken: the request is gone or decided, or the edit is refused. */
 export class ApprovalError extends Data.TaggedError('ApprovalError')<{ readonly message: string }> {}
+
+/** The audit event of a decision on a request. */
+const decisionEvent = (request: ApprovalRow, decision: string, source: DecisionSource, at: string, performedTarget: string | null): NewPolicyEvent => ({
+  run_id: request.run_id,
+  step: request.step,
+  kind: 'decision',
+  act: request.act,
+  target: request.target,
+  rule: request.rule,
+  layer: request.layer,
+  decision,
+  source,
+  request_id: request.id,
+  performed_target: performedTarget,
+  at
+})
 
 /** A pending request as an approver sees it. */
 export interface ApprovalRequest {
@@ -82,22 +99,7 @@ export const decideRequest = async (input: {
       decidedAt: input.at
     })
     if (!won) throw new ApprovalError({ message: `request ${request.id} was already decided` })
-    await insertPolicyEvents(trx, [
-      {
-        run_id: request.run_id,
-        step: request.step,
-        kind: 'decision',
-        act: request.act,
-        target: request.target,
-        rule: request.rule,
-        layer: request.layer,
-        decision: status,
-        source: input.source,
-        request_id: request.id,
-        performed_target: performedTarget,
-        at: input.at
-      }
-    ])
+    await insertPolicyEvents(trx, [decisionEvent(request, status, input.source, input.at, performedTarget)])
     if (answer.remember === true) {
       await rememberRule(trx, {
         workspace: input.workspace,
@@ -139,21 +141,6 @@ export const decideRecovery = async (input: {
       account: input.account ?? null
     })
     if (!won) throw new ApprovalError({ message: `request ${request.id} was already decided` })
-    await insertPolicyEvents(trx, [
-      {
-        run_id: request.run_id,
-        step: request.step,
-        kind: 'decision',
-        act: request.act,
-        target: request.target,
-        rule: request.rule,
-        layer: request.layer,
-        decision: input.resolution,
-        source: input.source,
-        request_id: request.id,
-        performed_target: null,
-        at: input.at
-      }
-    ])
+    await insertPolicyEvents(trx, [decisionEvent(request, input.resolution, input.source, input.at, null)])
   })
 }

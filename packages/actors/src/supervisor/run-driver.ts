@@ -43,6 +43,7 @@ import {
   settleAttempt,
   settlePendingAttempts,
   StoreError,
+  isFinalStatus,
   updateRun
 } from '@agentvisor/store'
 import { Clock, Duration, Effect, Either } from 'effect'
@@ -60,7 +61,6 @@ import { type Admission, type CallOutcome, type CircuitBreakers, circuitKey } fr
 import { stepMessages, summarizePrompt, type ToolResultRecord } from './conversation.js'
 import { notify, type RunObserver } from './run-observer.js'
 
-const FINAL_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out'])
 
 /** What the parent's model is told of a finished child. */
 const describeChild = (child: RunRow, lastText: string): string => {
@@ -443,7 +443,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         const id = childRunId(runId, ctx.step, position)
         const child = existing.get(id)
         if (child !== undefined) {
-          if (FINAL_STATUSES.has(child.status)) {
+          if (isFinalStatus(child.status)) {
             const steps = yield* store('load child steps', () => listSteps(db, id))
             const last = [...steps].reverse().find((row) => row.text !== '')?.text ?? ''
             spawned.set(position, { ok: child.status === 'succeeded', output: describeChild(child, last) })
@@ -622,7 +622,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       yield* Effect.forkScoped(bus.watchDone(() => Effect.runSync(wake.release(1))).pipe(Effect.ignore))
       for (;;) {
         const rows = yield* stepChildren(ctx.step)
-        const open = rows.filter((r) => !FINAL_STATUSES.has(r.status))
+        const open = rows.filter((r) => !isFinalStatus(r.status))
         if (open.length === 0) return { event: { type: 'CHILDREN_DONE' } } satisfies Work
         const running = open.filter((r) => submitted.has(r.id)).length
         for (const child of open.filter((r) => !submitted.has(r.id)).slice(0, Math.max(0, children.maxConcurrent - running))) {
@@ -638,7 +638,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   const cancelChildren: Effect.Effect<void> = Effect.gen(function* () {
     const rows = yield* Effect.orElseSucceed(store('load child runs', () => listChildren(db, runId)), () => [] as RunRow[])
     const at = iso(yield* nowMs)
-    for (const child of rows.filter((r) => !FINAL_STATUSES.has(r.status))) {
+    for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
       yield* Effect.promise(() => requestCancel(db, child.id, at)).pipe(Effect.ignore)
       if (deps.bus !== undefined) yield* deps.bus.control(child.id, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
     }

@@ -1,11 +1,10 @@
 import { parseTaskContract, type TaskContract } from '@agentvisor/core'
-import { type Database, getRun, insertRun, LeaseConflictError } from '@agentvisor/store'
+import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError } from '@agentvisor/store'
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ChildDelivery } from '../bus/bus.js'
 import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
 
-const FINAL: ReadonlySet<string> = new Set(['succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out'])
 
 export interface ChildWorkerDeps {
   readonly db: Kysely<Database>
@@ -32,7 +31,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     }
     const row = yield* Effect.promise(() => getRun(deps.db, request.runId))
     if (row === undefined) yield* Effect.promise(() => insertChildRow(deps.db, request.runId, request.parentId, contract.right))
-    else if (FINAL.has(row.status)) return yield* delivery.ack
+    else if (isFinalStatus(row.status)) return yield* delivery.ack
     const started = yield* Effect.either(deps.resume(request.runId))
     if (Either.isLeft(started)) {
       if (started.left instanceof LeaseConflictError) {

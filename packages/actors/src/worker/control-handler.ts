@@ -1,5 +1,5 @@
 import type { TaskContract } from '@agentvisor/core'
-import { type Database, getRun, isInterrupted, listApprovals, requestCancel, toRunRecord } from '@agentvisor/store'
+import { type Database, getRun, isFinalStatus, isInterrupted, listApprovals, requestCancel, toRunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import { decideRequest } from '../approval/decide.js'
@@ -7,7 +7,6 @@ import { loadRunPolicy } from '../approval/run-policy.js'
 import type { ControlHandler } from '../bus/bus.js'
 import { type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
 
-const FINAL: ReadonlySet<string> = new Set(['succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out'])
 
 export interface ControlDeps {
   readonly db: Kysely<Database>
@@ -30,7 +29,7 @@ export const makeControlHandler =
       if (run === undefined) return controlError(`no run with id ${runId}`)
       if (verb === 'status') return { v: PROTOCOL_VERSION, ok: true as const, ...toRunRecord(run) }
       if (verb === 'cancel') {
-        if (FINAL.has(run.status)) return { v: PROTOCOL_VERSION, ok: true as const, status: run.status }
+        if (isFinalStatus(run.status)) return { v: PROTOCOL_VERSION, ok: true as const, status: run.status }
         yield* Effect.promise(() => requestCancel(deps.db, runId, new Date().toISOString()))
         if (run.status === 'awaiting_approval' || isInterrupted(run, Date.now())) deps.drive(runId)
         return { v: PROTOCOL_VERSION, ok: true as const }

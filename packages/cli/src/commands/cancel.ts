@@ -1,9 +1,8 @@
 import { Agentvisor } from '@agentvisor/actors'
-import { getRun, openStore, requestCancel, resolveDbPath } from '@agentvisor/store'
+import { getRun, isFinalStatus, openStore, requestCancel, resolveDbPath } from '@agentvisor/store'
 import { printJson, say } from '../output.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
-const FINISHED = new Set(['succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out'])
 
 /**
  * `agentvisor cancel RUN [--db PATH] [--json]`: works from any process. The request goes to the
@@ -19,7 +18,7 @@ export const cancelCommand = async (argv: string[]): Promise<number> => {
   try {
     const run = await getRun(store.db, runId)
     if (run === undefined) throw new UsageError(`no run with id ${runId}`)
-    if (FINISHED.has(run.status)) {
+    if (isFinalStatus(run.status)) {
       say(`agentvisor: run ${runId} already ended (${run.status})`)
       if (values.json === true) printJson({ runId, status: run.status })
       return 0
@@ -53,7 +52,7 @@ const finish = async (av: Agentvisor, runId: string, dbPath: string): Promise<st
     const store = await openStore(dbPath)
     try {
       const run = await getRun(store.db, runId)
-      if (run !== undefined && FINISHED.has(run.status)) return run.status
+      if (run !== undefined && isFinalStatus(run.status)) return run.status
     } finally {
       await store.close()
     }

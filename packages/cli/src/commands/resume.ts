@@ -1,10 +1,9 @@
-import { Agentvisor, type NatsBusOptions, natsBusOptionsFromEnv, type RunResult } from '@agentvisor/actors'
-import { isInterrupted, listRuns, openStore, resolveDbPath } from '@agentvisor/store'
+import { Agentvisor, type RunResult } from '@agentvisor/actors'
+import { isInterrupted, listRuns, openStore } from '@agentvisor/store'
 import { printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
-import { terminalApprover } from '../terminal-approver.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
-import { awaitWithSignals, exitCodeOf, reportResult } from './run.js'
+import { type DriveFlags, driveOne, openOptions } from './run.js'
 
 /** `agentvisor resume RUN [--json] [--db PATH] [--nats URL]` or `agentvisor resume --all [--json] [--db PATH] [--nats URL]` */
 export const resumeCommand = async (argv: string[]): Promise<number> => {
@@ -14,27 +13,19 @@ export const resumeCommand = async (argv: string[]): Promise<number> => {
     { min: 0, max: 1, names: 'RUN (the id of the run to resume), or --all' }
   )
   if ((values.all === true) === (positionals.length === 1)) throw new UsageError('resume takes a run id or --all')
-  const startedAt = Date.now()
-  const approver = terminalApprover()
-  const dbPath = resolveDbPath(values.db)
-  const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
-  const natsOption = nats === undefined ? {} : { nats }
-  if (values.all === true) return resumeAll(dbPath, values.json === true, startedAt, natsOption)
-  const av = await Agentvisor.open({ db: dbPath, ...natsOption, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
-  try {
+  const flags = { db: values.db, nats: values.nats, json: values.json === true }
+  if (values.all === true) return resumeAll(flags)
+  return driveOne(flags, async (av) => {
     const run = await av.resume(positionals[0]!)
     say(`agentvisor: resuming run ${run.runId}`)
-    const result = await awaitWithSignals(run)
-    await av.close()
-    await reportResult(result, values.json === true, startedAt, dbPath)
-    return exitCodeOf(result.status)
-  } finally {
-    await av.close()
-  }
+    return run
+  })
 }
 
 /** Resumes every interrupted run (status `running`, nobody driving it) side by side. */
-const resumeAll = async (dbPath: string, json: boolean, startedAt: number, natsOption: { nats?: NatsBusOptions }): Promise<number> => {
+const resumeAll = async (flags: DriveFlags): Promise<number> => {
+  const startedAt = Date.now()
+  const { dbPath, options } = openOptions(flags)
   const store = await openStore(dbPath)
   let ids: string[]
   try {
@@ -44,7 +35,7 @@ const resumeAll = async (dbPath: string, json: boolean, startedAt: number, natsO
     await store.close()
   }
   say(`agentvisor: ${ids.length} interrupted run${ids.length === 1 ? '' : 's'} to resume`)
-  const av = await Agentvisor.open({ db: dbPath, ...natsOption, observers: [progressObserver(startedAt)] })
+  const av = await Agentvisor.open({ ...options, observers: [progressObserver(startedAt)] })
   const results: RunResult[] = []
   try {
     const runs = await Promise.all(ids.map((id) => av.resume(id)))
@@ -61,7 +52,7 @@ const resumeAll = async (dbPath: string, json: boolean, startedAt: number, natsO
     await av.close()
   }
   for (const result of results) say(`agentvisor: run ${result.runId} ${result.status}`)
-  if (json) printJson(results)
+  if (flags.json) printJson(results)
   if (results.every((r) => r.status === 'succeeded')) return ExitCode.succeeded
   return results.some((r) => r.status === 'awaiting_approval') && results.every((r) => r.status === 'succeeded' || r.status === 'awaiting_approval')
     ? ExitCode.paused

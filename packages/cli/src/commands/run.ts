@@ -91,18 +91,42 @@ export const runCommand = async (argv: string[]): Promise<number> => {
   if (values.inspect === true) throw new UsageError('--inspect is not supported by this build yet')
   const loaded = await loadContract(positionals[0]!)
   const contract: TaskContract = values.approval === undefined ? loaded : { ...loaded, approval: values.approval }
-  const startedAt = Date.now()
-  const approver = terminalApprover()
-  const dbPath = resolveDbPath(values.db)
-  // With NATS, children go to the workers' queue; without it, this process drives them.
-  const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
-  const av = await Agentvisor.open({ db: dbPath, ...(nats === undefined ? {} : { nats }), observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
-  try {
+  return driveOne({ db: values.db, nats: values.nats, json: values.json === true }, async (av) => {
     const run = await av.start(contract)
     say(`agentvisor: run ${run.runId} started: ${contract.goal}`)
+    return run
+  })
+}
+
+/** What `run` and `resume` share: how the store and the bus are chosen. */
+export interface DriveFlags {
+  readonly db: string | undefined
+  readonly nats: string | undefined
+  readonly json: boolean
+}
+
+/** The store path and the Agentvisor options (the NATS bus, when asked for) of the flags. */
+export const openOptions = (flags: Pick<DriveFlags, 'db' | 'nats'>) => {
+  const dbPath = resolveDbPath(flags.db)
+  // With NATS, children go to the workers' queue; without it, this process drives them.
+  const nats = natsBusOptionsFromEnv(flags.nats === undefined ? {} : { nats: flags.nats })
+  return { dbPath, options: { db: dbPath, ...(nats === undefined ? {} : { nats }) } }
+}
+
+/**
+ * Drives one run started (or resumed) by `begin` to its end or pause, with progress on stderr,
+ * terminal approvals when there is a TTY, signals turned into a cancel, and the exit code.
+ */
+export const driveOne = async (flags: DriveFlags, begin: (av: Agentvisor) => Promise<StartedRun>): Promise<number> => {
+  const startedAt = Date.now()
+  const approver = terminalApprover()
+  const { dbPath, options } = openOptions(flags)
+  const av = await Agentvisor.open({ ...options, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
+  try {
+    const run = await begin(av)
     const result = await awaitWithSignals(run)
     await av.close()
-    await reportResult(result, values.json === true, startedAt, dbPath)
+    await reportResult(result, flags.json, startedAt, dbPath)
     return exitCodeOf(result.status)
   } finally {
     await av.close()

@@ -12,6 +12,11 @@ export const RunStatus = {
 } as const
 export type RunStatus = (typeof RunStatus)[keyof typeof RunStatus]
 
+const FINAL_STATUSES: ReadonlySet<string> = new Set<RunStatus>(['succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out'])
+
+/** Whether a run with this status has ended for good (paused and running runs have not). */
+export const isFinalStatus = (status: string): boolean => FINAL_STATUSES.has(status)
+
 /** One row per run, child runs included (`parent_id`). */
 export interface RunsTable {
   id: string
