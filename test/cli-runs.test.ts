@@ -53,3 +53,14 @@ describe('agentvisor runs and show', () => {
     expect(missing.stderr.trim()).toBe('agentvisor: no run with id no-such-run')
   })
 })
+
+describe('agentvisor --help', () => {
+  for (const command of ['run', 'resume', 'runs', 'show', 'approve', 'cancel', 'worker', 'mock-llm']) {
+    it(`explains ${command} with its usage and an example, exit 0`, async () => {
+      const help = await runCli([command, '--help'])
+      expect(help.code).toBe(0)
+      expect(help.stdout).toMatch(new RegExp(`^agentvisor ${command}`))
+      expect(help.stdout).toMatch(/examples?:\n {2}agentvisor /)
+    })
+  }
+})

@@ -1,3 +1,4 @@
+import { COMMAND_HELP } from './help.js'
 import { ExitCode, UsageError } from './usage-error.js'
 
 const HELP = `agentvisor: a durable, supervised orchestrator for LLM agent runs
@@ -16,6 +17,7 @@ usage:
 
 The store is --db PATH, else $AGENTVISOR_DB, else .agentvisor/agentvisor.db under the current folder.
 Exit codes: 0 run succeeded; 1 run ended otherwise; 2 usage or invalid input; 3 paused awaiting approval.
+agentvisor COMMAND --help tells more about each command, with examples.
 
 examples:
   agentvisor run examples/single-agent/task.json --json
@@ -55,6 +57,11 @@ export const main = async (argv: string[]): Promise<number> => {
     return name === undefined ? ExitCode.usage : 0
   }
   const load = COMMANDS[name]
+  const help = COMMAND_HELP[name]
+  if (load !== undefined && help !== undefined && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(help)
+    return 0
+  }
   if (load === undefined) {
     process.stderr.write(`agentvisor: unknown command "${name}" (try agentvisor --help)\n`)
     return ExitCode.usage

@@ -1,0 +1,96 @@
+/** `agentvisor COMMAND --help`: what each command does, its flags, and examples. */
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  run: `agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto] [--nats URL] [--inspect [URL]]
+
+Starts a run of the task file TASK (JSON or YAML) and drives it until it finishes or pauses.
+Progress goes to stderr; with --json the last line of stdout is {"runId","status","steps","error"?}.
+
+  --json              print the result as JSON on stdout
+  --db PATH           the store (default $AGENTVISOR_DB, else .agentvisor/agentvisor.db)
+  --approval MODE     who answers asks: prompt (the terminal), defer (pause, exit 3), auto
+  --nats URL          send child runs to agentvisor workers over NATS (docs/nats.md)
+  --inspect [URL]     stream XState inspection events to a Stately inspector relay
+
+Exit codes: 0 succeeded, 1 other end, 2 bad input, 3 paused awaiting approval. Ctrl-C cancels.
+
+examples:
+  agentvisor run examples/single-agent/task.json
+  agentvisor run task.yaml --approval defer --json
+`,
+  resume: `agentvisor resume RUN [--json] [--db PATH] [--nats URL]
+agentvisor resume --all [--json] [--db PATH] [--nats URL]
+
+Continues an interrupted or paused run under the same run id: a model call lost in a crash is
+sent again, completed tool calls are never repeated (docs/durability.md). --all resumes every
+interrupted run (status running, nobody driving it).
+
+examples:
+  agentvisor resume 0b7c1d2e-...
+  agentvisor resume --all --json
+`,
+  runs: `agentvisor runs [--json] [--status S] [--db PATH]
+
+Lists runs, oldest first. Interrupted runs show as "running (interrupted)".
+S is one of running, awaiting_approval, succeeded, step_cap, failed, cancelled, timed_out.
+
+examples:
+  agentvisor runs --status failed
+  agentvisor runs --json
+`,
+  show: `agentvisor show RUN [--json] [--db PATH]
+
+The full trace of a run: transitions, steps with their tool calls and results, a receipt for
+every model-call attempt, policy events, approvals and child runs.
+
+examples:
+  agentvisor show 0b7c1d2e-...
+  agentvisor show 0b7c1d2e-... --json | jq '.receipts'
+`,
+  approve: `agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH] [--json]
+agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort
+
+Decides the pending approval requests of a paused run (all of them when REQUEST is omitted);
+then continue it with agentvisor resume RUN. --remember keeps the decision for later runs of the
+same workspace; --edit approves the call with other arguments (checked against the policy
+again). --retry, --completed and --abort settle an exec that was interrupted after it started.
+
+examples:
+  agentvisor approve 0b7c... && agentvisor resume 0b7c...
+  agentvisor approve 0b7c... 5f1e... --deny
+  agentvisor approve 0b7c... --edit '{"path": "draft.txt", "content": "..."}'
+  agentvisor approve 0b7c... --completed "the tag was created"
+`,
+  cancel: `agentvisor cancel RUN [--db PATH] [--json]
+
+Cancels a run from any process: its driver kills the run's tool processes, aborts the model call
+in flight and ends it cancelled. A paused or interrupted run is ended at once.
+
+example:
+  agentvisor cancel 0b7c1d2e-...
+`,
+  worker: `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--inspect [URL]]
+
+Drives child runs from the NATS work queue (shared by every worker) and answers control
+requests (status, approve, cancel) until SIGINT/SIGTERM. Logs one line per run it starts and
+ends. Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS, _CREDS, _TLS_CA/_CERT/_KEY.
+
+example:
+  agentvisor worker --nats nats://127.0.0.1:4222 --db /shared/agentvisor.db --concurrency 4
+`,
+  inspect: `agentvisor inspect [RUN] [--port N] [--db PATH]
+
+Serves the local web inspector on 127.0.0.1: runs, the state chart with the current state lit,
+the timeline (step back through it), receipts, policy events, approvals, child runs.
+
+example:
+  agentvisor inspect --port 4380
+`,
+  'mock-llm': `agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
+
+A scripted OpenAI- and Anthropic-compatible server for demos and tests (docs/mock-llm.md).
+It prints one line: mock-llm listening on http://127.0.0.1:PORT/v1
+
+example:
+  agentvisor mock-llm --scenarios examples/single-agent/scenarios.json --port 4010
+`
+}
