@@ -103,7 +103,7 @@ describe('cancel and timeout', () => {
   })
 
   it('cancels a run from another process through the store within a second', async () => {
-    const marker = '7.0421'
+    const marker = '20.0421'
     const { file, db, ws } = await setup([lateExec(marker)])
     const run = startRun(file, db)
     const runId = await run.runId()
@@ -132,17 +132,19 @@ describe('cancel and timeout', () => {
 
 describe('one driver per run', () => {
   it('refuses a second live driver with a conflict error while the first makes progress', async () => {
-    const { file, db, ws } = await setup([{ delayMs: 1500, ...writeDone }])
+    // The first driver waits in an exec until the test lets it go: no race with slow start-ups.
+    const { file, db, ws } = await setup([exec('while [ ! -f go ]; do sleep 0.05; done'), writeDone])
     const run = startRun(file, db)
     const runId = await run.runId()
     await waitFor(() => (mock!.requests.length === 1 ? true : undefined), 'the first dispatch')
     const second = await runCli(['resume', runId, '--db', db])
     expect(second.code).toBe(2)
     expect(second.stderr.trim()).toMatch(new RegExp(`^agentvisor: run ${runId} is being driven by .+/${run.pid()}/`))
+    writeFileSync(path.join(ws, 'go'), '')
     const first = await run.done
     expect(lastJson(first)).toMatchObject({ status: 'succeeded' })
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE')
-    expect(mock!.requests).toHaveLength(1)
+    expect(mock!.requests).toHaveLength(2)
   })
 
   it('rejects every write of a driver whose lease was taken over (fencing)', async () => {
