@@ -55,7 +55,7 @@ describe('agentvisor runs and show', () => {
 })
 
 describe('agentvisor --help', () => {
-  for (const command of ['run', 'resume', 'runs', 'show', 'approve', 'cancel', 'worker', 'mock-llm']) {
+  for (const command of ['run', 'resume', 'runs', 'show', 'approve', 'cancel', 'worker', 'inspect', 'mock-llm']) {
     it(`explains ${command} with its usage and an example, exit 0`, async () => {
       const help = await runCli([command, '--help'])
       expect(help.code).toBe(0)

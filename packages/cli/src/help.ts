@@ -77,13 +77,15 @@ ends. Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS, _CREDS, _TLS_CA/_C
 example:
   agentvisor worker --nats nats://127.0.0.1:4222 --db /shared/agentvisor.db --concurrency 4
 `,
-  inspect: `agentvisor inspect [RUN] [--port N] [--db PATH]
+  inspect: `agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
 
-Serves the local web inspector on 127.0.0.1: runs, the state chart with the current state lit,
-the timeline (step back through it), receipts, policy events, approvals, child runs.
+Serves the web inspector: runs, the state chart with the current state lit, the timeline
+(step back through it), receipts, policy events, approvals with Approve/Deny, child runs.
+Listens on 127.0.0.1:4380 by default (--port 0 picks a free port); no authentication.
 
-example:
-  agentvisor inspect --port 4380
+examples:
+  agentvisor inspect
+  agentvisor inspect 0b7c1d2e-... --port 0
 `,
   'mock-llm': `agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 

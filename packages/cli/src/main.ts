@@ -13,6 +13,7 @@ usage:
   agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
   agentvisor cancel RUN [--db PATH]
   agentvisor worker --nats URL [--db PATH] [--concurrency N]
+  agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 
 The store is --db PATH, else $AGENTVISOR_DB, else .agentvisor/agentvisor.db under the current folder.
@@ -36,6 +37,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   approve: async () => (await import('./commands/approve.js')).approveCommand,
   cancel: async () => (await import('./commands/cancel.js')).cancelCommand,
   worker: async () => (await import('./commands/worker.js')).workerCommand,
+  inspect: async () => (await import('./commands/inspect.js')).inspectCommand,
   'mock-llm': async () => (await import('./commands/mock-llm.js')).mockLlmCommand
 }
 

@@ -1,0 +1,105 @@
+import { ApprovalError, decideRequest, loadRunPolicy } from '@agentvisor/actors'
+import type { TaskContract } from '@agentvisor/core'
+import { getRun, listApprovals, type Store } from '@agentvisor/store'
+import { Either } from 'effect'
+import { HttpError } from './http.js'
+
+/** The body of `POST /api/runs/:id/approvals/:requestId`. */
+export interface ApprovalBody {
+  readonly decision: 'approve' | 'deny'
+  /** Keep the decision for later runs of the same workspace. */
+  readonly remember?: boolean
+  /** Replacement arguments for the tool call (approve with edits); checked against the policy again. */
+  readonly edit?: Readonly<Record<string, unknown>>
+}
+
+/** What a decision led to. */
+export interface DecisionOutcome {
+  readonly requestId: string
+  readonly status: 'approved' | 'denied'
+  /** Whether this decision was the run's last pending one and the inspector now drives the run on. */
+  readonly resumed: boolean
+  /** Requests of the run still waiting for a decision. */
+  readonly pending: number
+  /** Why the run was not driven on, when it was not. */
+  readonly note?: string
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Validates the body; anything else is a 400 naming the field. */
+export const parseApprovalBody = (body: unknown): ApprovalBody => {
+  const bad = (message: string): never => {
+    throw new HttpError({ status: 400, message })
+  }
+  if (!isRecord(body)) return bad('the body must be a JSON object: {"decision": "approve" | "deny"}')
+  const { decision, remember, edit } = body
+  if (decision !== 'approve' && decision !== 'deny') return bad('decision must be "approve" or "deny"')
+  if (remember !== undefined && typeof remember !== 'boolean') return bad('remember must be a boolean')
+  if (edit !== undefined && !isRecord(edit)) return bad("edit must be a JSON object of the tool call's arguments")
+  if (edit !== undefined && decision === 'deny') return bad('edit approves with changes; it cannot be combined with deny')
+  return { decision, ...(remember !== undefined ? { remember } : {}), ...(edit !== undefined ? { edit } : {}) }
+}
+
+export interface DecisionDeps {
+  readonly db: Store['db']
+  /** Drives a paused run on in this process; rejects when it cannot (another process drives it). */
+  readonly drive: (runId: string) => Promise<void>
+}
+
+/**
+ * Decides one pending request of a run, audited like `agentvisor approve` (source `cli`: the
+ * inspector is the same operator at another console). When it was the run's last pending
+ * request, the paused run is driven on here, so it goes on without a separate `resume`.
+ */
+export const decideFromInspector = async (deps: DecisionDeps, runId: string, requestId: string, body: ApprovalBody): Promise<DecisionOutcome> => {
+  const run = await getRun(deps.db, runId)
+  if (run === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
+  const requests = await listApprovals(deps.db, runId)
+  const request = requests.find((r) => r.id === requestId)
+  if (request === undefined) throw new HttpError({ status: 404, message: `run ${runId} has no request ${requestId}` })
+  if (request.status !== 'pending') throw new HttpError({ status: 409, message: `request ${requestId} was already ${request.status}` })
+  if (request.kind === 'recovery') {
+    throw new HttpError({
+      status: 409,
+      message: `request ${requestId} is an interrupted exec: settle it with agentvisor approve ${runId} ${requestId} --retry | --completed TEXT | --abort`
+    })
+  }
+  let contract: TaskContract
+  try {
+    contract = JSON.parse(run.contract_json) as TaskContract
+  } catch {
+    throw new HttpError({ status: 409, message: `run ${runId}: its stored contract is not readable` })
+  }
+  const policy = await loadRunPolicy(deps.db, contract)
+  if (Either.isLeft(policy)) throw new HttpError({ status: 409, message: `run ${runId}: ${policy.left}` })
+  try {
+    await decideRequest({
+      db: deps.db,
+      policy: policy.right,
+      workspace: contract.workspace,
+      request,
+      answer: { decision: body.decision, remember: body.remember, edit: body.edit },
+      source: 'cli',
+      at: new Date().toISOString()
+    })
+  } catch (error) {
+    if (error instanceof ApprovalError) {
+      throw new HttpError({ status: error.message.includes('already decided') ? 409 : 422, message: error.message })
+    }
+    throw error
+  }
+  const status = body.decision === 'approve' ? 'approved' : 'denied'
+  const pending = (await listApprovals(deps.db, runId)).filter((r) => r.status === 'pending').length
+  const decided = { requestId, status, pending } as const
+  if (pending > 0) return { ...decided, resumed: false, note: `the run waits for ${pending} more decision${pending === 1 ? '' : 's'}` }
+  if (run.status !== 'awaiting_approval') return { ...decided, resumed: false, note: `the run is ${run.status}, not paused` }
+  try {
+    await deps.drive(runId)
+    return { ...decided, resumed: true }
+  } catch (error) {
+    // The decision stands whoever drives the run; say why this process does not.
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
+    return { ...decided, resumed: false, note: `decided, but the run was not resumed here: ${message}` }
+  }
+}

@@ -1,0 +1,349 @@
+/**
+ * The page's application code (browser JavaScript, free of backticks and `${`): the runs list,
+ * the run view with time travel over the persisted snapshots, approvals, and live updates from
+ * `GET /api/events`. Every element a test or a person looks for has a `data-testid`.
+ */
+export const APP_SCRIPT = String.raw`
+var S = { runs: [], status: '', text: '', machine: null, layout: null, runId: null, run: null, missing: null, seq: null, notes: {}, errors: {}, busy: {} };
+
+function $(id) { return document.getElementById(id); }
+function short(id) { return String(id).slice(0, 8); }
+function pad(n, w) { n = String(n); while (n.length < (w || 2)) n = '0' + n; return n; }
+function clock(iso, ms) {
+  var d = new Date(iso);
+  if (isNaN(d.getTime())) return String(iso || '');
+  return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) + (ms ? '.' + pad(d.getMilliseconds(), 3) : '');
+}
+function when(iso) {
+  var d = new Date(iso);
+  if (isNaN(d.getTime())) return '';
+  var today = new Date().toDateString() === d.toDateString();
+  return (today ? '' : d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ') + clock(iso);
+}
+function badge(status, extra) { return h('span', { class: 'badge ' + status + (extra ? ' ' + extra : ''), text: status.replace(/_/g, ' ') }); }
+function json(value) { return typeof value === 'string' ? value : JSON.stringify(value); }
+
+async function getJson(url, options) {
+  var res = await fetch(url, options);
+  var body = null;
+  try { body = await res.json(); } catch (e) { body = null; }
+  return { ok: res.ok, status: res.status, body: body };
+}
+
+// ---- runs list --------------------------------------------------------------------------
+
+async function loadRuns() {
+  var wanted = S.status;
+  var r = await getJson('/api/runs' + (wanted ? '?status=' + encodeURIComponent(wanted) : ''));
+  if (!r.ok || wanted !== S.status) return;
+  S.runs = r.body;
+  renderRuns();
+}
+
+function renderRuns() {
+  var text = S.text.trim().toLowerCase();
+  var shown = S.runs.filter(function (run) {
+    return !text || run.goal.toLowerCase().indexOf(text) >= 0 || run.id.indexOf(text) === 0;
+  }).slice().reverse();
+  var list = $('runs-list');
+  list.replaceChildren.apply(list, shown.map(function (run) {
+    return h('li', { 'data-testid': 'run-row', 'data-run-id': run.id, 'data-status': run.status, class: (run.id === S.runId ? 'selected' : '') + (run.parentId ? ' child' : '') }, [
+      h('a', { href: '#/runs/' + encodeURIComponent(run.id) }, [
+        badge(run.status), run.interrupted ? [' ', badge('interrupted')] : null,
+        h('span', { class: 'goal', text: run.goal }),
+        h('span', { class: 'meta', text: short(run.id) + '  ' + run.state + '  ' + when(run.updatedAt) + (run.parentId ? '  child of ' + short(run.parentId) : '') })
+      ])
+    ]);
+  }));
+  $('count').textContent = shown.length + (shown.length === 1 ? ' run' : ' runs') + (S.status || text ? ' (filtered)' : '');
+  if (shown.length === 0) list.appendChild(h('li', { class: 'empty', text: S.runs.length ? 'no run matches' : 'no runs yet' }));
+}
+
+// ---- one run ----------------------------------------------------------------------------
+
+async function loadRun(id) {
+  var r = await getJson('/api/runs/' + encodeURIComponent(id));
+  if (id !== S.runId) return;
+  if (r.status === 404) { S.run = null; S.missing = id; renderDetail(); return; }
+  if (!r.ok) return;
+  S.run = r.body; S.missing = null;
+  if (S.seq !== null && S.seq > S.run.snapshots.length) S.seq = null;
+  renderDetail();
+  renderRuns();
+}
+
+/** The seq being looked at: null follows the latest transition. */
+function viewedSeq() { return S.seq === null ? S.run.snapshots.length : S.seq; }
+
+function travel(seq) {
+  if (!S.run) return;
+  var last = S.run.snapshots.length;
+  seq = Math.max(0, Math.min(last, seq));
+  S.seq = seq === last ? null : seq;
+  renderDetail();
+}
+
+function renderDetail() {
+  var root = $('detail');
+  var keepScroll = root.querySelector('.timeline-scroll');
+  var scrollTop = keepScroll ? keepScroll.scrollTop : 0;
+  if (S.missing) { root.replaceChildren(h('div', { class: 'empty', 'data-testid': 'run-missing', text: 'No run with id ' + S.missing })); return; }
+  if (!S.run) { root.replaceChildren(h('div', { class: 'empty', text: S.runId ? 'Loading...' : 'Select a run on the left.' })); return; }
+  var run = S.run;
+  root.replaceChildren(h('div', { 'data-testid': 'run-view', 'data-run-id': run.run.id }, [
+    head(run),
+    chartCard(run),
+    h('div', { class: 'grid2' }, [timelineCard(run), h('div', {}, [approvalsCard(run), treeCard(run)])]),
+    stepsCard(run),
+    policyCard(run)
+  ]));
+  var scroller = root.querySelector('.timeline-scroll');
+  if (scroller) {
+    if (S.seq === null) scroller.scrollTop = scroller.scrollHeight;
+    else scroller.scrollTop = scrollTop;
+  }
+}
+
+function head(run) {
+  var r = run.run;
+  return h('div', { class: 'run-head' }, [
+    h('h1', { text: r.goal }),
+    h('div', { class: 'facts' }, [
+      h('span', { 'data-testid': 'run-status', 'data-status': r.status }, [badge(r.status)]),
+      run.interrupted ? badge('interrupted') : null,
+      h('span', {}, ['state ', h('code', { 'data-testid': 'run-state', text: run.state })]),
+      h('span', {}, ['id ', h('code', { text: r.id })]),
+      r.parentId ? h('span', {}, ['parent ', h('a', { href: '#/runs/' + encodeURIComponent(r.parentId), class: 'mono', text: short(r.parentId) })]) : null,
+      h('span', { text: 'created ' + when(r.createdAt) }),
+      h('span', { text: 'updated ' + when(r.updatedAt) })
+    ]),
+    r.error ? h('div', { class: 'error-box', 'data-testid': 'run-error', text: r.error.kind + ': ' + r.error.message }) : null
+  ]);
+}
+
+function chartCard(run) {
+  var n = run.snapshots.length, seq = viewedSeq();
+  var lit = seq === 0 ? (S.machine ? S.machine.initial : 'dispatching') : run.snapshots[seq - 1].state;
+  var visited = {};
+  if (S.machine) visited[S.layout.initial] = true;
+  run.snapshots.slice(0, seq).forEach(function (s) { visited[s.state] = true; });
+  var t = seq > 0 ? run.transitions[seq - 1] : null;
+  var chart = S.layout ? drawChart(S.layout, lit, visited, t ? { from: t.from, to: t.to } : null) : h('div', { class: 'none', text: 'loading the machine...' });
+  var viewing = seq === 0 ? 'start' : 'seq ' + seq;
+  return h('div', { class: 'card' }, [
+    h('div', { class: 'card-head' }, [
+      h('h2', { text: 'State chart' }),
+      h('div', { class: 'travel' }, [
+        h('button', { 'data-testid': 'step-first', title: 'first state', disabled: seq === 0, onclick: function () { travel(0); }, text: '|<' }),
+        h('button', { 'data-testid': 'step-back', title: 'one transition back (left arrow)', disabled: seq === 0, onclick: function () { travel(viewedSeq() - 1); }, text: '< back' }),
+        h('span', { class: 'viewing', 'data-testid': 'viewing-seq', 'data-seq': seq, 'data-latest': S.seq === null ? 'true' : 'false' }, [
+          h('b', { text: viewing }), ' of ' + n + (S.seq === null ? ' (live)' : '')
+        ]),
+        h('button', { 'data-testid': 'step-forward', title: 'one transition forward (right arrow)', disabled: seq >= n, onclick: function () { travel(viewedSeq() + 1); }, text: 'forward >' }),
+        h('button', { 'data-testid': 'step-latest', title: 'follow the latest state', disabled: S.seq === null, onclick: function () { travel(n); }, text: 'latest >|' })
+      ])
+    ]),
+    h('div', { class: 'chart-wrap' }, [chart]),
+    anyStateNote(),
+    contextChips(run, seq)
+  ]);
+}
+
+function anyStateNote() {
+  if (!S.layout || S.layout.anyState.length === 0) return null;
+  return h('div', { class: 'any-state' }, ['From any state not finished: '].concat(S.layout.anyState.map(function (e, i) {
+    return [i ? ', ' : '', h('code', { text: e.event }), ' to ', h('code', { text: e.to })];
+  })));
+}
+
+function contextChips(run, seq) {
+  var snap = seq > 0 ? run.snapshots[seq - 1] : null;
+  if (!snap || !snap.context || typeof snap.context !== 'object') return null;
+  var prev = seq > 1 && run.snapshots[seq - 2].context ? run.snapshots[seq - 2].context : {};
+  return h('div', { class: 'context', 'data-testid': 'snapshot-context', title: 'the machine context persisted with this transition (changed fields highlighted)' }, Object.keys(snap.context).map(function (k) {
+    var v = snap.context[k], changed = seq > 1 && json(prev[k]) !== json(v);
+    return h('span', { class: changed ? 'changed' : '', text: k + ' ' + (v && typeof v === 'object' ? json(v.kind || v) : json(v)) });
+  }));
+}
+
+function timelineCard(run) {
+  var seq = viewedSeq();
+  var row = function (s, event, from, to, at) {
+    return h('tr', { class: 'timeline-row' + (s === seq ? ' viewing' : '') + (s > seq ? ' future' : ''), 'data-testid': 'timeline-row', 'data-seq': s, onclick: function () { travel(s); } }, [
+      h('td', { class: 'num', text: s }), h('td', {}, [h('code', { text: event })]), h('td', { text: from }), h('td', { text: to }), h('td', { class: 'time', text: clock(at, true) })
+    ]);
+  };
+  var rows = [row(0, 'start', '', S.machine ? S.machine.initial : '', run.run.createdAt)].concat(run.transitions.map(function (t) { return row(t.seq, t.event, t.from, t.to, t.at); }));
+  return h('div', { class: 'card' }, [
+    h('h2', { text: 'Timeline' }),
+    h('div', { class: 'scroll timeline-scroll' }, [
+      h('table', { 'data-testid': 'timeline' }, [
+        h('thead', {}, [h('tr', {}, [h('th', { text: 'seq' }), h('th', { text: 'event' }), h('th', { text: 'from' }), h('th', { text: 'to' }), h('th', { text: 'at' })])]),
+        h('tbody', {}, rows)
+      ])
+    ])
+  ]);
+}
+
+async function decide(runId, requestId, decision) {
+  S.busy[requestId] = true; delete S.errors[requestId]; renderDetail();
+  var r = await getJson('/api/runs/' + encodeURIComponent(runId) + '/approvals/' + encodeURIComponent(requestId), {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: decision })
+  });
+  delete S.busy[requestId];
+  if (!r.ok) S.errors[requestId] = (r.body && r.body.error) || ('HTTP ' + r.status);
+  else if (r.body && r.body.note) S.notes[requestId] = r.body.note;
+  if (S.runId === runId) await loadRun(runId);
+}
+
+function approvalsCard(run) {
+  var body = run.approvals.length === 0 ? h('div', { class: 'none', text: 'No approval requests.' }) : h('table', { 'data-testid': 'approvals' }, [
+    h('thead', {}, [h('tr', {}, [h('th', { text: 'step' }), h('th', { text: 'request' }), h('th', { text: 'status' }), h('th', {})])]),
+    h('tbody', {}, run.approvals.map(function (a) {
+      var pending = a.status === 'pending', busy = S.busy[a.id] === true;
+      var actions = !pending ? h('span', { class: 'none', text: a.source ? 'by ' + a.source : '' })
+        : a.kind === 'recovery' ? h('span', { class: 'none', text: 'an interrupted exec: settle it with agentvisor approve --retry, --completed or --abort' })
+        : h('div', { class: 'actions' }, [
+          h('button', { class: 'approve', 'data-testid': 'approve', disabled: busy, onclick: function () { decide(run.run.id, a.id, 'approve'); }, text: 'Approve' }),
+          h('button', { class: 'deny', 'data-testid': 'deny', disabled: busy, onclick: function () { decide(run.run.id, a.id, 'deny'); }, text: 'Deny' })
+        ]);
+      return h('tr', { 'data-testid': 'approval-row', 'data-request-id': a.id, 'data-status': a.status }, [
+        h('td', { class: 'num', text: a.step }),
+        h('td', {}, [h('code', { text: a.act + ' ' + a.target }),
+          h('div', { class: 'approval-note', text: 'rule ' + a.rule + ' in layer ' + a.layer + (a.remember ? ', remembered' : '') }),
+          a.editedArguments !== undefined ? h('div', { class: 'approval-note', text: 'edited: ' + json(a.editedArguments) }) : null,
+          S.errors[a.id] ? h('div', { class: 'approval-error', 'data-testid': 'approval-error', text: S.errors[a.id] }) : null,
+          S.notes[a.id] ? h('div', { class: 'approval-note', text: S.notes[a.id] }) : null]),
+        h('td', {}, [badge(a.status)]),
+        h('td', {}, [actions])
+      ]);
+    }))
+  ]);
+  return h('div', { class: 'card' }, [h('h2', { text: 'Approvals' }), body]);
+}
+
+function treeCard(run) {
+  var node = function (n) {
+    return h('li', { class: n.id === run.run.id ? 'here' : '', 'data-testid': 'tree-node', 'data-run-id': n.id }, [
+      h('div', {}, [
+        h('a', { href: '#/runs/' + encodeURIComponent(n.id), class: 'mono', 'data-testid': 'child-link', text: short(n.id) }),
+        badge(n.status), h('span', { class: 'goal', text: n.goal })
+      ]),
+      n.children.length ? h('ul', {}, n.children.map(node)) : null
+    ]);
+  };
+  var alone = run.tree.children.length === 0;
+  return h('div', { class: 'card' }, [
+    h('h2', { text: 'Run tree' }),
+    alone ? h('div', { class: 'none', text: 'No child runs.' }) : h('ul', { class: 'tree', 'data-testid': 'children' }, [node(run.tree)])
+  ]);
+}
+
+function stepsCard(run) {
+  var numbers = [];
+  run.steps.forEach(function (s) { if (numbers.indexOf(s.step) < 0) numbers.push(s.step); });
+  run.receipts.forEach(function (r) { if (numbers.indexOf(r.step) < 0) numbers.push(r.step); });
+  numbers.sort(function (a, b) { return a - b; });
+  var body = numbers.length === 0 ? [h('div', { class: 'none', text: 'No model calls yet.' })] : numbers.map(function (n) {
+    var step = run.steps.filter(function (s) { return s.step === n; })[0];
+    var receipt = run.receipts.filter(function (r) { return r.step === n; })[0];
+    return h('div', { class: 'step', 'data-testid': 'step', 'data-step': n }, [
+      h('h3', {}, ['Step ' + n, h('span', { class: 'sub', text: step ? step.provider + ', ' + step.tokens + ' tokens' : 'no answer' })]),
+      step && step.text ? h('div', { class: 'said', text: step.text }) : null,
+      step && step.toolCalls.length ? h('ul', { class: 'calls' }, step.toolCalls.map(function (c, i) {
+        return h('li', {}, [c.name + ' ' + json(c.arguments), step.results[i] !== undefined ? h('span', { class: 'result', text: '-> ' + step.results[i] }) : null]);
+      })) : null,
+      receipt ? h('table', { 'data-testid': 'receipt' }, [
+        h('thead', {}, [h('tr', {}, ['#', 'provider', 'reason', 'outcome', 'error', 'latency', 'tokens'].map(function (t) { return h('th', { text: t }); }))]),
+        h('tbody', {}, receipt.attempts.map(function (a, i) {
+          return h('tr', { class: receipt.winner === i ? 'winner' : '', 'data-testid': 'attempt' }, [
+            h('td', { class: 'num', text: i + 1 }), h('td', { text: a.provider }), h('td', { text: a.reason }),
+            h('td', {}, [badge(a.outcome)]),
+            h('td', { text: a.errorKind ? a.errorKind + (a.httpStatus ? ' ' + a.httpStatus : '') + (a.message ? ': ' + a.message : '') : '' }),
+            h('td', { class: 'num', text: a.latencyMs !== undefined ? a.latencyMs + ' ms' : '' }),
+            h('td', { class: 'num', text: a.tokensIn !== undefined ? a.tokensIn + ' / ' + a.tokensOut : '' })
+          ]);
+        }))
+      ]) : null
+    ]);
+  });
+  return h('div', { class: 'card', 'data-testid': 'receipts' }, [h('h2', { text: 'Steps and receipts' })].concat(body));
+}
+
+function policyCard(run) {
+  var body = run.policyEvents.length === 0 ? h('div', { class: 'none', text: 'No policy events.' }) : h('table', { 'data-testid': 'policy-events' }, [
+    h('thead', {}, [h('tr', {}, ['step', 'kind', 'act', 'target', 'decision', 'rule / layer', 'source'].map(function (t) { return h('th', { text: t }); }))]),
+    h('tbody', {}, run.policyEvents.map(function (e) {
+      return h('tr', { 'data-testid': 'policy-event' }, [
+        h('td', { class: 'num', text: e.step }), h('td', {}, [badge(e.kind)]), h('td', { text: e.act }),
+        h('td', {}, [h('code', { text: e.target + (e.performedTarget ? ' (performed ' + e.performedTarget + ')' : '') })]),
+        h('td', {}, [badge(e.decision)]), h('td', { class: 'mono', text: e.rule + ' / ' + e.layer }), h('td', { text: e.source })
+      ]);
+    }))
+  ]);
+  return h('div', { class: 'card' }, [h('h2', { text: 'Policy events' }), body]);
+}
+
+// ---- routing, live updates --------------------------------------------------------------
+
+function route() {
+  var m = /^#\/runs\/([^/]+)/.exec(location.hash);
+  var id = m ? decodeURIComponent(m[1]) : null;
+  if (id !== S.runId) { S.runId = id; S.run = null; S.missing = null; S.seq = null; S.notes = {}; S.errors = {}; }
+  renderDetail();
+  renderRuns();
+  if (id) loadRun(id);
+}
+
+var pending = null, pendingIds = {};
+function changed(runIds) {
+  runIds.forEach(function (id) { pendingIds[id] = true; });
+  if (pending) return;
+  pending = setTimeout(function () {
+    var ids = pendingIds; pending = null; pendingIds = {};
+    loadRuns();
+    if (!S.runId) return;
+    var family = S.run ? [] : [S.runId];
+    (function walk(n) { if (n) { family.push(n.id); n.children.forEach(walk); } })(S.run && S.run.tree);
+    if (family.some(function (id) { return ids[id]; })) loadRun(S.runId);
+  }, 60);
+}
+
+function connect() {
+  var live = $('live');
+  var events = new EventSource('/api/events');
+  events.onopen = function () {
+    live.dataset.live = 'true'; live.textContent = 'live';
+    loadRuns();
+    if (S.runId) loadRun(S.runId);
+  };
+  events.onerror = function () { live.dataset.live = 'false'; live.textContent = 'reconnecting...'; };
+  events.onmessage = function (m) {
+    var msg;
+    try { msg = JSON.parse(m.data); } catch (e) { return; }
+    if (msg && msg.type === 'changed' && Array.isArray(msg.runIds)) changed(msg.runIds);
+  };
+}
+
+async function start() {
+  var select = $('status-filter');
+  STATUSES.forEach(function (s) { select.appendChild(h('option', { value: s, text: s.replace(/_/g, ' ') })); });
+  select.addEventListener('change', function () { S.status = select.value; loadRuns(); });
+  $('search').addEventListener('input', function (e) { S.text = e.target.value; renderRuns(); });
+  document.addEventListener('keydown', function (e) {
+    if (!S.run || /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement && document.activeElement.tagName)) return;
+    if (e.key === 'ArrowLeft') { travel(viewedSeq() - 1); e.preventDefault(); }
+    if (e.key === 'ArrowRight') { travel(viewedSeq() + 1); e.preventDefault(); }
+  });
+  window.addEventListener('hashchange', route);
+  var info = await getJson('/api/info');
+  if (info.ok) $('db').textContent = info.body.db;
+  var machine = await getJson('/api/machine');
+  if (machine.ok) { S.machine = machine.body; S.layout = layoutMachine(machine.body); }
+  route();
+  await loadRuns();
+  connect();
+}
+
+start();
+`

@@ -1,0 +1,104 @@
+import { loadRunTrace, type RunTrace, statePath } from '@agentvisor/actors'
+import { type Executor, getRun, isInterrupted, listChildren, listRuns, type RunRecord, type RunRow, type RunStatus, listTransitions, toRunRecord } from '@agentvisor/store'
+
+/** A `runs --json` row plus what the list shows beside it. */
+export interface RunListItem extends RunRecord {
+  /** The machine's state path now (`acting`, `finished.succeeded`). */
+  readonly state: string
+  /** Status `running` but nobody drives it (what `resume --all` picks up). */
+  readonly interrupted: boolean
+}
+
+/** The machine as a persisted snapshot left it after one transition: what time travel shows. */
+export interface SnapshotView {
+  readonly seq: number
+  readonly state: string
+  /** The machine's context after the transition, or null when the snapshot is not readable. */
+  readonly context: unknown
+}
+
+/** A run and its descendants, for the child-run tree. */
+export interface RunTreeNode {
+  readonly id: string
+  readonly status: RunStatus
+  readonly goal: string
+  readonly state: string
+  readonly children: ReadonlyArray<RunTreeNode>
+}
+
+/** What `GET /api/runs/:id` answers: the `show --json` trace plus the state, snapshots and tree. */
+export interface RunView extends RunTrace {
+  readonly state: string
+  readonly interrupted: boolean
+  readonly snapshots: ReadonlyArray<SnapshotView>
+  /** The whole tree the run belongs to, from its root run down. */
+  readonly tree: RunTreeNode
+}
+
+/** Limits that keep one request cheap however deep or wide a run tree has grown. */
+const MAX_ANCESTORS = 64
+const MAX_TREE_NODES = 500
+
+const listItemOf = (row: RunRow, now: number): RunListItem => ({
+  ...toRunRecord(row),
+  state: row.state,
+  interrupted: isInterrupted(row, now)
+})
+
+/** Runs oldest first, optionally of one status. */
+export const listRunItems = async (db: Executor, status: RunStatus | undefined): Promise<RunListItem[]> => {
+  const now = Date.now()
+  return (await listRuns(db, status === undefined ? {} : { status })).map((row) => listItemOf(row, now))
+}
+
+/** Reads a snapshot's state and context; a row that does not parse still shows its `to` state. */
+const snapshotOf = (row: { seq: number; to_state: string; snapshot_json: string }): SnapshotView => {
+  try {
+    const snapshot = JSON.parse(row.snapshot_json) as { value?: unknown; context?: unknown }
+    const state = snapshot.value === undefined ? row.to_state : statePath(snapshot.value as Parameters<typeof statePath>[0])
+    return { seq: row.seq, state, context: snapshot.context ?? null }
+  } catch {
+    return { seq: row.seq, state: row.to_state, context: null }
+  }
+}
+
+/** Walks up to the root run (bounded, and safe against a parent cycle in a damaged store). */
+const rootOf = async (db: Executor, row: RunRow): Promise<RunRow> => {
+  let current = row
+  const seen = new Set([row.id])
+  for (let i = 0; i < MAX_ANCESTORS && current.parent_id !== null; i++) {
+    const parent = await getRun(db, current.parent_id)
+    if (parent === undefined || seen.has(parent.id)) break
+    seen.add(parent.id)
+    current = parent
+  }
+  return current
+}
+
+const treeOf = async (db: Executor, root: RunRow): Promise<RunTreeNode> => {
+  let budget = MAX_TREE_NODES
+  const build = async (row: RunRow): Promise<RunTreeNode> => {
+    budget -= 1
+    const children = budget > 0 ? await listChildren(db, row.id) : []
+    const built: RunTreeNode[] = []
+    for (const child of children) {
+      if (budget <= 0) break
+      built.push(await build(child))
+    }
+    return { id: row.id, status: row.status, goal: row.goal, state: row.state, children: built }
+  }
+  return build(root)
+}
+
+/** The run view of `runId`, or undefined when there is no such run. */
+export const loadRunView = async (db: Executor, runId: string): Promise<RunView | undefined> => {
+  const [row, trace, transitions] = await Promise.all([getRun(db, runId), loadRunTrace(db, runId), listTransitions(db, runId)])
+  if (row === undefined || trace === undefined) return undefined
+  return {
+    ...trace,
+    state: row.state,
+    interrupted: isInterrupted(row, Date.now()),
+    snapshots: transitions.map(snapshotOf),
+    tree: await treeOf(db, await rootOf(db, row))
+  }
+}

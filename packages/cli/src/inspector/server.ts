@@ -1,0 +1,235 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Agentvisor } from '@agentvisor/actors'
+import { openStore, RunStatus, type Store } from '@agentvisor/store'
+import { decideFromInspector, parseApprovalBody } from './approval-action.js'
+import { makeChangeFeed } from './change-feed.js'
+import { HttpError, readJsonBody, sendJson } from './http.js'
+import { runMachineGraph } from './machine-graph.js'
+import { inspectorPage } from './page.js'
+import { listRunItems, loadRunView } from './run-view.js'
+
+/** The port `agentvisor inspect` listens on unless told otherwise. */
+export const DEFAULT_INSPECTOR_PORT = 4380
+
+export interface InspectorOptions {
+  /** The SQLite file of the store (created and migrated if absent). */
+  readonly db: string
+  /** 0 picks a free port (default 4380). */
+  readonly port?: number
+  /** The address to bind (default 127.0.0.1: the inspector has no authentication). */
+  readonly host?: string
+  /** How often the store is polled for changes pushed to open pages (default 300 ms). */
+  readonly pollMs?: number
+}
+
+/** A running inspector. */
+export interface Inspector {
+  /** Where the page is, e.g. `http://127.0.0.1:4380/`. */
+  readonly url: string
+  /** The store file it reads. */
+  readonly db: string
+  /**
+   * Stops serving and closes the store. Runs this inspector was driving (after an approval)
+   * are interrupted without a final transition and stay resumable, as after a crash.
+   */
+  close(): Promise<void>
+}
+
+const STATUSES: ReadonlyArray<string> = Object.values(RunStatus)
+const KEEP_ALIVE_MS = 15_000
+const LOOPBACK_NAMES: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '[::1]', '::1'])
+
+const hostnameOf = (header: string | undefined): string | undefined => {
+  if (header === undefined) return undefined
+  try {
+    return new URL(`http://${header}`).hostname
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Serves the inspector: one self-contained page and a small JSON API over the store, with
+ * Server-Sent Events telling open pages which runs changed. Bound to 127.0.0.1 by default.
+ *
+ * @example
+ * const inspector = await startInspector({ db: '.agentvisor/agentvisor.db', port: 0 })
+ * console.log(inspector.url) // http://127.0.0.1:41327/
+ * await inspector.close()
+ */
+export const startInspector = async (options: InspectorOptions): Promise<Inspector> => {
+  const host = options.host ?? '127.0.0.1'
+  const loopback = LOOPBACK_NAMES.has(host)
+  // Reads go through this store. Its one write (a decision) is a single transaction that runs
+  // between two I/O callbacks, like every write of the Agentvisor's own store below, so the two
+  // connections of this process never wait on each other's lock (see openStore's notes).
+  const store: Store = await openStore(options.db)
+  const feed = makeChangeFeed(store.db, options.pollMs ?? 300)
+  const streams = new Set<ServerResponse>()
+
+  // Opened on the first approval that lets a paused run go on, and kept for the server's life.
+  let agentvisor: Promise<Agentvisor> | undefined
+  const drive = async (runId: string): Promise<void> => {
+    agentvisor ??= Agentvisor.open({ db: store.file }).catch((error: unknown) => {
+      agentvisor = undefined
+      throw error
+    })
+    const started = await (await agentvisor).resume(runId)
+    void started.result.then(
+      () => feed.notify([runId]),
+      () => {}
+    )
+  }
+
+  const openEvents = (req: IncomingMessage, res: ServerResponse): void => {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive'
+    })
+    // A page that went away mid-write is not an error worth more than dropping its stream.
+    res.on('error', () => {})
+    const send = (text: string): void => {
+      if (!res.destroyed && !res.writableEnded) res.write(text)
+    }
+    send('retry: 1000\n: connected\n\n')
+    streams.add(res)
+    const unsubscribe = feed.subscribe((runIds) => send(`data: ${JSON.stringify({ type: 'changed', runIds })}\n\n`))
+    const ping = setInterval(() => send(': keep-alive\n\n'), KEEP_ALIVE_MS)
+    req.once('close', () => {
+      clearInterval(ping)
+      unsubscribe()
+      streams.delete(res)
+    })
+  }
+
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // A page on another site may resolve its own name to 127.0.0.1 (DNS rebinding): only
+    // requests addressed to a loopback name are served when bound to loopback.
+    if (loopback && !LOOPBACK_NAMES.has(hostnameOf(req.headers.host) ?? '')) {
+      throw new HttpError({ status: 403, message: 'the inspector answers only requests addressed to 127.0.0.1 or localhost' })
+    }
+    const url = new URL(req.url ?? '/', 'http://inspector.invalid')
+    let parts: string[]
+    try {
+      parts = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent)
+    } catch {
+      throw new HttpError({ status: 400, message: 'the path is not valid' })
+    }
+    const method = req.method ?? 'GET'
+    const only = (allowed: string): void => {
+      if (method !== allowed) {
+        res.setHeader('allow', allowed)
+        throw new HttpError({ status: 405, message: `${method} is not allowed here (${allowed} is)` })
+      }
+    }
+
+    if (parts.length === 0) {
+      only('GET')
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': inspectorPage.csp,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff'
+      })
+      res.end(inspectorPage.html)
+      return
+    }
+    if (parts.length === 1 && parts[0] === 'favicon.ico') {
+      res.writeHead(204).end()
+      return
+    }
+    if (parts[0] !== 'api') throw new HttpError({ status: 404, message: `nothing at ${url.pathname}` })
+    const [, resource, runId, sub, requestId, ...extra] = parts
+
+    if (resource === 'info' && runId === undefined) {
+      only('GET')
+      return sendJson(res, 200, { db: store.file })
+    }
+    if (resource === 'machine' && runId === undefined) {
+      only('GET')
+      return sendJson(res, 200, runMachineGraph())
+    }
+    if (resource === 'events' && runId === undefined) {
+      only('GET')
+      return openEvents(req, res)
+    }
+    if (resource === 'runs' && runId === undefined) {
+      only('GET')
+      const status = url.searchParams.get('status') ?? ''
+      if (status !== '' && !STATUSES.includes(status)) {
+        throw new HttpError({ status: 400, message: `status must be one of ${STATUSES.join(', ')} (got "${status}")` })
+      }
+      return sendJson(res, 200, await listRunItems(store.db, status === '' ? undefined : (status as RunStatus)))
+    }
+    if (resource === 'runs' && runId !== undefined && sub === undefined) {
+      only('GET')
+      const view = await loadRunView(store.db, runId)
+      if (view === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
+      return sendJson(res, 200, view)
+    }
+    if (resource === 'runs' && runId !== undefined && sub === 'approvals' && requestId !== undefined && extra.length === 0) {
+      only('POST')
+      // A browser always names the page's origin on a POST; another site's page is refused.
+      const origin = req.headers.origin
+      if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) {
+        throw new HttpError({ status: 403, message: 'decisions are accepted only from the inspector page itself' })
+      }
+      const body = parseApprovalBody(await readJsonBody(req))
+      const outcome = await decideFromInspector({ db: store.db, drive }, runId, requestId, body)
+      feed.notify([runId])
+      return sendJson(res, 200, outcome)
+    }
+    throw new HttpError({ status: 404, message: `nothing at ${url.pathname}` })
+  }
+
+  const server = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      if (res.headersSent) {
+        res.end()
+        return
+      }
+      if (error instanceof HttpError) {
+        sendJson(res, error.status, { error: error.message })
+        return
+      }
+      const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
+      sendJson(res, 500, { error: `internal error: ${message}` })
+    })
+  })
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(options.port ?? DEFAULT_INSPECTOR_PORT, host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (error) {
+    feed.close()
+    await store.close()
+    throw error
+  }
+  const { port } = server.address() as AddressInfo
+  const urlHost = host.includes(':') ? `[${host}]` : host
+
+  let closing: Promise<void> | undefined
+  return {
+    url: `http://${urlHost}:${port}/`,
+    db: store.file,
+    close: () => {
+      closing ??= (async () => {
+        feed.close()
+        for (const res of streams) res.end()
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+        server.closeAllConnections()
+        await closed
+        if (agentvisor !== undefined) await (await agentvisor.catch(() => undefined))?.close()
+        await store.close()
+      })()
+      return closing
+    }
+  }
+}

@@ -1,0 +1,352 @@
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { Agentvisor } from '@agentvisor/actors'
+import type { Provider } from '@agentvisor/core'
+import { getRun, listApprovals, listRuns, listTransitions, openStore } from '@agentvisor/store'
+import { Effect } from 'effect'
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { inspectCommand } from '../packages/cli/src/commands/inspect.js'
+import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
+import { launchChromium } from './support/chromium.js'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+
+const ARTIFACTS = path.join(import.meta.dirname, '..', 'test-artifacts')
+
+const write = (p: string, content = 'DONE') => ({ name: 'write_file', arguments: { path: p, content } })
+
+/** A task file for the real CLI: a scripted model that writes out.txt, verified. */
+const scriptedTask = (dir: string, options: { goal: string; allowWrite: boolean }) =>
+  writeTask(dir, {
+    goal: options.goal,
+    workspace: 'ws',
+    providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [write('out.txt')] }] }],
+    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+    policy: { layers: [{ name: 'team', ...(options.allowWrite ? { allow: { write: ['out.txt'] } } : {}), deny: { write: ['secrets/**'] } }] },
+    approval: 'defer'
+  })
+
+/** Runs a task with the built CLI and returns its run id, checking the exit code. */
+const cliRun = async (file: string, db: string, expectedCode: number): Promise<string> => {
+  const result = await runCli(['run', file, '--json', '--db', db])
+  expect(result.code, result.stderr).toBe(expectedCode)
+  return lastJson<{ runId: string }>(result).runId
+}
+
+const post = (url: string, body: string, contentType = 'application/json') =>
+  fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body })
+
+let inspector: Inspector | undefined
+afterEach(async () => {
+  await inspector?.close()
+  inspector = undefined
+})
+
+describe('the inspector API', () => {
+  it('answers an unknown run id with 404 and a JSON error, and keeps serving', async () => {
+    const dir = tempDir()
+    inspector = await startInspector({ db: path.join(dir, 'av.db'), port: 0 })
+    const missing = await fetch(`${inspector.url}api/runs/no-such-run`)
+    expect(missing.status).toBe(404)
+    expect(missing.headers.get('content-type')).toContain('application/json')
+    expect(await missing.json()).toEqual({ error: 'no run with id no-such-run' })
+    const approval = await post(`${inspector.url}api/runs/no-such-run/approvals/r1`, '{"decision":"approve"}')
+    expect(approval.status).toBe(404)
+    expect(await (await fetch(`${inspector.url}api/runs?status=lost`)).json()).toEqual({ error: expect.stringContaining('status must be one of') })
+    expect((await fetch(`${inspector.url}api/runs`)).status).toBe(200)
+  })
+
+  it('refuses a malformed approval body with 400 and leaves the request pending', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: false }), db, 3)
+    inspector = await startInspector({ db, port: 0 })
+    const view = (await (await fetch(`${inspector.url}api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; status: string }> }
+    const requestId = view.approvals[0]!.id
+    const url = `${inspector.url}api/runs/${runId}/approvals/${requestId}`
+
+    for (const body of ['{not json', '[]', '{"decision":"maybe"}', '{"decision":"approve","remember":"yes"}']) {
+      const res = await post(url, body)
+      expect(res.status, body).toBe(400)
+      expect(await res.json(), body).toEqual({ error: expect.any(String) })
+    }
+    expect((await post(url, 'decision=approve', 'application/x-www-form-urlencoded')).status).toBe(415)
+    expect((await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body: '{"decision":"approve"}' })).status).toBe(403)
+    expect((await fetch(url)).status).toBe(405)
+
+    const store = await openStore(db)
+    try {
+      expect((await listApprovals(store.db, runId)).map((a) => a.status)).toEqual(['pending'])
+      expect((await getRun(store.db, runId))?.status).toBe('awaiting_approval')
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('derives the chart from the run machine itself, with every state and the root-level events', async () => {
+    inspector = await startInspector({ db: path.join(tempDir(), 'av.db'), port: 0 })
+    const graph = (await (await fetch(`${inspector.url}api/machine`)).json()) as {
+      initial: string
+      nodes: Array<{ id: string; children: string[] }>
+      edges: Array<{ from: string; event: string; to: string; guard?: string }>
+    }
+    expect(graph.initial).toBe('dispatching')
+    expect(graph.nodes.map((n) => n.id)).toEqual(
+      expect.arrayContaining(['dispatching', 'retrying', 'fallingOver', 'awaitingApproval', 'acting', 'awaitingChildren', 'verifying', 'finished', 'finished.succeeded', 'finished.timedOut'])
+    )
+    expect(graph.nodes.find((n) => n.id === 'finished')?.children).toEqual([
+      'finished.succeeded',
+      'finished.stepCapReached',
+      'finished.failed',
+      'finished.cancelled',
+      'finished.timedOut'
+    ])
+    expect(graph.edges).toEqual(
+      expect.arrayContaining([
+        { from: 'verifying', event: 'VERIFY_PASSED', to: 'finished.succeeded' },
+        { from: 'dispatching', event: 'PROVIDER_ERROR', to: 'fallingOver', guard: 'isTransient and hasNextProvider' },
+        { from: 'dispatching', event: 'DISPATCH_LOST', to: 'dispatching', reenter: true },
+        { from: '*', event: 'CANCEL', to: 'finished.cancelled', guard: 'isActive' }
+      ])
+    )
+  })
+
+  it('pushes a change event when a request is decided from another process', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: false }), db, 3)
+    inspector = await startInspector({ db, port: 0, pollMs: 50 })
+    const controller = new AbortController()
+    const events = await fetch(`${inspector.url}api/events`, { signal: controller.signal })
+    expect(events.headers.get('content-type')).toContain('text/event-stream')
+    const reader = events.body!.getReader()
+    let received = ''
+    const changed = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return undefined
+        received += Buffer.from(value).toString('utf8')
+        const line = received.split('\n').find((l) => l.startsWith('data: ') && l.includes(runId))
+        if (line !== undefined) return JSON.parse(line.slice('data: '.length)) as unknown
+      }
+    })()
+    // Let the feed take its first look before the decision lands.
+    await waitFor(() => (received.includes(': connected') ? true : undefined), 'the event stream to open')
+    const approve = await runCli(['approve', runId, '--db', db])
+    expect(approve.code, approve.stderr).toBe(0)
+    expect(await changed).toEqual({ type: 'changed', runIds: [runId] })
+    controller.abort()
+  })
+})
+
+describe('the inspector page in headless Chromium', () => {
+  let browser: Browser
+  beforeAll(async () => {
+    browser = await launchChromium()
+    mkdirSync(ARTIFACTS, { recursive: true })
+  })
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  /** Opens the page; `errors` collects uncaught errors of its script (each test expects none). */
+  const openPage = async (url: string): Promise<{ page: Page; errors: string[] }> => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1300 } })
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(url)
+    return { page, errors }
+  }
+  const litState = (page: Page) => page.locator('[data-testid=chart] .state-node.current')
+
+  it('lists a finished run, lights its final state, and steps back through its timeline', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: true }), db, 0)
+    inspector = await startInspector({ db, port: 0 })
+    const { page, errors } = await openPage(inspector.url)
+
+    const row = page.locator(`[data-testid=run-row][data-run-id="${runId}"]`)
+    await expect.poll(() => row.getAttribute('data-status')).toBe('succeeded')
+    await row.locator('a').click()
+    await page.locator(`[data-testid=run-view][data-run-id="${runId}"]`).waitFor()
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
+    expect(await page.locator('[data-testid=run-status]').getAttribute('data-status')).toBe('succeeded')
+    expect(await page.locator('[data-testid=timeline-row]').evaluateAll((rows) => rows.map((r) => r.textContent))).toEqual([
+      expect.stringMatching(/^0start\s*dispatching/),
+      expect.stringMatching(/^1PROVIDER_OKdispatchingacting/),
+      expect.stringMatching(/^2TOOLS_DONEactingverifying/),
+      expect.stringMatching(/^3VERIFY_PASSEDverifyingfinished\.succeeded/)
+    ])
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-run.png') })
+
+    await page.getByTestId('step-back').click()
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('verifying')
+    expect(await page.getByTestId('viewing-seq').getAttribute('data-seq')).toBe('2')
+    expect(await page.locator('[data-testid=chart] .edge.taken').first().getAttribute('data-from')).toBe('acting')
+    await page.getByTestId('step-back').click()
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('acting')
+    await page.locator('[data-testid=timeline-row][data-seq="0"]').click()
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('dispatching')
+    expect(await page.getByTestId('step-back').isDisabled()).toBe(true)
+    await page.getByTestId('step-forward').click()
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('acting')
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-time-travel.png') })
+    await page.getByTestId('step-latest').click()
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
+    expect(await page.getByTestId('viewing-seq').getAttribute('data-latest')).toBe('true')
+    await page.close()
+    expect(errors).toEqual([])
+  })
+
+  it('approving a pending request from the page lets the paused run finish, shown without a reload', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt once approved', allowWrite: false }), db, 3)
+    expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
+    inspector = await startInspector({ db, port: 0 })
+    const { page, errors } = await openPage(`${inspector.url}#/runs/${runId}`)
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('awaitingApproval')
+    const request = page.locator('[data-testid=approval-row]')
+    expect(await request.getAttribute('data-status')).toBe('pending')
+    expect(await request.textContent()).toContain('write out.txt')
+    await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }))
+
+    await request.getByTestId('approve').click()
+    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
+    expect(await page.locator('[data-testid=approval-row]').getAttribute('data-status')).toBe('approved')
+    expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true)
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-approved.png') })
+    await page.close()
+    expect(errors).toEqual([])
+
+    expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
+    const store = await openStore(db)
+    try {
+      expect((await getRun(store.db, runId))?.status).toBe('succeeded')
+      expect(await listApprovals(store.db, runId)).toEqual([expect.objectContaining({ status: 'approved', source: 'cli' })])
+      expect((await listTransitions(store.db, runId)).map((t) => t.event)).toEqual(['PROVIDER_OK', 'APPROVAL_REQUESTED', 'APPROVALS_DECIDED', 'TOOLS_DONE', 'VERIFY_PASSED'])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it("moves a running run's lit state on the page as the run progresses, without a reload", async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    // The model answers only when the test says so: the page must see the run mid-flight.
+    let answer!: () => void
+    const answered = new Promise<void>((resolve) => (answer = resolve))
+    const gated: Provider = {
+      name: 'primary',
+      kind: 'scripted',
+      chat: () =>
+        Effect.promise(() => answered).pipe(
+          Effect.as({ text: '', toolCalls: [{ id: 'call-1', name: 'write_file', arguments: JSON.stringify({ path: 'out.txt', content: 'DONE' }) }] })
+        )
+    }
+    const av = await Agentvisor.open({ db, makeProvider: () => gated })
+    try {
+      const run = await av.start({
+        goal: 'Write DONE into out.txt while the inspector watches',
+        workspace: path.join(dir, 'ws'),
+        providers: [{ name: 'primary', kind: 'scripted', steps: [] }],
+        verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+        policy: { layers: [{ name: 'team', allow: { write: ['out.txt'] } }] }
+      })
+      inspector = await startInspector({ db, port: 0 })
+      const { page, errors } = await openPage(`${inspector.url}#/runs/${run.runId}`)
+      await expect.poll(() => litState(page).getAttribute('data-state')).toBe('dispatching')
+      expect(await page.getByTestId('run-status').getAttribute('data-status')).toBe('running')
+      await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }))
+
+      answer()
+      expect(await run.result).toMatchObject({ status: 'succeeded' })
+      await expect.poll(() => litState(page).getAttribute('data-state'), { timeout: 10_000 }).toBe('finished.succeeded')
+      expect(await page.getByTestId('run-status').getAttribute('data-status')).toBe('succeeded')
+      expect(await page.locator('[data-testid=timeline-row]').count()).toBe(4)
+      expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true)
+      await page.close()
+    expect(errors).toEqual([])
+    } finally {
+      await av.close()
+    }
+  })
+  it('draws the child-run tree with links that open each run of it', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    let answer!: () => void
+    const answered = new Promise<void>((resolve) => (answer = resolve))
+    // The parent's model waits until its children are done, so the parent is alive to spawn them.
+    const av = await Agentvisor.open({
+      db,
+      makeProvider: (config) => ({
+        name: config.name,
+        kind: 'scripted',
+        chat: () => Effect.promise(() => answered).pipe(Effect.as({ text: '', toolCalls: [{ id: 'w', name: 'write_file', arguments: JSON.stringify({ path: 'out.txt', content: 'DONE' }) }] }))
+      })
+    })
+    try {
+      const parent = await av.start({
+        goal: 'Parent: gather the parts',
+        workspace: path.join(dir, 'ws'),
+        providers: [{ name: 'primary', kind: 'scripted', steps: [] }],
+        verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+        policy: { layers: [{ name: 'team', allow: { write: ['**'] } }] }
+      })
+      const child = await parent.spawn({ goal: 'Child: write part a', verify: { fileContains: { path: 'out.txt', text: 'DONE' } } })
+      answer()
+      expect(await child.result).toMatchObject({ status: 'succeeded' })
+      expect(await parent.result).toMatchObject({ status: 'succeeded' })
+    } finally {
+      await av.close()
+    }
+    const store = await openStore(db)
+    const [parentRow, childRow] = await listRuns(store.db).finally(() => store.close())
+    expect(childRow?.parent_id).toBe(parentRow!.id)
+
+    inspector = await startInspector({ db, port: 0 })
+    const { page, errors } = await openPage(`${inspector.url}#/runs/${parentRow!.id}`)
+    const tree = page.getByTestId('children')
+    await tree.waitFor()
+    expect(await tree.locator('[data-testid=tree-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-run-id')))).toEqual([parentRow!.id, childRow!.id])
+    await tree.locator(`[data-testid=tree-node][data-run-id="${childRow!.id}"] > div > a`).click()
+    await page.locator(`[data-testid=run-view][data-run-id="${childRow!.id}"]`).waitFor()
+    expect(await page.locator('[data-testid=run-view] h1').textContent()).toBe('Child: write part a')
+    await page.close()
+    expect(errors).toEqual([])
+  })
+})
+
+describe('agentvisor inspect', () => {
+  it('prints the one line with the URL of the run, serves the page, and returns 0 when stopped', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: true }), db, 0)
+    let stop!: () => void
+    const stopped = new Promise<void>((resolve) => (stop = resolve))
+    const lines: string[] = []
+    const exit = inspectCommand([runId, '--db', db, '--port', '0'], { stop: stopped, print: (line) => lines.push(line), log: () => {} })
+    const line = await waitFor(() => lines[0], 'the URL line')
+    expect(line).toMatch(new RegExp(`^inspector on http://127\\.0\\.0\\.1:\\d+/#/runs/${runId}$`))
+    const url = line.slice('inspector on '.length).split('#')[0]!
+    const page = await fetch(url)
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")
+    expect(await page.text()).toContain('data-testid="runs-list"')
+    stop()
+    expect(await exit).toBe(0)
+    expect(lines).toHaveLength(1)
+    await expect(fetch(url)).rejects.toThrow()
+  })
+
+  it('refuses an unknown run id and a bad port as usage errors', async () => {
+    const db = path.join(tempDir(), 'av.db')
+    await expect(inspectCommand(['no-such-run', '--db', db, '--port', '0'], { stop: Promise.resolve() })).rejects.toMatchObject({
+      name: 'UsageError',
+      message: 'no run with id no-such-run'
+    })
+    await expect(inspectCommand(['--port', 'eighty', '--db', db])).rejects.toMatchObject({ name: 'UsageError', message: expect.stringContaining('--port') })
+    await expect(inspectCommand(['--db', db, 'a', 'b'])).rejects.toMatchObject({ name: 'UsageError', message: 'unexpected argument "b"' })
+  })
+})
