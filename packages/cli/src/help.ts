@@ -17,8 +17,8 @@ examples:
   agentvisor run examples/single-agent/task.json
   agentvisor run task.yaml --approval defer --json
 `,
-  resume: `agentvisor resume RUN [--json] [--db PATH] [--nats URL]
-agentvisor resume --all [--json] [--db PATH] [--nats URL]
+  resume: `agentvisor resume RUN [--json] [--db PATH] [--nats URL] [--inspect [URL]]
+agentvisor resume --all [--json] [--db PATH] [--nats URL] [--inspect [URL]]
 
 Continues an interrupted or paused run under the same run id: a model call lost in a crash is
 sent again, completed tool calls are never repeated (docs/durability.md). --all resumes every

@@ -59,7 +59,7 @@ import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js
 import { isFinalPath, statePath, statusOfState } from '../machine/run-state.js'
 import { type Admission, type CallOutcome, type CircuitBreakers, circuitKey } from './circuit-breaker.js'
 import { stepMessages, summarizePrompt, type ToolResultRecord } from './conversation.js'
-import { notify, type RunObserver } from './run-observer.js'
+import { type AttemptSettled, notify, type RunObserver } from './run-observer.js'
 
 
 /** What the parent's model is told of a finished child. */
@@ -163,6 +163,24 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   const context = (): RunContext => actor.getSnapshot().context
   const currentPath = (): string => statePath(actor.getSnapshot().value)
 
+  notify(observers, 'onDriveStarted', {
+    runId,
+    parentId: contract.lineage?.parentId,
+    rootId: contract.lineage?.rootId,
+    resumed: deps.seq > 0,
+    state: currentPath(),
+    step: context().step
+  })
+  // The supervisor stops the actor whenever it lets go of the run (finished, paused, lease lost,
+  // runtime closed): the one signal every way out of a drive shares.
+  actor.subscribe({ complete: () => notify(observers, 'onDriveEnded', { runId }) })
+
+  /** What a receipt row of the current attempt says about itself, for `onAttemptSettled`. */
+  const attemptOf = (ctx: RunContext): Omit<AttemptSettled, 'outcome' | 'latencyMs'> => {
+    const config = contract.providers[ctx.providerIndex]!
+    return { runId, step: ctx.step, attempt: ctx.attempt, provider: config.name, providerKind: config.kind, model: config.model, reason: ctx.reason }
+  }
+
   /**
    * Sends the event and persists the transition with its step data in one transaction. It is
    * uninterruptible: a cancel that lands mid-commit waits, so memory and store never disagree.
@@ -258,6 +276,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
             yield* Effect.promise(() =>
               settleAttempt(db, runId, ctx.step, ctx.attempt, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })
             ).pipe(Effect.ignore)
+            notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'cancelled', latencyMs: end - startedAt })
           })
         )
       )
@@ -277,6 +296,14 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
               error_message: error.message,
               latency_ms: latency,
               partial_text: error.partialText ?? null
+            }),
+          after: () =>
+            notify(observers, 'onAttemptSettled', {
+              ...attemptOf(ctx),
+              outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
+              errorKind: error.kind,
+              httpStatus: error.httpStatus,
+              latencyMs: latency
             })
         } satisfies Work
       }
@@ -309,6 +336,14 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         after: () => {
           messages.push(...stepMessages(step))
           lastToolCalls = reply.toolCalls
+          notify(observers, 'onAttemptSettled', {
+            ...attemptOf(ctx),
+            outcome: 'ok',
+            latencyMs: latency,
+            ttftMs: reply.timeToFirstTokenMs,
+            tokensIn: reply.usage?.inputTokens,
+            tokensOut: reply.usage?.outputTokens
+          })
         }
       } satisfies Work
     })
@@ -322,7 +357,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         const base = { run_id: runId, step: ctx.step, attempt: ctx.attempt, provider, reason: ctx.reason }
         await insertAttempt(trx, { ...base, error_kind: null, http_status: null, error_message: null, latency_ms: null, ttft_ms: null, tokens_in: null, tokens_out: null, partial_text: null, started_at: iso(at) })
         await settleAttempt(trx, runId, ctx.step, ctx.attempt, { outcome: 'failed', settled_at: iso(at), error_kind: 'transient', error_message: 'circuit open', latency_ms: 0 })
-      }
+      },
+      after: () => notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'failed', errorKind: 'transient', latencyMs: 0 })
     }
   }
 

@@ -1,4 +1,6 @@
-import type { RunError } from '@agentvisor/core'
+import type { ErrorKind, ProviderConfig, RunError } from '@agentvisor/core'
+import type { SettledAttemptOutcome } from '@agentvisor/store'
+import type { DispatchReason } from '../machine/run-machine.js'
 
 /** A persisted transition, as `show --json` and `agentvisor.runs.<id>.events` carry it. */
 export interface TransitionRecord {
@@ -8,6 +10,43 @@ export interface TransitionRecord {
   readonly event: string
   readonly to: string
   readonly at: string
+}
+
+/** A driver took a run: a new run, or a resume (in this process, or after a crash elsewhere). */
+export interface DriveStarted {
+  readonly runId: string
+  /** The parent of a child run (`spawn_child`, `Agentvisor.spawn`). */
+  readonly parentId?: string | undefined
+  /** The root of the run's tree, for a child run. */
+  readonly rootId?: string | undefined
+  /** Whether the run was driven before (a resume): its earlier steps are not part of this drive. */
+  readonly resumed: boolean
+  /** The state the drive starts in (`dispatching` for a new run) and the step it is at. */
+  readonly state: string
+  readonly step: number
+}
+
+/**
+ * An attempt's receipt row, settled and durable: the same facts `show` reports in
+ * `receipts[].attempts[]`. Skipped circuits (no call made) and cancelled calls are included.
+ */
+export interface AttemptSettled {
+  readonly runId: string
+  readonly step: number
+  /** 0-based index within the step: the position of the attempt in its receipt. */
+  readonly attempt: number
+  readonly provider: string
+  readonly providerKind: ProviderConfig['kind']
+  readonly model?: string | undefined
+  readonly reason: DispatchReason
+  readonly outcome: SettledAttemptOutcome
+  readonly errorKind?: ErrorKind | undefined
+  readonly httpStatus?: number | undefined
+  readonly latencyMs: number
+  /** Time to the first streamed token; absent when not streamed. */
+  readonly ttftMs?: number | undefined
+  readonly tokensIn?: number | undefined
+  readonly tokensOut?: number | undefined
 }
 
 /**
@@ -20,6 +59,15 @@ export interface RunObserver {
   readonly onToolCall?: (info: { runId: string; step: number; name: string; target: string }) => void
   readonly onToolResult?: (info: { runId: string; step: number; name: string; ok: boolean; output: string }) => void
   readonly onFinished?: (result: { runId: string; status: string; steps: number; error?: RunError | undefined }) => void
+  /** A driver took the run; every hook of the run until `onDriveEnded` belongs to this drive. */
+  readonly onDriveStarted?: (info: DriveStarted) => void
+  /** An attempt's receipt was settled (called after `onDispatch`, or alone for a skipped circuit). */
+  readonly onAttemptSettled?: (info: AttemptSettled) => void
+  /**
+   * The driver let go of the run: after `onFinished` (finished, paused, lease lost), or alone when
+   * the runtime closed under it (the run stays resumable).
+   */
+  readonly onDriveEnded?: (info: { runId: string }) => void
 }
 
 /** Calls one hook of several observers, swallowing their failures. */

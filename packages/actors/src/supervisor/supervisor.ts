@@ -37,6 +37,7 @@ import { loadRunPolicy } from '../approval/run-policy.js'
 import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease, watchLease } from './lease.js'
 import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
+import { type TelemetryOptions, telemetryObserver } from '../telemetry/telemetry-observer.js'
 import { handleChildDelivery } from '../worker/child-worker.js'
 import { childContract } from '../children/child-contract.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
@@ -67,6 +68,11 @@ export interface SupervisorOptions {
   readonly retryPolicy?: RetryPolicy
   /** Deadline of one provider call when its config sets none (default 120 s). */
   readonly attemptTimeoutMs?: number
+  /**
+   * OpenTelemetry spans for runs, steps, attempts and tool calls (docs/telemetry.md). On by
+   * default and free until a tracer provider is registered; `false` turns it off.
+   */
+  readonly telemetry?: false | TelemetryOptions
   /** Observers of every run this supervisor drives. */
   readonly observers?: ReadonlyArray<RunObserver>
   /** XState inspection events of every run actor (the Stately inspector, tests). */
@@ -161,6 +167,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const buildProvider = options.makeProvider ?? makeProvider
       const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
 
+      const telemetry = options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]
       const leasePolicy = options.lease ?? DEFAULT_LEASE_POLICY
       const leaseOwner = makeLeaseOwner()
 
@@ -240,6 +247,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const workspace = yield* openWorkspace(contract.workspace)
           const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
           const observers = [
+            ...telemetry,
             ...(options.observers ?? []),
             ...(startOptions.observers ?? []),
             ...(options.bus !== undefined ? [busObserver(options.bus, db)] : [])

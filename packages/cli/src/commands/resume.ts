@@ -2,18 +2,19 @@ import { Agentvisor, type RunResult } from '@agentvisor/actors'
 import { isInterrupted, listRuns, openStore } from '@agentvisor/store'
 import { printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
+import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
 import { type DriveFlags, driveOne, openOptions } from './run.js'
 
-/** `agentvisor resume RUN [--json] [--db PATH] [--nats URL]` or `agentvisor resume --all [--json] [--db PATH] [--nats URL]` */
+/** `agentvisor resume RUN [--json] [--db PATH] [--nats URL] [--inspect [URL]]` or `agentvisor resume --all [...the same flags]` */
 export const resumeCommand = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseCommandArgs(
-    argv,
-    { json: { type: 'boolean' }, db: { type: 'string' }, all: { type: 'boolean' }, nats: { type: 'string' } },
+    withInspectDefault(argv),
+    { json: { type: 'boolean' }, db: { type: 'string' }, all: { type: 'boolean' }, nats: { type: 'string' }, inspect: { type: 'string' } },
     { min: 0, max: 1, names: 'RUN (the id of the run to resume), or --all' }
   )
   if ((values.all === true) === (positionals.length === 1)) throw new UsageError('resume takes a run id or --all')
-  const flags = { db: values.db, nats: values.nats, json: values.json === true }
+  const flags = { db: values.db, nats: values.nats, json: values.json === true, inspect: values.inspect }
   if (values.all === true) return resumeAll(flags)
   return driveOne(flags, async (av) => {
     const run = await av.resume(positionals[0]!)
@@ -35,21 +36,26 @@ const resumeAll = async (flags: DriveFlags): Promise<number> => {
     await store.close()
   }
   say(`agentvisor: ${ids.length} interrupted run${ids.length === 1 ? '' : 's'} to resume`)
-  const av = await Agentvisor.open({ ...options, observers: [progressObserver(startedAt)] })
+  const inspector = await startInspector(flags.inspect)
   const results: RunResult[] = []
   try {
-    const runs = await Promise.all(ids.map((id) => av.resume(id)))
-    const cancelAll = () => void Promise.all(runs.map((r) => r.cancel()))
-    process.once('SIGINT', cancelAll)
-    process.once('SIGTERM', cancelAll)
+    const av = await Agentvisor.open({ ...options, observers: [progressObserver(startedAt)], ...inspectOptions(inspector) })
     try {
-      results.push(...(await Promise.all(runs.map((r) => r.result))))
+      const runs = await Promise.all(ids.map((id) => av.resume(id)))
+      const cancelAll = () => void Promise.all(runs.map((r) => r.cancel()))
+      process.once('SIGINT', cancelAll)
+      process.once('SIGTERM', cancelAll)
+      try {
+        results.push(...(await Promise.all(runs.map((r) => r.result))))
+      } finally {
+        process.off('SIGINT', cancelAll)
+        process.off('SIGTERM', cancelAll)
+      }
     } finally {
-      process.off('SIGINT', cancelAll)
-      process.off('SIGTERM', cancelAll)
+      await av.close()
     }
   } finally {
-    await av.close()
+    await inspector?.stop()
   }
   for (const result of results) say(`agentvisor: run ${result.runId} ${result.status}`)
   if (flags.json) printJson(results)

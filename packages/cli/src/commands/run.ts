@@ -4,6 +4,7 @@ import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
 import { elapsed, printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
+import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { terminalApprover } from '../terminal-approver.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
 
@@ -72,26 +73,25 @@ const loadContract = async (file: string): Promise<TaskContract> => {
   return loaded.right
 }
 
-/** `agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto]` */
+/** `agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto] [--nats URL] [--inspect [URL]]` */
 export const runCommand = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseCommandArgs(
-    argv,
+    withInspectDefault(argv),
     {
       json: { type: 'boolean' },
       db: { type: 'string' },
       approval: { type: 'string' },
       nats: { type: 'string' },
-      inspect: { type: 'boolean' }
+      inspect: { type: 'string' }
     },
     { min: 1, max: 1, names: 'TASK (the task file to run)' }
   )
   if (values.approval !== undefined && !isApprovalMode(values.approval)) {
     throw new UsageError(`--approval must be prompt, defer or auto (got "${values.approval}")`)
   }
-  if (values.inspect === true) throw new UsageError('--inspect is not supported by this build yet')
   const loaded = await loadContract(positionals[0]!)
   const contract: TaskContract = values.approval === undefined ? loaded : { ...loaded, approval: values.approval }
-  return driveOne({ db: values.db, nats: values.nats, json: values.json === true }, async (av) => {
+  return driveOne({ db: values.db, nats: values.nats, json: values.json === true, inspect: values.inspect }, async (av) => {
     const run = await av.start(contract)
     say(`agentvisor: run ${run.runId} started: ${contract.goal}`)
     return run
@@ -103,6 +103,8 @@ export interface DriveFlags {
   readonly db: string | undefined
   readonly nats: string | undefined
   readonly json: boolean
+  /** The Stately inspector relay to stream XState inspection events to (`--inspect`). */
+  readonly inspect?: string | undefined
 }
 
 /** The store path and the Agentvisor options (the NATS bus, when asked for) of the flags. */
@@ -121,14 +123,25 @@ export const driveOne = async (flags: DriveFlags, begin: (av: Agentvisor) => Pro
   const startedAt = Date.now()
   const approver = terminalApprover()
   const { dbPath, options } = openOptions(flags)
-  const av = await Agentvisor.open({ ...options, observers: [progressObserver(startedAt)], ...(approver === undefined ? {} : { approver }) })
+  const inspector = await startInspector(flags.inspect)
   try {
-    const run = await begin(av)
-    const result = await awaitWithSignals(run)
-    await av.close()
-    await reportResult(result, flags.json, startedAt, dbPath)
-    return exitCodeOf(result.status)
+    const av = await Agentvisor.open({
+      ...options,
+      observers: [progressObserver(startedAt)],
+      ...(approver === undefined ? {} : { approver }),
+      ...inspectOptions(inspector)
+    })
+    try {
+      const run = await begin(av)
+      const result = await awaitWithSignals(run)
+      await av.close()
+      await reportResult(result, flags.json, startedAt, dbPath)
+      return exitCodeOf(result.status)
+    } finally {
+      await av.close()
+    }
   } finally {
-    await av.close()
+    // Its socket would keep the process alive once the run is over.
+    await inspector?.stop()
   }
 }

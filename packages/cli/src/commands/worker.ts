@@ -1,14 +1,19 @@
 import { Agentvisor, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { resolveDbPath } from '@agentvisor/store'
+import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 /**
- * `agentvisor worker --nats URL [--db PATH] [--concurrency N]`: drives child runs from the
+ * `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--inspect [URL]]`: drives child runs from the
  * JetStream work queue (one durable consumer shared by every worker) and answers control
  * requests, until SIGINT/SIGTERM. Logs one line per run it starts and ends.
  */
 export const workerCommand = async (argv: string[]): Promise<number> => {
-  const { values } = parseCommandArgs(argv, { nats: { type: 'string' }, db: { type: 'string' }, concurrency: { type: 'string' } }, { min: 0, max: 0, names: '' })
+  const { values } = parseCommandArgs(
+    withInspectDefault(argv),
+    { nats: { type: 'string' }, db: { type: 'string' }, concurrency: { type: 'string' }, inspect: { type: 'string' } },
+    { min: 0, max: 0, names: '' }
+  )
   const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
   if (nats === undefined) throw new UsageError('worker needs --nats URL (or AGENTVISOR_NATS_URL)')
   const concurrency = values.concurrency === undefined ? 4 : Number(values.concurrency)
@@ -17,13 +22,18 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
   const log = (line: string): void => {
     process.stderr.write(`agentvisor worker: ${line}\n`)
   }
-  const av = await Agentvisor.open({ db: dbPath, nats, serveChildren: { concurrency }, serveControl: true, log })
-  log(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${dbPath}, ${concurrency} at a time)`)
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve())
-    process.once('SIGTERM', () => resolve())
-  })
-  log('stopping; runs in progress stay resumable and their requests go back to the queue')
-  await av.close()
+  const inspector = await startInspector(values.inspect, log)
+  try {
+    const av = await Agentvisor.open({ db: dbPath, nats, serveChildren: { concurrency }, serveControl: true, log, ...inspectOptions(inspector) })
+    log(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${dbPath}, ${concurrency} at a time)`)
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve())
+      process.once('SIGTERM', () => resolve())
+    })
+    log('stopping; runs in progress stay resumable and their requests go back to the queue')
+    await av.close()
+  } finally {
+    await inspector?.stop()
+  }
   return 0
 }
