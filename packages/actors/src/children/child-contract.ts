@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import * as path from 'node:path'
 import { DEFAULT_CHILD_LIMITS, type Limits, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import type { NewRun } from '@agentvisor/store'
 import { Either } from 'effect'
 
 /**
@@ -68,3 +69,21 @@ export const childContract = (
   }
   return Either.mapLeft(parseTaskContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
 }
+
+/**
+ * The row of a new child run, about to be driven. `parentId` is null when the parent lives in
+ * another store (a worker with a store of its own): the link stays in the contract's lineage.
+ */
+export const childRunRow = (id: string, parentId: string | null, contract: TaskContract, at: string): NewRun => ({
+  id,
+  parent_id: parentId,
+  root_id: contract.lineage?.rootId ?? parentId,
+  status: 'running',
+  goal: contract.goal,
+  contract_json: JSON.stringify(contract),
+  state: 'dispatching',
+  error_json: null,
+  created_at: at,
+  updated_at: at,
+  ended_at: null
+})

@@ -53,11 +53,11 @@ import { type ApprovalAnswer, approvalRequestOf, type ApprovalRequest, decideReq
 import { planStep } from '../approval/step-plan.js'
 import type { Bus } from '../bus/bus.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
-import { childContract, childRunId } from '../children/child-contract.js'
+import { childContract, childRunId, childRunRow } from '../children/child-contract.js'
 import { toolActOf } from '../approval/tool-act.js'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, statePath, statusOfState } from '../machine/run-state.js'
-import { type Admission, type CallOutcome, type CircuitBreakers, circuitKey } from './circuit-breaker.js'
+import { type CallOutcome, type CircuitBreakers, circuitKey } from './circuit-breaker.js'
 import { stepMessages, summarizePrompt, type ToolResultRecord } from './conversation.js'
 import { type AttemptSettled, notify, type RunObserver } from './run-observer.js'
 
@@ -506,19 +506,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
           event: { type: 'CHILDREN_SPAWNED' },
           writes: async (trx) => {
             for (const child of newChildren) {
-              await insertRun(trx, {
-                id: child.id,
-                parent_id: runId,
-                root_id: child.contract.lineage?.rootId ?? runId,
-                status: 'running',
-                goal: child.contract.goal,
-                contract_json: JSON.stringify(child.contract),
-                state: 'dispatching',
-                error_json: null,
-                created_at: at,
-                updated_at: at,
-                ended_at: null
-              })
+              await insertRun(trx, childRunRow(child.id, runId, child.contract, at))
             }
           }
         } satisfies Work

@@ -39,7 +39,7 @@ import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
 import { type TelemetryOptions, telemetryObserver } from '../telemetry/telemetry-observer.js'
 import { handleChildDelivery } from '../worker/child-worker.js'
-import { childContract } from '../children/child-contract.js'
+import { childContract, childRunRow } from '../children/child-contract.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { notify, type RunObserver } from './run-observer.js'
@@ -369,20 +369,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const spawnLock = yield* Effect.makeSemaphore(1)
       const insertChild = (runId: string, parentId: string, contract: TaskContract, at: string) =>
         Effect.tryPromise({
-          try: () =>
-            insertRun(db, {
-              id: runId,
-              parent_id: parentId,
-              root_id: contract.lineage?.rootId ?? parentId,
-              status: 'running',
-              goal: contract.goal,
-              contract_json: JSON.stringify(contract),
-              state: 'dispatching',
-              error_json: null,
-              created_at: at,
-              updated_at: at,
-              ended_at: null
-            }),
+          try: () => insertRun(db, childRunRow(runId, parentId, contract, at)),
           catch: (cause) => new StoreError({ message: 'store: cannot create the child run', cause })
         })
       const spawn = (parentId: string, spec: ChildSpec) =>

@@ -3,6 +3,7 @@ import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError } f
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ChildDelivery } from '../bus/bus.js'
+import { childRunRow } from '../children/child-contract.js'
 import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
 
 
@@ -52,19 +53,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
   }).pipe(Effect.catchAllCause(() => delivery.nak))
 
 const insertChildRow = async (db: Kysely<Database>, runId: string, parentId: string, contract: TaskContract): Promise<void> => {
-  const at = new Date().toISOString()
   const parentKnown = (await getRun(db, parentId)) !== undefined
-  await insertRun(db, {
-    id: runId,
-    // The parent lives in another store when this worker has its own: keep the link loose.
-    parent_id: parentKnown ? parentId : null,
-    status: 'running',
-    goal: contract.goal,
-    contract_json: JSON.stringify(contract),
-    state: 'dispatching',
-    error_json: null,
-    created_at: at,
-    updated_at: at,
-    ended_at: null
-  })
+  // The parent lives in another store when this worker has its own: keep the link loose.
+  await insertRun(db, childRunRow(runId, parentKnown ? parentId : null, contract, new Date().toISOString()))
 }
