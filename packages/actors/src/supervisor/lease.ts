@@ -14,6 +14,7 @@ import {
 import { Clock, Deferred, Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { RunNotFoundError } from '../errors.js'
+import { store } from './driver-io.js'
 
 /** How long a driver's lease lasts without renewal, and how often cancel requests are polled. */
 export interface LeasePolicy {
@@ -26,9 +27,6 @@ export const DEFAULT_LEASE_POLICY: LeasePolicy = { ttlMs: 15_000, pollMs: 250 }
 /** A lease owner name for this process: `host/pid/nonce` (the nonce tells two supervisors apart). */
 export const makeLeaseOwner = (): string => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`
 
-const storeError = (what: string) => (cause: unknown) =>
-  cause instanceof LeaseLostError ? cause : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
-
 /** Takes a run's lease or fails with the live holder (`LeaseConflictError`). Returns the fencing token. */
 export const takeLease = (
   db: Kysely<Database>,
@@ -38,10 +36,7 @@ export const takeLease = (
 ): Effect.Effect<number, LeaseConflictError | LeaseLostError | RunNotFoundError | StoreError> =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    const result = yield* Effect.tryPromise({
-      try: () => acquireLease(db, { runId, owner, now, ttlMs: policy.ttlMs, isAbandoned: isAbandonedOwner }),
-      catch: storeError('take the lease')
-    })
+    const result = yield* store('take the lease', () => acquireLease(db, { runId, owner, now, ttlMs: policy.ttlMs, isAbandoned: isAbandonedOwner }))
     if (result === undefined) return yield* new RunNotFoundError({ runId })
     if ('holder' in result) return yield* new LeaseConflictError({ runId, owner: result.holder.owner, expiresAt: result.holder.expiresAt })
     return result.token
@@ -65,11 +60,11 @@ export const watchLease = (
       yield* Effect.sleep(Duration.millis(policy.pollMs))
       const now = yield* Clock.currentTimeMillis
       if (now - renewedAt >= policy.ttlMs / 3) {
-        const renewed = yield* Effect.tryPromise({ try: () => renewLease(db, runId, token, now + policy.ttlMs), catch: storeError('renew the lease') })
+        const renewed = yield* store('renew the lease', () => renewLease(db, runId, token, now + policy.ttlMs))
         if (!renewed) return yield* new LeaseLostError({ runId })
         renewedAt = now
       }
-      if (yield* Effect.tryPromise({ try: () => isCancelRequested(db, runId), catch: storeError('poll for cancel') })) {
+      if (yield* store('poll for cancel', () => isCancelRequested(db, runId))) {
         yield* Deferred.succeed(cancelled, undefined)
       }
     }

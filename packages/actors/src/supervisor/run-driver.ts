@@ -12,7 +12,6 @@ import {
   runErrorFromProvider,
   runTool,
   verify,
-  DEFAULT_CHILD_LIMITS,
   SPAWN_CHILD_TOOL,
   WORKSPACE_TOOLS
 } from '@agentvisor/core'
@@ -25,10 +24,6 @@ import {
   listToolEffects,
   countTreeDispatches,
   insertRun,
-  listChildren,
-  listSteps,
-  requestCancel,
-  type RunRow,
   type ApprovalRow,
   type NewApproval,
   startToolEffect,
@@ -43,17 +38,17 @@ import {
   settleAttempt,
   settlePendingAttempts,
   StoreError,
-  isFinalStatus,
   updateRun
 } from '@agentvisor/store'
-import { Clock, Duration, Effect, Either } from 'effect'
+import { Duration, Effect } from 'effect'
 import type { Kysely, Transaction } from 'kysely'
 import type { Actor } from 'xstate'
 import { type ApprovalAnswer, approvalRequestOf, type ApprovalRequest, decideRequest } from '../approval/decide.js'
 import { planStep } from '../approval/step-plan.js'
 import type { Bus } from '../bus/bus.js'
-import { PROTOCOL_VERSION } from '../bus/messages.js'
-import { childContract, childRunId, childRunRow } from '../children/child-contract.js'
+import { childRunRow } from '../children/child-contract.js'
+import { makeChildRuns } from '../children/child-runs.js'
+import { iso, nowMs, store } from './driver-io.js'
 import { toolActOf } from '../approval/tool-act.js'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, statePath, statusOfState } from '../machine/run-state.js'
@@ -61,13 +56,6 @@ import { type CallOutcome, type CircuitBreakers, circuitKey } from './circuit-br
 import { stepMessages, summarizePrompt, type ToolResultRecord } from './conversation.js'
 import { type AttemptSettled, notify, type RunObserver } from './run-observer.js'
 
-
-/** What the parent's model is told of a finished child. */
-const describeChild = (child: RunRow, lastText: string): string => {
-  const error = child.error_json === null ? '' : ` (${(JSON.parse(child.error_json) as RunError).kind}: ${(JSON.parse(child.error_json) as RunError).message})`
-  const said = lastText === '' ? '' : `\nIts last answer: ${lastText}`
-  return `Child run ${child.id} ${child.status} after ${child.steps} step${child.steps === 1 ? '' : 's'}${error}.${said}`
-}
 
 /** Tools whose calls change the world: journalled so that a resume never repeats them. */
 const JOURNALLED_TOOLS: ReadonlySet<string> = new Set(['write_file', 'exec'])
@@ -123,20 +111,6 @@ interface Work {
   readonly after?: () => void
 }
 
-/** A store call as an Effect; a fenced-out write keeps its own error so the driver knows to stop. */
-const store = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError | LeaseLostError> =>
-  Effect.tryPromise({
-    try: run,
-    catch: (cause) =>
-      cause instanceof LeaseLostError
-        ? cause
-        : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
-  })
-
-/** Time comes from Effect's Clock, so tests can move it (Retry-After, deadlines) without sleeping. */
-const nowMs = Clock.currentTimeMillis
-const iso = (ms: number): string => new Date(ms).toISOString()
-
 const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
   error === undefined ? 'success' : error.kind === 'transient' ? 'transient' : 'other'
 
@@ -155,10 +129,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       })
     )
 
-  // A run may start children while it is shallower than the tree's depth cap, and only with a bus.
-  const children = contract.children ?? DEFAULT_CHILD_LIMITS
-  const canSpawn = deps.bus !== undefined && (contract.lineage?.depth ?? 0) < children.maxDepth
-  const offeredTools = canSpawn ? [...WORKSPACE_TOOLS, SPAWN_CHILD_TOOL] : WORKSPACE_TOOLS
+  const childRuns = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => lastToolCalls })
+  const offeredTools = childRuns.canSpawn ? [...WORKSPACE_TOOLS, SPAWN_CHILD_TOOL] : WORKSPACE_TOOLS
 
   const context = (): RunContext => actor.getSnapshot().context
   const currentPath = (): string => statePath(actor.getSnapshot().value)
@@ -463,51 +435,15 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         return { event: { type: 'CANCEL', message: `aborted by ${aborted.source ?? 'the operator'}: the interrupted exec ${JSON.stringify(aborted.target)} was not resumed` } } satisfies Work
       }
 
-      // spawn_child calls: create the children (once: their ids derive from this call), wait
-      // in awaitingChildren until all are done, then answer each with its child's result.
-      const spawned = new Map<number, JournalledResult>()
-      const newChildren: Array<{ id: string; contract: TaskContract }> = []
-      let unfinished = false
-      const existing = new Map((yield* store('load child runs', () => listChildren(db, runId))).map((c) => [c.id, c]))
-      let ordinal = existing.size
-      for (const [position, item] of plan.calls.entries()) {
-        if (item.kind !== 'run' || item.call.name !== 'spawn_child') continue
-        if (!canSpawn) {
-          spawned.set(position, { ok: false, output: `spawn_child is not available to this run (depth ${contract.lineage?.depth ?? 0} of at most ${children.maxDepth}).` })
-          continue
-        }
-        const id = childRunId(runId, ctx.step, position)
-        const child = existing.get(id)
-        if (child !== undefined) {
-          if (isFinalStatus(child.status)) {
-            const steps = yield* store('load child steps', () => listSteps(db, id))
-            const last = [...steps].reverse().find((row) => row.text !== '')?.text ?? ''
-            spawned.set(position, { ok: child.status === 'succeeded', output: describeChild(child, last) })
-          } else {
-            unfinished = true
-          }
-          continue
-        }
-        if (ordinal >= children.maxChildren) {
-          spawned.set(position, { ok: false, output: `Refused: this run may start at most ${children.maxChildren} child runs.` })
-          continue
-        }
-        ordinal += 1
-        const made = childContract(contract, runId, item.call.arguments, ordinal)
-        if (Either.isLeft(made)) {
-          spawned.set(position, { ok: false, output: made.left })
-          continue
-        }
-        newChildren.push({ id, contract: made.right })
-        unfinished = true
-      }
-      if (unfinished) {
+      // spawn_child calls: children are created once (their ids derive from the call); the
+      // step waits in awaitingChildren until all are done, then answers each with its result.
+      const spawns = yield* childRuns.planSpawns(plan.calls, ctx.step)
+      const spawned = spawns.results
+      if (spawns.unfinished) {
         return {
           event: { type: 'CHILDREN_SPAWNED' },
           writes: async (trx) => {
-            for (const child of newChildren) {
-              await insertRun(trx, childRunRow(child.id, runId, child.contract, at))
-            }
+            for (const child of spawns.newChildren) await insertRun(trx, childRunRow(child.id, runId, child.contract, at))
           }
         } satisfies Work
       }
@@ -621,53 +557,6 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       return { event: { type: 'RETRY_DUE' } } satisfies Work
     })
 
-  /** This step's children, in spawn order. */
-  const stepChildren = (step: number): Effect.Effect<RunRow[], StoreError | LeaseLostError> =>
-    Effect.map(
-      store('load child runs', () => listChildren(db, runId)),
-      (rows) => {
-        const order = lastToolCalls.map((_, position) => childRunId(runId, step, position))
-        return rows.filter((r) => order.includes(r.id)).sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
-      }
-    )
-
-  /**
-   * Waits until every child of the step has ended. Children are handed to the bus in spawn
-   * order, at most `maxConcurrent` at a time (the rest wait their turn); submitting is
-   * idempotent, so a resumed parent re-attaches to children that are still queued or running.
-   * Done messages wake the wait early; the store is the truth, so a missed message never hangs it.
-   */
-  const awaitChildren = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
-    Effect.gen(function* () {
-      const bus = deps.bus
-      if (bus === undefined) return { event: { type: 'FAIL', error: { kind: 'internal', message: 'child runs need a bus' } } } satisfies Work
-      const submitted = new Set<string>()
-      const wake = yield* Effect.makeSemaphore(0)
-      yield* Effect.forkScoped(bus.watchDone(() => Effect.runSync(wake.release(1))).pipe(Effect.ignore))
-      for (;;) {
-        const rows = yield* stepChildren(ctx.step)
-        const open = rows.filter((r) => !isFinalStatus(r.status))
-        if (open.length === 0) return { event: { type: 'CHILDREN_DONE' } } satisfies Work
-        const running = open.filter((r) => submitted.has(r.id)).length
-        for (const child of open.filter((r) => !submitted.has(r.id)).slice(0, Math.max(0, children.maxConcurrent - running))) {
-          const childContractJson = JSON.parse(child.contract_json) as TaskContract
-          yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: childContractJson }).pipe(Effect.ignore)
-          submitted.add(child.id)
-        }
-        yield* Effect.race(wake.take(1), Effect.sleep(Duration.millis(500)))
-      }
-    }).pipe(Effect.scoped)
-
-  /** Cancels the run's unfinished children (store first, then the bus for remote drivers). */
-  const cancelChildren: Effect.Effect<void> = Effect.gen(function* () {
-    const rows = yield* Effect.orElseSucceed(store('load child runs', () => listChildren(db, runId)), () => [] as RunRow[])
-    const at = iso(yield* nowMs)
-    for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
-      yield* Effect.promise(() => requestCancel(db, child.id, at)).pipe(Effect.ignore)
-      if (deps.bus !== undefined) yield* deps.bus.control(child.id, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
-    }
-  })
-
   /** The entry work of the current state; `undefined` when the run stops here (final or paused). */
   const workFor = (path: string, ctx: RunContext): Effect.Effect<Work | undefined, StoreError | LeaseLostError> | undefined => {
     switch (path) {
@@ -684,7 +573,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       case 'awaitingApproval':
         return awaitApprovals(ctx)
       case 'awaitingChildren':
-        return awaitChildren(ctx)
+        return childRuns.awaitChildren(ctx.step)
       default:
         return undefined
     }
@@ -711,7 +600,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     if (lost > 0) yield* commit({ event: { type: 'DISPATCH_LOST' } })
   })
 
-  return { drive, recover, commit, cancelChildren, currentPath, context, lastSeq: () => seq }
+  return { drive, recover, commit, cancelChildren: childRuns.cancelChildren, currentPath, context, lastSeq: () => seq }
 }
 
 export type RunDriver = ReturnType<typeof makeRunDriver>

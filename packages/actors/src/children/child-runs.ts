@@ -1,0 +1,136 @@
+import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, type ToolCall } from '@agentvisor/core'
+import { type Database, isFinalStatus, type LeaseLostError, listChildren, listSteps, requestCancel, type RunRow, type StoreError } from '@agentvisor/store'
+import { Duration, Effect, Either } from 'effect'
+import type { Kysely } from 'kysely'
+import type { CallPlan } from '../approval/step-plan.js'
+import type { Bus } from '../bus/bus.js'
+import { PROTOCOL_VERSION } from '../bus/messages.js'
+import type { RunEvent } from '../machine/run-machine.js'
+import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { childContract, childRunId } from './child-contract.js'
+
+/** A `spawn_child` call's answer, once its child ended (or it was refused). */
+export interface SpawnResult {
+  readonly ok: boolean
+  readonly output: string
+}
+
+/** What a step's `spawn_child` calls need: answers by call position, children to create, whether to wait. */
+export interface SpawnPlan {
+  readonly results: ReadonlyMap<number, SpawnResult>
+  readonly newChildren: ReadonlyArray<{ readonly id: string; readonly contract: TaskContract }>
+  /** Some child of the step has not ended yet: the run waits in `awaitingChildren`. */
+  readonly unfinished: boolean
+}
+
+/** What the parent's model is told of a finished child. */
+const describeChild = (child: RunRow, lastText: string): string => {
+  const error = child.error_json === null ? '' : ` (${(JSON.parse(child.error_json) as RunError).kind}: ${(JSON.parse(child.error_json) as RunError).message})`
+  const said = lastText === '' ? '' : `\nIts last answer: ${lastText}`
+  return `Child run ${child.id} ${child.status} after ${child.steps} step${child.steps === 1 ? '' : 's'}${error}.${said}`
+}
+
+/**
+ * A run's children: planning a step's `spawn_child` calls, waiting for them in
+ * `awaitingChildren`, and cancelling them with their parent.
+ */
+export const makeChildRuns = (env: {
+  readonly db: Kysely<Database>
+  readonly runId: string
+  readonly contract: TaskContract
+  readonly bus: Bus | undefined
+  /** The tool calls of the step being acted on. */
+  readonly toolCalls: () => ReadonlyArray<ToolCall>
+}) => {
+  const { db, runId, contract, bus } = env
+  const limits = contract.children ?? DEFAULT_CHILD_LIMITS
+  // A run may start children while it is shallower than the tree's depth cap, and only with a bus.
+  const canSpawn = bus !== undefined && (contract.lineage?.depth ?? 0) < limits.maxDepth
+
+  /** Answers finished or refused spawns; lists the children to create (ids derive from the call). */
+  const planSpawns = (calls: ReadonlyArray<CallPlan>, step: number): Effect.Effect<SpawnPlan, StoreError | LeaseLostError> =>
+    Effect.gen(function* () {
+      const results = new Map<number, SpawnResult>()
+      const newChildren: Array<{ id: string; contract: TaskContract }> = []
+      let unfinished = false
+      const existing = new Map((yield* store('load child runs', () => listChildren(db, runId))).map((c) => [c.id, c]))
+      let ordinal = existing.size
+      for (const [position, item] of calls.entries()) {
+        if (item.kind !== 'run' || item.call.name !== 'spawn_child') continue
+        if (!canSpawn) {
+          results.set(position, { ok: false, output: `spawn_child is not available to this run (depth ${contract.lineage?.depth ?? 0} of at most ${limits.maxDepth}).` })
+          continue
+        }
+        const id = childRunId(runId, step, position)
+        const child = existing.get(id)
+        if (child !== undefined) {
+          if (isFinalStatus(child.status)) {
+            const steps = yield* store('load child steps', () => listSteps(db, id))
+            const last = [...steps].reverse().find((row) => row.text !== '')?.text ?? ''
+            results.set(position, { ok: child.status === 'succeeded', output: describeChild(child, last) })
+          } else {
+            unfinished = true
+          }
+          continue
+        }
+        if (ordinal >= limits.maxChildren) {
+          results.set(position, { ok: false, output: `Refused: this run may start at most ${limits.maxChildren} child runs.` })
+          continue
+        }
+        ordinal += 1
+        const made = childContract(contract, runId, item.call.arguments, ordinal)
+        if (Either.isLeft(made)) {
+          results.set(position, { ok: false, output: made.left })
+          continue
+        }
+        newChildren.push({ id, contract: made.right })
+        unfinished = true
+      }
+      return { results, newChildren, unfinished }
+    })
+
+  /** This step's children, in spawn order. */
+  const stepChildren = (step: number): Effect.Effect<RunRow[], StoreError | LeaseLostError> =>
+    Effect.map(store('load child runs', () => listChildren(db, runId)), (rows) => {
+      const order = env.toolCalls().map((_, position) => childRunId(runId, step, position))
+      return rows.filter((r) => order.includes(r.id)).sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
+    })
+
+  /**
+   * Waits until every child of the step has ended. Children are handed to the bus in spawn
+   * order, at most `maxConcurrent` at a time (the rest wait their turn); submitting is
+   * idempotent, so a resumed parent re-attaches to children that are still queued or running.
+   * Done messages wake the wait early; the store is the truth, so a missed message never hangs it.
+   */
+  const awaitChildren = (step: number): Effect.Effect<{ readonly event: RunEvent }, StoreError | LeaseLostError> =>
+    Effect.gen(function* () {
+      if (bus === undefined) return { event: { type: 'FAIL', error: { kind: 'internal', message: 'child runs need a bus' } } as RunEvent }
+      const submitted = new Set<string>()
+      const wake = yield* Effect.makeSemaphore(0)
+      yield* Effect.forkScoped(bus.watchDone(() => Effect.runSync(wake.release(1))).pipe(Effect.ignore))
+      for (;;) {
+        const rows = yield* stepChildren(step)
+        const open = rows.filter((r) => !isFinalStatus(r.status))
+        if (open.length === 0) return { event: { type: 'CHILDREN_DONE' } as RunEvent }
+        const running = open.filter((r) => submitted.has(r.id)).length
+        for (const child of open.filter((r) => !submitted.has(r.id)).slice(0, Math.max(0, limits.maxConcurrent - running))) {
+          const childContractJson = JSON.parse(child.contract_json) as TaskContract
+          yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: childContractJson }).pipe(Effect.ignore)
+          submitted.add(child.id)
+        }
+        yield* Effect.race(wake.take(1), Effect.sleep(Duration.millis(500)))
+      }
+    }).pipe(Effect.scoped)
+
+  /** Cancels the run's unfinished children (store first, then the bus for remote drivers). */
+  const cancelChildren: Effect.Effect<void> = Effect.gen(function* () {
+    const rows = yield* Effect.orElseSucceed(store('load child runs', () => listChildren(db, runId)), () => [] as RunRow[])
+    const at = iso(yield* nowMs)
+    for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
+      yield* Effect.promise(() => requestCancel(db, child.id, at)).pipe(Effect.ignore)
+      if (bus !== undefined) yield* bus.control(child.id, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
+    }
+  })
+
+  return { canSpawn, planSpawns, awaitChildren, cancelChildren }
+}
