@@ -1,0 +1,129 @@
+// `npm run bench`: every scenario of the benchmark suite; results in bench/results.json.
+// Each figure is the median of several repetitions, with its spread; ratios are against
+// baselines measured in this same process run. Environment: BENCH_REPS (default 3),
+// BENCH_HEAVY_REPS for the 1,000-run scenarios (default 2), BENCH_STEPS (1000), BENCH_RUNS (1000).
+import { execFileSync, spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { round, stats } from './lib.mjs'
+import { agentvisorPerStepUs, floorPerStepUs, floorPerTransitionTxUs } from './scenarios/steps.mjs'
+import { langgraphPerStepUs } from './scenarios/langgraph.mjs'
+import { cliColdStartMs, makeRunsDb, nodeStartMs } from './scenarios/cli.mjs'
+import { rm } from './lib.mjs'
+
+const REPS = Number(process.env.BENCH_REPS ?? 3)
+const HEAVY = Number(process.env.BENCH_HEAVY_REPS ?? 2)
+const STEPS = Number(process.env.BENCH_STEPS ?? 1000)
+const RUNS = Number(process.env.BENCH_RUNS ?? 1000)
+const CLI_RUNS = 10000
+const here = (p) => fileURLToPath(new URL(p, import.meta.url))
+const log = (line) => process.stderr.write(`[bench] ${line}\n`)
+const repeat = async (n, f) => { const xs = []; for (let i = 0; i < n; i++) xs.push(await f(i)); return xs }
+
+const machine = () => {
+  const cpu = (readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) ?? [])[1] ?? cpus()[0]?.model
+  let free = ''
+  try { free = execFileSync('free', ['-h'], { encoding: 'utf8' }).trim() } catch {}
+  return { cpu, nproc: cpus().length, memTotalGb: round(totalmem() / 2 ** 30), free, node: process.version, platform: `${process.platform} ${process.arch}` }
+}
+
+const t0 = Date.now()
+const figures = {}
+
+// 1. One run of STEPS steps against the raw floor; 5. the same loop in LangGraph.js.
+log(`1. floor and agentvisor, ${STEPS} steps, ${REPS} repetitions`)
+floorPerStepUs(100) // warm-up (JIT, module load)
+await agentvisorPerStepUs(20)
+const floor = stats(await repeat(REPS + 2, () => floorPerStepUs(STEPS).us))
+const floorTx = stats(await repeat(REPS + 2, () => floorPerTransitionTxUs(STEPS).us))
+const av = stats(await repeat(REPS, async (i) => { const r = await agentvisorPerStepUs(STEPS); log(`   agentvisor rep ${i + 1}: ${round(r.us)} µs/step`); return r.us }))
+log(`5. LangGraph.js, ${STEPS} steps`)
+await langgraphPerStepUs(20)
+const lg = stats(await repeat(REPS, () => langgraphPerStepUs(STEPS).then((r) => r.us)))
+figures.perStep = av
+figures.perTransition = stats(av.samples.map((x) => x / 3))
+figures.floorPerStep = floor
+figures.floorPerStepTxPerTransition = floorTx
+figures.langgraphPerStep = lg
+
+// 2. and 3. in their own processes, so that RSS figures are not polluted by the scenarios above.
+const child = (args) => {
+  const r = spawnSync(process.execPath, ['--expose-gc', here('./scenarios/concurrent.mjs'), ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  if (r.status !== 0) throw new Error(`concurrent.mjs ${args.join(' ')} exited ${r.status}: ${r.stderr}`)
+  return JSON.parse(r.stdout.trim().split('\n').at(-1))
+}
+log(`2. ${RUNS} concurrent runs of 10 steps, ${HEAVY} repetitions`)
+const thr = await repeat(HEAVY, (i) => { const r = child([String(RUNS), '10', 'throughput']); log(`   rep ${i + 1}: ${round(r.concurrentStepsPerSec)} steps/s, peak ${round(r.peakRssMb)} MB`); return r })
+figures.concurrentStepsPerSec = stats(thr.map((r) => r.concurrentStepsPerSec))
+figures.concurrentPeakRssMb = stats(thr.map((r) => r.peakRssMb))
+figures.concurrentPeakRssPerRunKb = stats(thr.map((r) => r.peakRssPerRunKb))
+log(`2b/3. ${RUNS} idle runs, then their resume, ${HEAVY + 1} repetitions`)
+const idle = await repeat(HEAVY + 1, (i) => { const r = child([String(RUNS), '10', 'idle']); log(`   rep ${i + 1}: ${round(r.rssPerRunKb)} KB/run, resume ${round(r.resumeMs)} ms`); return r })
+figures.rssPerRunKb = stats(idle.map((r) => r.rssPerRunKb))
+figures.resume1000Ms = stats(idle.map((r) => r.resumeMs))
+
+// 4. NATS fan-out: not measured yet (see docs/benchmarks.md).
+figures.childOverheadMs = null
+
+// 6. CLI cold start on 10,000 runs, against a bare `node -e 0`.
+log(`6. agentvisor runs --json on ${CLI_RUNS} runs`)
+const cli = await makeRunsDb(CLI_RUNS)
+try {
+  cliColdStartMs(cli.db, cli.count) // warm the page cache
+  figures.cliColdStart = stats(await repeat(REPS + 2, () => cliColdStartMs(cli.db, cli.count)))
+  figures.nodeColdStart = stats(await repeat(REPS + 2, () => nodeStartMs()))
+} finally {
+  rm(cli.dir)
+}
+
+const m = (f) => f?.median ?? null
+const results = {
+  perStepUs: m(figures.perStep),
+  perTransitionUs: m(figures.perTransition),
+  floorPerStepUs: m(figures.floorPerStep),
+  floorPerStepOneTxPerTransitionUs: m(figures.floorPerStepTxPerTransition),
+  langgraphPerStepUs: m(figures.langgraphPerStep),
+  concurrentStepsPerSec: m(figures.concurrentStepsPerSec),
+  concurrentPeakRssMb: m(figures.concurrentPeakRssMb),
+  rssPerRunKb: m(figures.rssPerRunKb),
+  resume1000Ms: m(figures.resume1000Ms),
+  childOverheadMs: null,
+  childOverheadNote: 'not measured: the NATS fan-out scenario is not written yet',
+  cliColdStartMs: m(figures.cliColdStart),
+  nodeColdStartMs: m(figures.nodeColdStart),
+  ratios: {
+    perStepOverFloor: round(m(figures.perStep) / m(figures.floorPerStep)),
+    perStepOverFloorOneTxPerTransition: round(m(figures.perStep) / m(figures.floorPerStepTxPerTransition)),
+    langgraphOverAgentvisor: round(m(figures.langgraphPerStep) / m(figures.perStep))
+  },
+  targets: {
+    perStepOverFloorMax: 2,
+    langgraphOverAgentvisorMin: 10,
+    concurrentStepsPerSecMin: 5000,
+    rssPerRunKbMax: 50,
+    resume1000MsMax: 2000,
+    cliColdStartMsMax: 400
+  },
+  figures,
+  repetitions: { light: REPS, heavy: HEAVY, steps: STEPS, runs: RUNS, cliRuns: CLI_RUNS },
+  machine: machine(),
+  at: new Date().toISOString(),
+  durationS: round((Date.now() - t0) / 1000)
+}
+const t = results.targets
+results.met = {
+  perStep: results.ratios.perStepOverFloor <= t.perStepOverFloorMax,
+  langgraph: results.ratios.langgraphOverAgentvisor >= t.langgraphOverAgentvisorMin,
+  concurrent: results.concurrentStepsPerSec >= t.concurrentStepsPerSecMin,
+  rssPerRun: results.rssPerRunKb <= t.rssPerRunKbMax,
+  resume: results.resume1000Ms <= t.resume1000MsMax,
+  cli: results.cliColdStartMs <= t.cliColdStartMsMax,
+  childOverhead: null
+}
+writeFileSync(here('./results.json'), JSON.stringify(results, null, 2) + '\n')
+const { figures: _, machine: __, ...summary } = results
+console.log(JSON.stringify(summary, null, 2))
+log(`done in ${results.durationS} s; bench/results.json written`)
+await import('./report.mjs')
+log('docs/benchmarks.md written')

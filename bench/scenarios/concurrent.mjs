@@ -1,0 +1,77 @@
+// Scenarios 2 and 3: many concurrent runs in one process (throughput, peak RSS, idle RSS per run),
+// then the resume of as many interrupted runs. Run in its own process: `node concurrent.mjs RUNS STEPS`.
+import { join } from 'node:path'
+import { actorsUrl, nowMs, rm, scriptedTask, tmp, workspace } from '../lib.mjs'
+
+const { Agentvisor } = await import(actorsUrl)
+const runs = Number(process.argv[2] ?? 1000)
+const steps = Number(process.argv[3] ?? 10)
+// `throughput` or `idle` (idle RSS, then resume): separate processes, so RSS figures stay clean.
+const phase = process.argv[4] ?? 'throughput'
+const gc = () => { globalThis.gc?.(); globalThis.gc?.() }
+const rssKb = () => process.memoryUsage().rss / 1024
+
+const dir = tmp('conc')
+const ws = workspace(dir)
+const out = {}
+try {
+  // 2. Throughput: `runs` runs of `steps` steps, all started at once.
+  if (phase === 'throughput') {
+    const av = await Agentvisor.open({ db: join(dir, 'throughput.db'), telemetry: false })
+    gc()
+    const base = rssKb()
+    let peak = base
+    const sampler = setInterval(() => { peak = Math.max(peak, rssKb()) }, 20)
+    const t0 = nowMs()
+    const started = await Promise.all(Array.from({ length: runs }, () => av.start(scriptedTask(ws, steps))))
+    const results = await Promise.all(started.map((r) => r.result))
+    const ms = nowMs() - t0
+    clearInterval(sampler)
+    peak = Math.max(peak, rssKb())
+    const total = results.reduce((n, r) => n + r.steps, 0)
+    const bad = results.filter((r) => r.status !== 'succeeded').length
+    await av.close()
+    Object.assign(out, { concurrentMs: ms, concurrentSteps: total, concurrentStepsPerSec: (total / ms) * 1000, peakRssMb: peak / 1024, peakRssPerRunKb: (peak - base) / runs, notSucceeded: bad })
+  }
+  // 2b. Idle RSS per run: `runs` runs each waiting in a long model call (their first step).
+  const db = join(dir, 'idle.db')
+  let ids
+  if (phase === 'idle') {
+    const av = await Agentvisor.open({ db, telemetry: false })
+    gc()
+    const base = rssKb()
+    let dispatched = 0
+    const idle = scriptedTask(ws, steps)
+    idle.providers[0].steps[0] = { ...idle.providers[0].steps[0], delayMs: 3_600_000 }
+    const started = await Promise.all(Array.from({ length: runs }, () => av.start(idle)))
+    ids = started.map((r) => r.runId)
+    // Wait until every run has written its attempt row: they all sit in `dispatching`.
+    const { openStore } = await import(new URL('../../packages/store/dist/index.js', import.meta.url).href)
+    const store = await openStore(db)
+    for (;;) {
+      const row = await store.db.selectFrom('attempts').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()
+      dispatched = Number(row.n)
+      if (dispatched >= runs) break
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    await store.close()
+    await new Promise((r) => setTimeout(r, 200))
+    gc()
+    const idleRss = rssKb()
+    Object.assign(out, { idleRssMb: idleRss / 1024, rssPerRunKb: (idleRss - base) / runs })
+    // Interrupt them all, like a crash: no final transition, every run stays resumable.
+    await av.close()
+  }
+  // 3. Resume: time until every interrupted run is being driven again.
+  if (phase === 'idle') {
+    const av = await Agentvisor.open({ db, telemetry: false })
+    const t0 = nowMs()
+    const resumed = await Promise.all(ids.map((id) => av.resume(id)))
+    const ms = nowMs() - t0
+    Object.assign(out, { resumeMs: ms, resumed: resumed.length })
+    await av.close()
+  }
+} finally {
+  rm(dir)
+}
+process.stdout.write(JSON.stringify(out) + '\n')
