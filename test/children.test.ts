@@ -120,8 +120,18 @@ describe('parent and child runs on the embedded in-process bus', () => {
     let pid = 0
     let parentId: string | undefined
     const first = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p), onStderr: (t) => (parentId ??= /run (\S+) started/.exec(t)?.[1]) })
-    // Child A's model call hangs: kill the whole process (parent and in-process children).
-    await waitFor(() => (mock!.requests.filter((r) => JSON.stringify(r.body).includes('part A')).length === 1 ? true : undefined), 'child A in flight')
+    // Child A's model call hangs while child B has finished: kill the whole process (parent and
+    // in-process children). Waiting for B keeps its own model call out of the kill's way.
+    await waitFor(async () => {
+      if (parentId === undefined || mock!.requests.filter((r) => JSON.stringify(r.body).includes('part A')).length !== 1) return undefined
+      const store = await openStore(db)
+      try {
+        const children = await listChildren(store.db, parentId)
+        return children.some((c) => c.goal === 'part B' && c.status === 'succeeded') ? true : undefined
+      } finally {
+        await store.close()
+      }
+    }, 'child A in flight and child B done')
     process.kill(pid, 'SIGKILL')
     await first
     const resumed = await runCli(['resume', parentId!, '--json', '--db', db])
