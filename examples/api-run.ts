@@ -1,4 +1,5 @@
 // Starting a run from TypeScript, without the CLI. Run it with: npx tsx examples/api-run.ts
+import { rmSync } from 'node:fs'
 import * as path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Agentvisor, type RunResult } from '@agentvisor/actors'
@@ -25,6 +26,8 @@ export async function runWithApi(options: { db: string; baseUrl: string; workspa
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const here = path.dirname(new URL(import.meta.url).pathname)
+  // A fresh workspace each time, so the run does its three steps again.
+  rmSync(path.join(here, 'single-agent', 'ws'), { recursive: true, force: true })
   const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(here, 'single-agent', 'scenarios.json')) })
   try {
     const result = await runWithApi({ db: '.agentvisor/agentvisor.db', baseUrl: mock.url, workspace: path.join(here, 'single-agent', 'ws') })
