@@ -15,6 +15,17 @@ afterEach(async () => {
 const spawn = (goal: string) => ({ name: 'spawn_child', arguments: { goal, verify: { fileContains: { path: 'part.txt', text: goal.slice(-1) } } } })
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 
+/** A parent task on the mock's model `m`, done when out.txt says DONE. */
+const parentTask = (dir: string, goal = 'Split the work and write DONE into out.txt', extra: Record<string, unknown> = {}) =>
+  writeTask(dir, {
+    goal,
+    workspace: 'ws',
+    providers: [{ name: 'p', kind: 'openai', baseUrl: mock!.url, model: 'm' }],
+    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+    approval: 'auto',
+    ...extra
+  })
+
 interface Trace {
   run: { id: string; status: string; parentId: string | null }
   children: Array<{ id: string; status: string }>
@@ -69,13 +80,7 @@ describe('parent and child runs on the embedded in-process bus', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const file = writeTask(dir, {
-      goal: 'Split the work and write DONE into out.txt',
-      workspace: 'ws',
-      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-      approval: 'auto'
-    })
+    const file = parentTask(dir)
     const run = await runCli(['run', file, '--json', '--db', db])
     expect(run.code, run.stderr).toBe(0)
     const parentId = String(lastJson(run)['runId'])
@@ -110,13 +115,7 @@ describe('parent and child runs on the embedded in-process bus', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const file = writeTask(dir, {
-      goal: 'Split the work and write DONE into out.txt',
-      workspace: 'ws',
-      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-      approval: 'auto'
-    })
+    const file = parentTask(dir)
     let pid = 0
     let parentId: string | undefined
     const first = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p), onStderr: (t) => (parentId ??= /run (\S+) started/.exec(t)?.[1]) })
@@ -144,14 +143,7 @@ describe('parent and child runs on the embedded in-process bus', () => {
     mock = await startMockLlm({ scenarios: { models: { m: models }, goals } as never, port: 0 })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const file = writeTask(dir, {
-      goal: 'Split the work and write DONE into out.txt',
-      workspace: 'ws',
-      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-      approval: 'auto',
-      ...extra
-    })
+    const file = parentTask(dir, 'Split the work and write DONE into out.txt', extra)
     const run = await runCli(['run', file, '--json', '--db', db])
     const rows = lastJson<Array<{ id: string; parentId: string | null; goal: string; status: string; updatedAt: string }>>(await runCli(['runs', '--json', '--db', db]))
     return { run, dir, rows, parentId: String(lastJson(run)['runId']) }
@@ -190,13 +182,7 @@ describe('parent and child runs on the embedded in-process bus', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const file = writeTask(dir, {
-      goal: 'g',
-      workspace: 'ws',
-      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-      approval: 'auto'
-    })
+    const file = parentTask(dir, 'g')
     const run = await runCli(['run', file, '--json', '--db', db])
     expect(run.code, run.stderr).toBe(0)
     expect(existsSync(path.join(dir, 'elsewhere'))).toBe(false)
