@@ -41,6 +41,15 @@ const startWorker = (db: string, env: Record<string, string>) => {
   return worker
 }
 
+type Worker = ReturnType<typeof startWorker>
+
+/** Starts `count` workers on one store and waits until each serves. */
+const startWorkers = async (db: string, env: Record<string, string>, count: number) => {
+  const started = Array.from({ length: count }, () => startWorker(db, env))
+  await waitFor(() => (started.every((w) => w.log().includes('serving')) ? true : undefined), `${count} worker(s) serving`)
+  return started
+}
+
 const spawnChild = (goal: string) => ({ name: 'spawn_child', arguments: { goal, verify: { fileContains: { path: 'part.txt', text: goal.slice(-1) } } } })
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 
@@ -65,9 +74,7 @@ describe('child runs over NATS on worker processes', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const env = natsEnv()
-    const w1 = startWorker(db, env)
-    const w2 = startWorker(db, env)
-    await waitFor(() => (w1.log().includes('serving') && w2.log().includes('serving') ? true : undefined), 'two workers')
+    const [w1, w2] = (await startWorkers(db, env, 2)) as [Worker, Worker]
     const run = await runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], { env })
     expect(run.code, run.stderr).toBe(0)
     const parentId = String(lastJson(run)['runId'])
@@ -98,8 +105,7 @@ describe('child runs over NATS on worker processes', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const env = natsEnv()
-    const w1 = startWorker(db, env)
-    await waitFor(() => (w1.log().includes('serving') ? true : undefined), 'the first worker')
+    const [w1] = (await startWorkers(db, env, 1)) as [Worker]
     const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], { env })
     await waitFor(() => (/run \S+ started \(child of/.test(w1.log()) && mock!.requests.length >= 2 ? true : undefined), 'the child on the first worker')
     w1.child.kill('SIGKILL')
@@ -121,8 +127,7 @@ describe('child runs over NATS on worker processes', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const env = natsEnv()
-    const w1 = startWorker(db, env)
-    await waitFor(() => (w1.log().includes('serving') ? true : undefined), 'the worker')
+    const [w1] = (await startWorkers(db, env, 1)) as [Worker]
     let parentId: string | undefined
     let pid = 0
     const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], {
@@ -152,9 +157,7 @@ describe('child runs over NATS on worker processes', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const env = natsEnv()
-    const w1 = startWorker(db, env)
-    const w2 = startWorker(db, env)
-    await waitFor(() => (w1.log().includes('serving') && w2.log().includes('serving') ? true : undefined), 'two workers')
+    const [w1, w2] = (await startWorkers(db, env, 2)) as [Worker, Worker]
     let parentId: string | undefined
     const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], { env, onStderr: (t) => (parentId ??= /run (\S+) started/.exec(t)?.[1]) })
     await waitFor(() => (processesMatching(`sleep ${marker}`).length >= 2 ? true : undefined), 'both children in their exec')
