@@ -13,10 +13,10 @@ import { ProviderError } from '../errors.js'
 import {
   providerErrorFromConnection,
   providerErrorFromStatus,
-  providerErrorFromStreamCut,
   redactSecret
 } from './http-error.js'
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
+import { readStream } from './stream-reader.js'
 
 /** How to reach an Anthropic Messages API endpoint. */
 export interface AnthropicProviderOptions {
@@ -81,16 +81,12 @@ const sendStreaming: Send = async (client, options, request, signal) => {
   // An error status arrives here, before any event: it is mapped like a plain request's.
   const stream = await client.messages.create({ ...toWire(options, request), stream: true }, { signal })
   const assembly = new StreamAssembly()
-  let timeToFirstTokenMs: number | undefined
-  try {
-    for await (const event of stream) {
-      timeToFirstTokenMs ??= Math.round(performance.now() - started)
-      assembly.add(event)
-    }
-  } catch (error) {
-    throw providerErrorFromStreamCut(options.name, error, assembly.text(), options.apiKey)
-  }
-  if (!assembly.complete) throw providerErrorFromStreamCut(options.name, undefined, assembly.text())
+  const timeToFirstTokenMs = await readStream(
+    stream,
+    { add: (event) => assembly.add(event), partialText: () => assembly.text(), complete: () => assembly.complete },
+    options,
+    started
+  )
   return { ...assembly.reply(), timeToFirstTokenMs }
 }
 

@@ -12,10 +12,10 @@ import { ProviderError } from '../errors.js'
 import {
   providerErrorFromConnection,
   providerErrorFromStatus,
-  providerErrorFromStreamCut,
   redactSecret
 } from './http-error.js'
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
+import { readStream } from './stream-reader.js'
 
 /** How to reach one OpenAI-compatible chat-completions endpoint. */
 export interface OpenAIProviderOptions {
@@ -80,20 +80,14 @@ const sendStreaming: Send = async (client, options, request, signal) => {
   // An error status arrives here, before any event: it is mapped like a plain request's.
   const stream = await client.chat.completions.create(body, { signal })
   const assembly = new StreamAssembly()
-  let timeToFirstTokenMs: number | undefined
-  try {
-    for await (const chunk of stream) {
-      timeToFirstTokenMs ??= Math.round(performance.now() - started)
-      assembly.add(chunk)
-    }
-  } catch (error) {
-    throw providerErrorFromStreamCut(options.name, error, assembly.text, options.apiKey)
-  }
   // The SDK ends the iteration quietly on [DONE] *and* on an abort; without a finish reason the
   // answer is incomplete whichever it was.
-  if (assembly.finishReason === undefined) {
-    throw providerErrorFromStreamCut(options.name, undefined, assembly.text)
-  }
+  const timeToFirstTokenMs = await readStream(
+    stream,
+    { add: (chunk) => assembly.add(chunk), partialText: () => assembly.text, complete: () => assembly.finishReason !== undefined },
+    options,
+    started
+  )
   return { ...assembly.reply(), timeToFirstTokenMs }
 }
 
