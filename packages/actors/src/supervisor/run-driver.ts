@@ -30,6 +30,7 @@ import {
   insertApproval,
   insertPolicyEvents,
   listApprovals,
+  type NewAttempt,
   type NewPolicyEvent,
   insertAttempt,
   insertStep,
@@ -209,22 +210,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       const admission = deps.breakers.admit(key, startedAt)
       if (admission === 'open') return skipOpenCircuit(ctx, provider.name, startedAt)
       yield* fenced('write attempt', (trx) =>
-        insertAttempt(trx, {
-          run_id: runId,
-          step: ctx.step,
-          attempt: ctx.attempt,
-          provider: provider.name,
-          reason: ctx.reason,
-          error_kind: null,
-          http_status: null,
-          error_message: null,
-          latency_ms: null,
-          ttft_ms: null,
-          tokens_in: null,
-          tokens_out: null,
-          partial_text: null,
-          started_at: iso(startedAt)
-        })
+        insertAttempt(trx, pendingAttempt(ctx, provider.name, startedAt))
       )
       notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
       const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
@@ -320,14 +306,31 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       } satisfies Work
     })
 
+  /** The receipt row of an attempt about to be made: nothing known yet but who and why. */
+  const pendingAttempt = (ctx: RunContext, provider: string, startedAt: number): NewAttempt => ({
+    run_id: runId,
+    step: ctx.step,
+    attempt: ctx.attempt,
+    provider,
+    reason: ctx.reason,
+    error_kind: null,
+    http_status: null,
+    error_message: null,
+    latency_ms: null,
+    ttft_ms: null,
+    tokens_in: null,
+    tokens_out: null,
+    partial_text: null,
+    started_at: iso(startedAt)
+  })
+
   /** A provider whose circuit is open is skipped without a call; its receipt row says why. */
   const skipOpenCircuit = (ctx: RunContext, provider: string, at: number): Work => {
     const error: RunError = { kind: 'transient', message: 'circuit open', provider }
     return {
       event: { type: 'CIRCUIT_OPEN', error, retryAt: at + retryDelayMs(deps.retryPolicy, ctx.retries, undefined) },
       writes: async (trx) => {
-        const base = { run_id: runId, step: ctx.step, attempt: ctx.attempt, provider, reason: ctx.reason }
-        await insertAttempt(trx, { ...base, error_kind: null, http_status: null, error_message: null, latency_ms: null, ttft_ms: null, tokens_in: null, tokens_out: null, partial_text: null, started_at: iso(at) })
+        await insertAttempt(trx, pendingAttempt(ctx, provider, at))
         await settleAttempt(trx, runId, ctx.step, ctx.attempt, { outcome: 'failed', settled_at: iso(at), error_kind: 'transient', error_message: 'circuit open', latency_ms: 0 })
       },
       after: () => notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'failed', errorKind: 'transient', latencyMs: 0 })
