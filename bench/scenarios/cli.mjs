@@ -17,9 +17,11 @@ export const makeRunsDb = async (runs) => {
   await av.close()
   const sqlite = new Database(db)
   sqlite.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${runs - 1})
-    INSERT INTO runs (id, parent_id, status, goal, contract_json, state, steps, error_json, created_at, updated_at, ended_at)
-    SELECT printf('bench-%05d', n.i), NULL, r.status, r.goal, r.contract_json, r.state, r.steps, r.error_json, r.created_at, r.updated_at, r.ended_at
+    INSERT INTO runs (id, parent_id, status, goal, state, steps, error_json, created_at, updated_at, ended_at)
+    SELECT printf('bench-%05d', n.i), NULL, r.status, r.goal, r.state, r.steps, r.error_json, r.created_at, r.updated_at, r.ended_at
     FROM n, (SELECT * FROM runs LIMIT 1) AS r`)
+  sqlite.exec(`INSERT INTO run_contracts (run_id, contract_json)
+    SELECT r.id, c.contract_json FROM runs r, (SELECT contract_json FROM run_contracts LIMIT 1) AS c WHERE r.id LIKE 'bench-%'`)
   const count = sqlite.prepare('SELECT count(*) AS n FROM runs').get().n
   sqlite.close()
   return { dir, db, count }

@@ -202,9 +202,9 @@ describe('approvals from the TypeScript API', () => {
     expect(paused.status).toBe('awaiting_approval')
     await agentvisor.close()
     const store = await openStore(path.join(dir, 'av.db'))
-    const row = (await store.db.selectFrom('runs').select('contract_json').where('id', '=', paused.runId).executeTakeFirstOrThrow()).contract_json
+    const row = (await store.db.selectFrom('run_contracts').select('contract_json').where('run_id', '=', paused.runId).executeTakeFirstOrThrow()).contract_json
     const broken = { ...JSON.parse(row), policy: { layers: [{ name: 'base', deny: { write: ['[unclosed'] } }] } }
-    await store.db.updateTable('runs').set({ contract_json: JSON.stringify(broken) }).where('id', '=', paused.runId).execute()
+    await store.db.updateTable('run_contracts').set({ contract_json: JSON.stringify(broken) }).where('run_id', '=', paused.runId).execute()
     await store.close()
     const again = await open(dir)
     await expect(again.resume(paused.runId)).rejects.toMatchObject({ _tag: 'RunNotResumableError' })

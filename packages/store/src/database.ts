@@ -2,7 +2,7 @@ import type { ApprovalsTable } from './tables/approvals.table.js'
 import type { AttemptsTable } from './tables/attempts.table.js'
 import type { PolicyEventsTable } from './tables/policy-events.table.js'
 import type { RememberedRulesTable } from './tables/remembered-rules.table.js'
-import type { RunsTable } from './tables/runs.table.js'
+import type { RunContractsTable, RunsTable } from './tables/runs.table.js'
 import type { StepsTable } from './tables/steps.table.js'
 import type { ToolEffectsTable } from './tables/tool-effects.table.js'
 import type { TransitionsTable } from './tables/transitions.table.js'
@@ -10,6 +10,7 @@ import type { TransitionsTable } from './tables/transitions.table.js'
 /** Every table of the store, as Kysely sees them. The migrations are the schema's source of truth. */
 export interface Database {
   runs: RunsTable
+  run_contracts: RunContractsTable
   transitions: TransitionsTable
   steps: StepsTable
   attempts: AttemptsTable

@@ -5,7 +5,7 @@ export { openStore, type Store } from './open-store.js'
 export { resolveDbPath, DB_ENV_VAR } from './resolve-db-path.js'
 export { migrations, migrationProvider } from './migrations/index.js'
 
-export { isFinalStatus, RunStatus, type RunsTable, type RunRow, type NewRun, type RunUpdate } from './tables/runs.table.js'
+export { isFinalStatus, RunStatus, type RunsTable, type RunContractsTable, type RunRow, type RunWithContract, type NewRun, type RunUpdate } from './tables/runs.table.js'
 export type { TransitionsTable, TransitionRow, NewTransition } from './tables/transitions.table.js'
 export type { StepsTable, StepRow, NewStep } from './tables/steps.table.js'
 export {

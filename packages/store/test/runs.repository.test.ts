@@ -85,8 +85,11 @@ describe('runs repository', () => {
       updated_at: '2026-11-29T12:05:00.000Z',
       ended_at: '2026-11-29T12:05:00.000Z'
     }
-    expect(updated).toEqual(expected)
+    // The contract lives in its own table: the hot row never carries it.
+    const { contract_json, ...row } = expected
+    expect(updated).toEqual(row)
     expect(await getRun(db, 'run-1')).toEqual(expected)
+    expect(JSON.parse(contract_json)).toMatchObject({ goal: 'Write DONE into out.txt' })
   })
 
   it('returns undefined when updating a run that does not exist', async () => {

@@ -1,5 +1,5 @@
 import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, type ToolCall } from '@agentvisor/core'
-import { type Database, isFinalStatus, type LeaseLostError, listChildren, listSteps, requestCancel, type RunRow, type StoreError } from '@agentvisor/store'
+import { type Database, isFinalStatus, type LeaseLostError, listChildren, listSteps, requestCancel, type RunRow, type RunWithContract, type StoreError } from '@agentvisor/store'
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { CallPlan } from '../approval/step-plan.js'
@@ -90,7 +90,7 @@ export const makeChildRuns = (env: {
     })
 
   /** This step's children, in spawn order. */
-  const stepChildren = (step: number): Effect.Effect<RunRow[], StoreError | LeaseLostError> =>
+  const stepChildren = (step: number): Effect.Effect<RunWithContract[], StoreError | LeaseLostError> =>
     Effect.map(store('load child runs', () => listChildren(db, runId)), (rows) => {
       const order = env.toolCalls().map((_, position) => childRunId(runId, step, position))
       return rows.filter((r) => order.includes(r.id)).sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))

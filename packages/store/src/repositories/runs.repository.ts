@@ -1,5 +1,5 @@
 import type { Executor } from '../executor.js'
-import type { NewRun, RunRow, RunStatus, RunUpdate } from '../tables/runs.table.js'
+import type { NewRun, RunRow, RunStatus, RunUpdate, RunWithContract } from '../tables/runs.table.js'
 
 /** Filters for `listRuns`; all optional. */
 export interface ListRunsOptions {
@@ -14,14 +14,26 @@ export interface ListRunsOptions {
  */
 export type RunPatch = Omit<RunUpdate, 'id' | 'created_at' | 'updated_at'> & { readonly updated_at: string }
 
-/** Inserts a run row. Rejects if the id exists or `parent_id` names no run. */
+/**
+ * Inserts a run row and its contract, in one transaction (its own unless `db` already is one).
+ * Rejects if the id exists or `parent_id` names no run.
+ */
 export async function insertRun(db: Executor, row: NewRun): Promise<void> {
-  await db.insertInto('runs').values(row).execute()
+  if (!db.isTransaction) return db.transaction().execute((trx) => insertRun(trx, row))
+  const { contract_json, ...run } = row
+  await db.insertInto('runs').values(run).execute()
+  await db.insertInto('run_contracts').values({ run_id: run.id, contract_json }).execute()
 }
 
-/** The run with this id, or `undefined`. */
-export async function getRun(db: Executor, id: string): Promise<RunRow | undefined> {
-  return db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst()
+/** The run with this id and its contract, or `undefined`. */
+export async function getRun(db: Executor, id: string): Promise<RunWithContract | undefined> {
+  return db
+    .selectFrom('runs')
+    .innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id')
+    .selectAll('runs')
+    .select('run_contracts.contract_json')
+    .where('runs.id', '=', id)
+    .executeTakeFirst()
 }
 
 /** Runs oldest first (by `created_at`, then `id` so equal timestamps keep a stable order). */
@@ -34,9 +46,17 @@ export async function listRuns(db: Executor, options: ListRunsOptions = {}): Pro
   return query.execute()
 }
 
-/** The direct children of a run, oldest first. */
-export async function listChildren(db: Executor, parentId: string): Promise<RunRow[]> {
-  return listRuns(db, { parentId })
+/** The direct children of a run with their contracts, oldest first. */
+export async function listChildren(db: Executor, parentId: string): Promise<RunWithContract[]> {
+  return db
+    .selectFrom('runs')
+    .innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id')
+    .selectAll('runs')
+    .select('run_contracts.contract_json')
+    .where('runs.parent_id', '=', parentId)
+    .orderBy('runs.created_at')
+    .orderBy('runs.id')
+    .execute()
 }
 
 /** Applies `patch` to the run and returns the updated row, or `undefined` if there is no such run. */

@@ -23,8 +23,6 @@ export interface RunsTable {
   parent_id: string | null
   status: RunStatus
   goal: string
-  /** The validated task contract. It names API-key environment variables; it never holds a key. */
-  contract_json: string
   /** The machine's state path, dotted (`finished.succeeded`). */
   state: string
   steps: Generated<number>
@@ -47,9 +45,18 @@ export interface RunsTable {
   root_id: Generated<string | null>
 }
 
+/** Each run's task contract, written once with the run; apart so the hot `runs` row stays small. */
+export interface RunContractsTable {
+  run_id: string
+  /** The validated task contract. It names API-key environment variables; it never holds a key. */
+  contract_json: string
+}
+
 /** A `runs` row as read. */
 export type RunRow = Selectable<RunsTable>
-/** A `runs` row to insert (`steps` defaults to 0). */
-export type NewRun = Insertable<RunsTable>
+/** A run with its contract, as `getRun` and `listChildren` read it. */
+export type RunWithContract = RunRow & { readonly contract_json: string }
+/** A run to insert (`steps` defaults to 0), with its contract. */
+export type NewRun = Insertable<RunsTable> & { readonly contract_json: string }
 /** Any subset of a run's columns, as Kysely types an update. */
 export type RunUpdate = Updateable<RunsTable>
