@@ -14,6 +14,11 @@ const BUSY_TIMEOUT_MS = 5000
 /** An open, migrated store. One per database file per process: better-sqlite3 is synchronous. */
 export interface Store {
   readonly db: Kysely<Database>
+  /**
+   * The SQLite connection under `db`, for the run driver's synchronous hot path (prepared
+   * statements, see `sqlite/sqlite-run-writer.ts`); undefined on other dialects.
+   */
+  readonly sqlite: BetterSqlite3.Database | undefined
   /** The absolute path of the database file, or `:memory:`. */
   readonly file: string
   /** Closes the database; safe to call more than once. */
@@ -63,6 +68,7 @@ export async function openStore(file: string): Promise<Store> {
   let closed = false
   return {
     db,
+    sqlite,
     file: resolved,
     close: async () => {
       if (closed) return
