@@ -53,6 +53,8 @@ export const makeChildRuns = (env: {
       const results = new Map<number, SpawnResult>()
       const newChildren: Array<{ id: string; contract: TaskContract }> = []
       let unfinished = false
+      // Most steps spawn nothing: only a step that does reads its children.
+      if (!calls.some((item) => item.kind === 'run' && item.call.name === 'spawn_child')) return { results, newChildren, unfinished }
       const existing = new Map((yield* store('load child runs', () => listChildren(db, runId))).map((c) => [c.id, c]))
       let ordinal = existing.size
       for (const [position, item] of calls.entries()) {

@@ -1,17 +1,29 @@
-import { LeaseLostError, StoreError } from '@agentvisor/store'
+import { type Eventually, LeaseLostError, StoreError } from '@agentvisor/store'
 import { Clock, Effect } from 'effect'
 
-/** A store call as an Effect; a fenced-out write keeps its own error so the driver knows to stop. */
-export const store = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError | LeaseLostError> =>
-  Effect.tryPromise({
-    try: run,
-    catch: (cause) =>
-      cause instanceof LeaseLostError
-        ? cause
-        : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+const failure = (what: string, cause: unknown): StoreError | LeaseLostError =>
+  cause instanceof LeaseLostError
+    ? cause
+    : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+
+/**
+ * A store call as an Effect; a fenced-out write keeps its own error so the driver knows to stop.
+ * The call may answer at once (SQLite's prepared statements) or with a promise (any dialect
+ * through Kysely): an immediate answer costs no promise and no trip through the event loop.
+ */
+export const store = <A>(what: string, run: () => Eventually<A>): Effect.Effect<A, StoreError | LeaseLostError> =>
+  Effect.suspend(() => {
+    let result: Eventually<A>
+    try {
+      result = run()
+    } catch (cause) {
+      return Effect.fail(failure(what, cause))
+    }
+    if (!(result instanceof Promise)) return Effect.succeed(result)
+    const pending = result
+    return Effect.tryPromise({ try: () => pending, catch: (cause) => failure(what, cause) })
   })
 
 /** Time comes from Effect's Clock, so tests can move it (Retry-After, deadlines) without sleeping. */
 export const nowMs = Clock.currentTimeMillis
 export const iso = (ms: number): string => new Date(ms).toISOString()
-

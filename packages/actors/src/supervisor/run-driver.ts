@@ -12,43 +12,35 @@ import {
   runErrorFromProvider,
   runTool,
   verify,
+  verifyRunsCommands,
   SPAWN_CHILD_TOOL,
   WORKSPACE_TOOLS
 } from '@agentvisor/core'
 import {
-  appendTransition,
-  checkFence,
-  completeToolEffect,
   type Database,
   LeaseLostError,
-  listToolEffects,
   countTreeDispatches,
-  insertRun,
   type ApprovalRow,
+  type AttemptSettlement,
   type NewApproval,
-  startToolEffect,
-  insertApproval,
-  insertPolicyEvents,
-  listApprovals,
   type NewAttempt,
   type NewPolicyEvent,
-  insertAttempt,
-  insertStep,
-  setStepFeedback,
-  setStepResults,
-  settleAttempt,
+  type NewTransition,
+  type RunHead,
+  type RunWrite,
+  type RunWriter,
   settlePendingAttempts,
-  StoreError,
-  updateRun
+  StoreError
 } from '@agentvisor/store'
 import { Duration, Effect } from 'effect'
-import type { Kysely, Transaction } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Actor } from 'xstate'
 import { type ApprovalAnswer, approvalRequestOf, type ApprovalRequest, decideRequest } from '../approval/decide.js'
 import { planStep } from '../approval/step-plan.js'
 import type { Bus } from '../bus/bus.js'
 import { childRunRow } from '../children/child-contract.js'
 import { makeChildRuns } from '../children/child-runs.js'
+import { withDeadline } from './deadline.js'
 import { iso, nowMs, store } from './driver-io.js'
 import { toolActOf } from '../approval/tool-act.js'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
@@ -71,6 +63,8 @@ interface JournalledResult {
 /** Everything one run's driver needs; built by the supervisor, owned by the run's fiber. */
 export interface RunDriverDeps {
   readonly db: Kysely<Database>
+  /** The per-step writes and reads (prepared statements on SQLite). */
+  readonly writer: RunWriter
   readonly runId: string
   readonly contract: TaskContract
   readonly providers: ReadonlyArray<Provider>
@@ -107,28 +101,31 @@ export interface Approver {
 /** A state's entry work result: the event to send, and the step data to commit with its transition. */
 interface Work {
   readonly event: RunEvent
-  readonly writes?: (trx: Transaction<Database>) => Promise<unknown>
+  readonly writes?: ReadonlyArray<RunWrite>
   /** In-memory bookkeeping done once the transition is durable. */
   readonly after?: () => void
 }
+
+/** Transitions and step data waiting for one commit. */
+interface Staged {
+  readonly transitions: NewTransition[]
+  readonly writes: RunWrite[]
+  head: RunHead | undefined
+}
+
+const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined })
 
 const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
   error === undefined ? 'success' : error.kind === 'transient' ? 'transient' : 'other'
 
 /** The driver of one run: performs each state's entry work and commits the resulting transition. */
 export const makeRunDriver = (deps: RunDriverDeps) => {
-  const { db, runId, contract, actor, messages, observers } = deps
+  const { db, writer, runId, contract, actor, messages, observers } = deps
   let seq = deps.seq
   let lastToolCalls: ReadonlyArray<ToolCall> = lastAssistantToolCalls(messages)
 
-  /** A write outside a transition (an attempt row, a journal entry), fenced like a transition. */
-  const fenced = (what: string, write: (trx: Transaction<Database>) => Promise<unknown>) =>
-    store(what, () =>
-      db.transaction().execute(async (trx) => {
-        await checkFence(trx, runId, deps.leaseToken)
-        await write(trx)
-      })
-    )
+  /** Writes outside a transition (an attempt row, a journal entry), fenced like a transition. */
+  const fenced = (what: string, ...writes: RunWrite[]) => store(what, () => writer.write(runId, deps.leaseToken, writes))
 
   const childRuns = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => lastToolCalls })
   const offeredTools = childRuns.canSpawn ? [...WORKSPACE_TOOLS, SPAWN_CHILD_TOOL] : WORKSPACE_TOOLS
@@ -155,42 +152,76 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   }
 
   /**
-   * Sends the event and persists the transition with its step data in one transaction. It is
-   * uninterruptible: a cancel that lands mid-commit waits, so memory and store never disagree.
+   * Transitions sent but not yet durable, with their step data. Transitions whose next state's
+   * entry work is pure (falling over, a verification that only reads files, the checks before a
+   * dispatch) are staged and committed together with the next one, in one transaction: the
+   * store still gets every transition as its own row, and nothing with an effect (a provider
+   * call, a tool, a wait) ever starts before everything staged is durable.
+   */
+  let staged: Staged = emptyStage()
+  let durableSeq = seq
+
+  /** Sends the event and stages its transition; false when the machine ignores the event. */
+  const stage = (work: Work, atMs: number): boolean => {
+    const before = actor.getSnapshot()
+    if (!before.can(work.event)) return false
+    const from = statePath(before.value)
+    actor.send(work.event)
+    const after = actor.getSnapshot()
+    const to = statePath(after.value)
+    const at = iso(atMs)
+    const ctx = after.context
+    seq += 1
+    if (work.writes !== undefined) staged.writes.push(...work.writes)
+    staged.transitions.push({ run_id: runId, seq, from_state: from, event: work.event.type, to_state: to, snapshot_json: JSON.stringify(actor.getPersistedSnapshot()), at })
+    staged.head = {
+      status: statusOfState(to),
+      state: to,
+      steps: ctx.completedSteps,
+      updated_at: at,
+      error_json: ctx.error === null ? null : JSON.stringify(ctx.error),
+      ended_at: isFinalPath(to) ? at : null
+    }
+    // In-memory bookkeeping (the conversation) moves on now; a failed flush ends the drive.
+    work.after?.()
+    return true
+  }
+
+  /** Makes everything staged durable in one fenced transaction, then tells the observers. */
+  const flush: Effect.Effect<void, StoreError | LeaseLostError> = Effect.suspend(() => {
+    const batch = staged
+    if (batch.transitions.length === 0 && batch.writes.length === 0) return Effect.void
+    staged = emptyStage()
+    const write = store('commit transition', () =>
+      batch.head === undefined
+        ? writer.write(runId, deps.leaseToken, batch.writes)
+        : writer.commit({ runId, leaseToken: deps.leaseToken, writes: batch.writes, transitions: batch.transitions, head: batch.head })
+    )
+    return Effect.matchEffect(write, {
+      onFailure: (error) =>
+        Effect.suspend(() => {
+          seq = durableSeq
+          return Effect.fail(error)
+        }),
+      onSuccess: () =>
+        Effect.sync(() => {
+          durableSeq = seq
+          for (const t of batch.transitions) notify(observers, 'onTransition', { runId, seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })
+        })
+    })
+  })
+
+  /**
+   * Sends the event and persists its transition (and anything staged before it) in one
+   * transaction. Uninterruptible: a cancel that lands mid-commit waits, so memory and store
+   * never disagree.
    */
   const commit = (work: Work): Effect.Effect<void, StoreError | LeaseLostError> =>
-    Effect.uninterruptible(
-      Effect.gen(function* () {
-        const before = actor.getSnapshot()
-        if (!before.can(work.event)) return
-        const from = statePath(before.value)
-        actor.send(work.event)
-        const after = actor.getSnapshot()
-        const to = statePath(after.value)
-        const at = iso(yield* nowMs)
-        const ctx = after.context
-        const status = statusOfState(to)
-        seq += 1
-        const row = { run_id: runId, seq, from_state: from, event: work.event.type, to_state: to, snapshot_json: JSON.stringify(actor.getPersistedSnapshot()), at }
-        yield* store('commit transition', () =>
-          db.transaction().execute(async (trx) => {
-            await checkFence(trx, runId, deps.leaseToken)
-            await work.writes?.(trx)
-            await appendTransition(trx, row)
-            await updateRun(trx, runId, {
-              status,
-              state: to,
-              steps: ctx.completedSteps,
-              updated_at: at,
-              error_json: ctx.error === null ? null : JSON.stringify(ctx.error),
-              ended_at: isFinalPath(to) ? at : null
-            })
-          })
-        )
-        work.after?.()
-        notify(observers, 'onTransition', { runId, seq, from, event: work.event.type, to, at })
-      })
-    )
+    Effect.uninterruptible(Effect.flatMap(nowMs, (at) => (stage(work, at), flush)))
+
+  /** Whether a state's entry work may be staged behind the transition into it (see `staged`). */
+  const stagesInto = (path: string): boolean =>
+    path === 'fallingOver' || path === 'dispatching' || (path === 'verifying' && (contract.verify === undefined || !verifyRunsCommands(contract.verify)))
 
   const dispatch = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
@@ -209,31 +240,30 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       const key = circuitKey(config)
       const admission = deps.breakers.admit(key, startedAt)
       if (admission === 'open') return skipOpenCircuit(ctx, provider.name, startedAt)
-      yield* fenced('write attempt', (trx) =>
-        insertAttempt(trx, pendingAttempt(ctx, provider.name, startedAt))
-      )
+      // The receipt is durable, with every transition staged before it, before the call is made.
+      staged.writes.push({ op: 'insertAttempt', row: pendingAttempt(ctx, provider.name, startedAt) })
+      yield* Effect.uninterruptible(flush)
       notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
       const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
-      const outcome = yield* provider.chat({ messages: [...messages], tools: offeredTools }).pipe(
-        Effect.timeoutFail({
-          duration: Duration.millis(deadlineMs),
-          onTimeout: () =>
-            new ProviderError({
-              kind: 'transient',
-              provider: provider.name,
-              possiblyDelivered: true,
-              message: `no answer within the attempt deadline of ${deadlineMs} ms`
-            })
-        }),
+      const call = provider.chat({ messages: [...messages], tools: offeredTools })
+      const outcome = yield* withDeadline(
+        call,
+        deadlineMs,
+        () =>
+          new ProviderError({
+            kind: 'transient',
+            provider: provider.name,
+            possiblyDelivered: true,
+            message: `no answer within the attempt deadline of ${deadlineMs} ms`
+          })
+      ).pipe(
         Effect.either,
         // A cancel or timeout aborts the call (the adapter's AbortSignal); the receipt says so.
         Effect.onInterrupt(() =>
           Effect.gen(function* () {
             const end = yield* nowMs
             deps.breakers.record(key, admission, 'abandoned', end)
-            yield* Effect.promise(() =>
-              settleAttempt(db, runId, ctx.step, ctx.attempt, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })
-            ).pipe(Effect.ignore)
+            yield* fenced('settle a cancelled attempt', settle(ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })).pipe(Effect.ignore)
             notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'cancelled', latencyMs: end - startedAt })
           })
         )
@@ -245,8 +275,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         const error = outcome.left
         return {
           event: { type: 'PROVIDER_ERROR', error: runErrorFromProvider(error), retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs) },
-          writes: (trx) =>
-            settleAttempt(trx, runId, ctx.step, ctx.attempt, {
+          writes: [
+            settle(ctx, {
               outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
               settled_at: iso(settledAt),
               error_kind: error.kind,
@@ -254,7 +284,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
               error_message: error.message,
               latency_ms: latency,
               partial_text: error.partialText ?? null
-            }),
+            })
+          ],
           after: () =>
             notify(observers, 'onAttemptSettled', {
               ...attemptOf(ctx),
@@ -269,28 +300,31 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       const step = { text: reply.text, toolCalls: reply.toolCalls }
       return {
         event: { type: 'PROVIDER_OK', hasToolCalls: reply.toolCalls.length > 0 },
-        writes: async (trx) => {
-          await settleAttempt(trx, runId, ctx.step, ctx.attempt, {
+        writes: [
+          settle(ctx, {
             outcome: 'ok',
             settled_at: iso(settledAt),
             latency_ms: latency,
             ttft_ms: reply.timeToFirstTokenMs ?? null,
             tokens_in: reply.usage?.inputTokens ?? null,
             tokens_out: reply.usage?.outputTokens ?? null
-          })
-          await insertStep(trx, {
-            run_id: runId,
-            step: ctx.step,
-            provider: provider.name,
-            prompt_summary: summarizePrompt(messages),
-            text: reply.text,
-            tool_calls_json: JSON.stringify(reply.toolCalls),
-            results_json: null,
-            tokens_in: reply.usage?.inputTokens ?? 0,
-            tokens_out: reply.usage?.outputTokens ?? 0,
-            at: iso(settledAt)
-          })
-        },
+          }),
+          {
+            op: 'insertStep',
+            row: {
+              run_id: runId,
+              step: ctx.step,
+              provider: provider.name,
+              prompt_summary: summarizePrompt(messages),
+              text: reply.text,
+              tool_calls_json: JSON.stringify(reply.toolCalls),
+              results_json: null,
+              tokens_in: reply.usage?.inputTokens ?? 0,
+              tokens_out: reply.usage?.outputTokens ?? 0,
+              at: iso(settledAt)
+            }
+          }
+        ],
         after: () => {
           messages.push(...stepMessages(step))
           lastToolCalls = reply.toolCalls
@@ -305,6 +339,9 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         }
       } satisfies Work
     })
+
+  /** Settles the receipt of the context's current attempt. */
+  const settle = (ctx: RunContext, patch: AttemptSettlement): RunWrite => ({ op: 'settleAttempt', runId, step: ctx.step, attempt: ctx.attempt, patch })
 
   /** The receipt row of an attempt about to be made: nothing known yet but who and why. */
   const pendingAttempt = (ctx: RunContext, provider: string, startedAt: number): NewAttempt => ({
@@ -329,10 +366,10 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     const error: RunError = { kind: 'transient', message: 'circuit open', provider }
     return {
       event: { type: 'CIRCUIT_OPEN', error, retryAt: at + retryDelayMs(deps.retryPolicy, ctx.retries, undefined) },
-      writes: async (trx) => {
-        await insertAttempt(trx, pendingAttempt(ctx, provider, at))
-        await settleAttempt(trx, runId, ctx.step, ctx.attempt, { outcome: 'failed', settled_at: iso(at), error_kind: 'transient', error_message: 'circuit open', latency_ms: 0 })
-      },
+      writes: [
+        { op: 'insertAttempt', row: pendingAttempt(ctx, provider, at) },
+        settle(ctx, { outcome: 'failed', settled_at: iso(at), error_kind: 'transient', error_message: 'circuit open', latency_ms: 0 })
+      ],
       after: () => notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'failed', errorKind: 'transient', latencyMs: 0 })
     }
   }
@@ -356,9 +393,10 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       } else {
         if (journalled) {
           const startedAt = iso(yield* nowMs)
-          yield* fenced('journal a started tool call', (trx) =>
-            startToolEffect(trx, { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: startedAt })
-          )
+          yield* fenced('journal a started tool call', {
+            op: 'startToolEffect',
+            row: { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: startedAt }
+          })
         }
         const outcome = yield* runTool(deps.workspace, call)
         const output = note === undefined ? outcome.output : `${note}\n${outcome.output}`
@@ -367,7 +405,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       if (journalled) {
         const completedAt = iso(yield* nowMs)
         const json = JSON.stringify(result)
-        yield* fenced('journal a completed tool call', (trx) => completeToolEffect(trx, runId, step, position, json, completedAt))
+        yield* fenced('journal a completed tool call', { op: 'completeToolEffect', runId, step, position, resultJson: json, at: completedAt })
       }
       return result
     })
@@ -398,20 +436,18 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    */
   const act = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
-      const approvals = yield* store('load approvals', () => listApprovals(db, runId, ctx.step))
+      const approvals = yield* store('load approvals', () => writer.approvals(runId, ctx.step))
       const plan = planStep({ runId, step: ctx.step, policy: deps.policy, calls: lastToolCalls, approvals, mode: contract.approval, newId: deps.newId })
       const at = iso(yield* nowMs)
       if (plan.pending.length > 0) {
         return {
           event: { type: 'APPROVAL_REQUESTED' },
-          writes: async (trx) => {
-            for (const request of plan.pending) await insertApproval(trx, { ...request, created_at: at })
-          }
+          writes: plan.pending.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at } }))
         } satisfies Work
       }
       // An exec the journal saw start but never finish may or may not have had its effect:
       // a person decides (retry, completed with an account, or abort) before the step goes on.
-      const journal = yield* store('load the tool journal', () => listToolEffects(db, runId, ctx.step))
+      const journal = yield* store('load the tool journal', () => writer.toolEffects(runId, ctx.step))
       const interrupted = new Map<number, ApprovalRow | undefined>()
       const recoveries: NewApproval[] = []
       for (const [position, item] of plan.calls.entries()) {
@@ -428,9 +464,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       if (recoveries.length > 0) {
         return {
           event: { type: 'APPROVAL_REQUESTED' },
-          writes: async (trx) => {
-            for (const request of recoveries) await insertApproval(trx, request)
-          }
+          writes: recoveries.map((row): RunWrite => ({ op: 'insertApproval', row }))
         } satisfies Work
       }
       const aborted = [...interrupted.values()].find((r) => r?.resolution === 'abort')
@@ -445,9 +479,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       if (spawns.unfinished) {
         return {
           event: { type: 'CHILDREN_SPAWNED' },
-          writes: async (trx) => {
-            for (const child of spawns.newChildren) await insertRun(trx, childRunRow(child.id, runId, child.contract, at))
-          }
+          writes: spawns.newChildren.map((child): RunWrite => ({ op: 'insertRun', row: childRunRow(child.id, runId, child.contract, at) }))
         } satisfies Work
       }
 
@@ -493,11 +525,11 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       }
       return {
         event: { type: 'TOOLS_DONE' },
-        writes: async (trx) => {
-          for (const request of plan.decided) await insertApproval(trx, { ...request, created_at: at, decided_at: at })
-          await insertPolicyEvents(trx, events)
-          await setStepResults(trx, runId, ctx.step, JSON.stringify(results))
-        },
+        writes: [
+          ...plan.decided.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at, decided_at: at } })),
+          { op: 'insertPolicyEvents', rows: events },
+          { op: 'setStepResults', runId, step: ctx.step, resultsJson: JSON.stringify(results) }
+        ],
         after: () => {
           for (const r of results) messages.push({ role: 'tool', toolCallId: r.toolCallId, name: r.name, content: r.output })
         }
@@ -510,7 +542,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    */
   const awaitApprovals = (ctx: RunContext): Effect.Effect<Work | undefined, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
-      const pending = (yield* store('load approvals', () => listApprovals(db, runId, ctx.step))).filter((a) => a.status === 'pending')
+      const pending = (yield* store('load approvals', () => writer.approvals(runId, ctx.step))).filter((a) => a.status === 'pending')
       if (pending.length > 0) {
         const approver = deps.approver
         // Recovery requests are an operator's call (`approve --retry|--completed|--abort`).
@@ -539,7 +571,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       const feedback = `The goal is not reached yet: ${result.detail}. Keep working.`
       return {
         event: { type: 'VERIFY_FAILED' },
-        writes: (trx) => setStepFeedback(trx, runId, ctx.step, feedback),
+        writes: [{ op: 'setStepFeedback', runId, step: ctx.step, feedback }],
         after: () => messages.push({ role: 'user', content: feedback })
       } satisfies Work
     })
@@ -585,13 +617,18 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   /** Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the work. */
   const drive: Effect.Effect<void, StoreError | LeaseLostError> = Effect.gen(function* () {
     for (;;) {
-      const work = workFor(currentPath(), context())
+      const path = currentPath()
+      if (!stagesInto(path)) yield* Effect.uninterruptible(flush)
+      const work = workFor(path, context())
       if (work === undefined) return
       const next = yield* work
-      if (next === undefined) return
-      yield* commit(next)
+      if (next === undefined) return yield* Effect.uninterruptible(flush)
+      stage(next, yield* nowMs)
     }
-  })
+  }).pipe(
+    // Interrupted (cancel, timeout) with pure transitions staged: they are history all the same.
+    Effect.onInterrupt(() => Effect.ignore(flush))
+  )
 
   /**
    * Prepares a restored run: a dispatch that was in flight when the last driver died is settled

@@ -21,6 +21,7 @@ import {
   LeaseConflictError,
   LeaseLostError,
   listSteps,
+  makeRunWriter,
   type RunStatus,
   settlePendingAttempts,
   StoreError
@@ -161,7 +162,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
   Layer.scoped(
     Supervisor,
     Effect.gen(function* () {
-      const { db } = yield* StoreService
+      const storeService = yield* StoreService
+      const { db } = storeService
+      const writer = makeRunWriter(storeService)
       const scope = yield* Effect.scope
       const env = options.env ?? process.env
       const buildProvider = options.makeProvider ?? makeProvider
@@ -254,6 +257,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           ]
           const driver = makeRunDriver({
             db,
+            writer,
             runId,
             contract,
             providers: contract.providers.map((config) => buildProvider(config, env)),

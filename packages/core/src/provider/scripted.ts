@@ -9,9 +9,11 @@ export interface ScriptedProviderOptions {
   readonly steps: ReadonlyArray<ScriptedStep>
 }
 
-/** A scripted provider also tells how often it was asked and what it was sent (for tests). */
+/** A scripted provider also tells how often it was asked and what it was last sent (for tests). */
 export interface ScriptedProvider extends Provider {
-  readonly calls: ReadonlyArray<Parameters<Provider['chat']>[0]>
+  readonly callCount: () => number
+  /** The last request, or undefined before the first (only the last: a long run keeps no history here). */
+  readonly lastRequest: () => Parameters<Provider['chat']>[0] | undefined
 }
 
 /**
@@ -20,15 +22,18 @@ export interface ScriptedProvider extends Provider {
  */
 export const makeScriptedProvider = (options: ScriptedProviderOptions): ScriptedProvider => {
   const name = options.name ?? 'scripted'
-  const calls: Array<Parameters<Provider['chat']>[0]> = []
+  let count = 0
+  let last: Parameters<Provider['chat']>[0] | undefined
   return {
     name,
     kind: 'scripted',
-    calls,
+    callCount: () => count,
+    lastRequest: () => last,
     chat: (request) =>
       Effect.suspend(() => {
-        const index = calls.length
-        calls.push(request)
+        const index = count
+        count += 1
+        last = request
         const step = options.steps[index]
         const answer = step === undefined ? Effect.succeed(textReply(SCRIPT_EXHAUSTED_TEXT)) : playStep(name, index, step)
         return step?.delayMs ? Effect.zipRight(Effect.sleep(step.delayMs), answer) : answer

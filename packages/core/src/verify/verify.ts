@@ -118,3 +118,10 @@ export const verify = (ws: Workspace, spec: VerifySpec): Effect.Effect<VerifyRes
     return pass(checks.length === 1 ? 'the check passed' : `all ${checks.length} checks passed`)
   })
 }
+
+/**
+ * Whether checking `spec` may change anything: a `command` runs a process; file checks only
+ * read. A pure check can be committed together with the transitions around it.
+ */
+export const verifyRunsCommands = (spec: VerifySpec): boolean =>
+  'command' in spec ? true : 'allOf' in spec ? spec.allOf.some(verifyRunsCommands) : false

@@ -1,0 +1,55 @@
+import type { NewApproval } from '../tables/approvals.table.js'
+import type { AttemptSettlement, NewAttempt } from '../tables/attempts.table.js'
+import type { NewPolicyEvent } from '../tables/policy-events.table.js'
+import type { NewRun } from '../tables/runs.table.js'
+import type { NewStep } from '../tables/steps.table.js'
+import type { NewToolEffect } from '../tables/tool-effects.table.js'
+import type { NewTransition } from '../tables/transitions.table.js'
+
+/**
+ * One write a run's driver makes, as data. The driver describes what a transition commits;
+ * a `RunWriter` performs it, through Kysely on any dialect or through prepared statements on
+ * SQLite. Each variant means exactly what the repository function of the same name does.
+ */
+export type RunWrite =
+  | { readonly op: 'insertAttempt'; readonly row: NewAttempt }
+  | { readonly op: 'settleAttempt'; readonly runId: string; readonly step: number; readonly attempt: number; readonly patch: AttemptSettlement }
+  | { readonly op: 'insertStep'; readonly row: NewStep }
+  | { readonly op: 'setStepResults'; readonly runId: string; readonly step: number; readonly resultsJson: string }
+  | { readonly op: 'setStepFeedback'; readonly runId: string; readonly step: number; readonly feedback: string }
+  | { readonly op: 'insertApproval'; readonly row: NewApproval }
+  | { readonly op: 'insertPolicyEvents'; readonly rows: ReadonlyArray<NewPolicyEvent> }
+  | { readonly op: 'insertRun'; readonly row: NewRun }
+  | { readonly op: 'startToolEffect'; readonly row: Omit<NewToolEffect, 'status' | 'result_json' | 'completed_at'> }
+  | {
+      readonly op: 'completeToolEffect'
+      readonly runId: string
+      readonly step: number
+      readonly position: number
+      readonly resultJson: string
+      readonly at: string
+    }
+
+/** What a transition changes in its run's row. */
+export interface RunHead {
+  readonly status: string
+  readonly state: string
+  readonly steps: number
+  readonly updated_at: string
+  readonly error_json: string | null
+  readonly ended_at: string | null
+}
+
+/**
+ * Transitions (one or more, in order) and everything committed with them, under the driver's
+ * fencing token: one transaction.
+ */
+export interface TransitionCommit {
+  readonly runId: string
+  readonly leaseToken: number
+  /** Step data belonging to the transitions (receipts, the step, tool results, approvals). */
+  readonly writes: ReadonlyArray<RunWrite>
+  readonly transitions: ReadonlyArray<NewTransition>
+  /** The run's head after the last of them. */
+  readonly head: RunHead
+}
