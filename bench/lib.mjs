@@ -37,7 +37,7 @@ export const stats = (xs) => {
   const med = median(xs)
   const min = Math.min(...xs)
   const max = Math.max(...xs)
-  return { median: round(med), min: round(min), max: round(max), spreadPct: med === 0 ? 0 : round(((max - min) / 2 / med) * 100), samples: xs.map(round) }
+  return { median: round(med), min: round(min), max: round(max), spreadPct: med === 0 ? 0 : round(((max - min) / 2 / Math.abs(med)) * 100), samples: xs.map(round) }
 }
 
 export const round = (x) => (x === null || x === undefined ? x : Math.round(x * 100) / 100)

@@ -13,7 +13,10 @@ const rows = [
   ['peak RSS (MB), same', f.concurrentPeakRssMb.median, spread(f.concurrentPeakRssMb), '', '', ''],
   ['KB RSS per idle run (1,000 runs waiting in a model call)', f.rssPerRunKb.median, spread(f.rssPerRunKb), '< 50', yes(r.met.rssPerRun), 'per run: an XState actor, an Effect fiber, the conversation, the compiled policy, a provider, a lease heartbeat'],
   ['ms to resume 1,000 interrupted runs', f.resume1000Ms.median, spread(f.resume1000Ms), '< 2,000', yes(r.met.resume), 'each resume reads run, transitions, steps, approvals and tool effects, takes a lease in its own transaction, one after the other on one connection'],
-  ['ms overhead per child (NATS, 100 children, 2 workers)', 'n/a', 'n/a', '', 'not measured', r.childOverheadNote],
+  f.childOverheadMs
+    ? [`ms overhead per child (NATS, ${f.fanOut.children} children, ${f.fanOut.workers} workers)`, f.childOverheadMs.median, spread(f.childOverheadMs), '', '',
+        `fan-out ${f.fanOutMs.median} ms vs ${f.fanOutDirectMs.median} ms for the same children in-process. CPU over all processes: ${f.childCpuOverheadMs.median} ms more per child (in wall time, the workers running on other cores hide part of it). Per child a worker inserts the row, resumes the run from the store, publishes each transition and acks over NATS (about twice the CPU of an in-process run); three processes take turns at one SQLite file's write lock, and SQLite's busy sleeps (1–10 ms) block a worker's whole event loop; the parent re-reads all its children from the store on every child's done message`]
+    : ['ms overhead per child (NATS, 100 children, 2 workers)', 'n/a', 'n/a', '', 'not measured', 'not measured'],
   ['ms, `agentvisor runs --json` on 10,000 runs (cold process)', f.cliColdStart.median, spread(f.cliColdStart), '< 400', yes(r.met.cli), `a bare \`node -e 0\` takes ${f.nodeColdStart.median} ms here; the rest is loading the CLI's module graph (Effect, Kysely, actors) and the migration check`]
 ]
 const m = r.machine
@@ -55,7 +58,20 @@ ${rows.map((x) => `| ${x.join(' | ')} |`).join('\n')}
 3. Those 1,000 runs interrupted by \`av.close()\`, then \`Promise.all(ids.map(id => av.resume(id)))\`
    in a new \`Agentvisor\` on the same file, timed until every resume has returned (every run is
    being driven again).
-4. Not written yet: \`childOverheadMs\` is \`null\` in results.json.
+4. A parent fanning out ${f.fanOut?.children ?? 100} children to ${f.fanOut?.workers ?? 2} \`agentvisor worker\` processes (\`--concurrency ${f.fanOut?.workerConcurrency ?? 4}\`, the default)
+   over a real nats-server (JetStream, 127.0.0.1), all three processes on one SQLite file. The parent
+   (\`Agentvisor.open({ nats })\` in the bench process, \`children: { maxChildren: ${f.fanOut?.children ?? 100}, maxConcurrent: ${f.fanOut?.children ?? 100} }\`) asks
+   in its first model call for ${f.fanOut?.children ?? 100} \`spawn_child\` calls; each child's only model call is answered at
+   once with text (an \`agentvisor mock-llm\` process, per-goal replies), so a child's work is near zero.
+   \`childOverheadMs\` = (wall time of the parent's \`av.run\`, start to \`succeeded\` − wall time of the
+   same ${f.fanOut?.children ?? 100} child contracts run with \`av.run\` by an embedded \`Agentvisor\` in the bench process, no
+   NATS, no parent, ${(f.fanOut?.workers ?? 2) * (f.fanOut?.workerConcurrency ?? 4)} at a time like the workers) / ${f.fanOut?.children ?? 100}: what the fan-out adds per child (queue, workers,
+   shared store, the parent's wait and its own two steps). \`childCpuOverheadMs\`: the same difference
+   in CPU time summed over every process (bench, workers, nats-server, mock), from \`/proc/PID/stat\`.
+   nats-server, the mock and the workers start (and serve) before any timing, one untimed fan-out and one
+   direct batch warm up first, and they are stopped by PID at the end. Both are measured in every
+   repetition; a difference of two wall times on a shared machine is noisy (read the spread), and
+   it can go below 0 where the two workers find idle cores that the single bench process cannot use.
 5. The same loop in LangGraph.js 1.7.3 with \`@langchain/langgraph-checkpoint-sqlite\` 1.0.4 (WAL,
    \`synchronous=NORMAL\`): one node, looping on itself ${r.repetitions.steps} times (one checkpoint per step), doing the same
    \`readdir\` as the tool.
