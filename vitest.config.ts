@@ -10,6 +10,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    globalSetup: ['test/setup/nats-server.ts']
+    globalSetup: ['test/setup/nats-server.ts', 'test/setup/postgres.ts']
   }
 })

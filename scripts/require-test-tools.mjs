@@ -1,11 +1,20 @@
-// The tests use real components: a nats-server, and Debian's chromium for the inspector's
-// end-to-end test. This makes sure both are installed (with apt-get where that is possible,
-// as root) and fails loudly otherwise: those tests never skip.
+// The tests use real components: a nats-server, a PostgreSQL server (started by the tests
+// themselves from Debian's binaries), and Debian's chromium for the inspector's end-to-end test.
+// This makes sure all are installed (with apt-get where that is possible, as root) and fails
+// loudly otherwise: those tests never skip.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 
 const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0
-const missing = [...(has('nats-server') ? [] : ['nats-server']), ...(existsSync('/usr/bin/chromium') ? [] : ['chromium'])]
+// Debian's postgresql package keeps initdb and postgres in /usr/lib/postgresql/<version>/bin, off PATH.
+const hasPostgres = () =>
+  (has('initdb') && has('postgres')) ||
+  (existsSync('/usr/lib/postgresql') && readdirSync('/usr/lib/postgresql').some((version) => existsSync(`/usr/lib/postgresql/${version}/bin/initdb`)))
+const missing = [
+  ...(has('nats-server') ? [] : ['nats-server']),
+  ...(hasPostgres() ? [] : ['postgresql']),
+  ...(existsSync('/usr/bin/chromium') ? [] : ['chromium'])
+]
 
 if (missing.length > 0) {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0

@@ -1,40 +1,60 @@
 import { mkdir } from 'node:fs/promises'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
-import { Kysely, Migrator } from 'kysely'
+import { Kysely, Migrator, PostgresDialect } from 'kysely'
 import type { Database } from './database.js'
+import type { StoreDialect } from './dialect.js'
 import { StoreError } from './errors.js'
-import { migrationProvider } from './migrations/index.js'
+import { migrationProvider, migrations } from './migrations/index.js'
+import { createPostgresPool } from './postgres/postgres-pool.js'
+import { isPostgresUrl, redactPassword } from './postgres/postgres-location.js'
 import { cacheStatements } from './sqlite/statement-cache.js'
 import { ImmediateSqliteDialect } from './sqlite/immediate-sqlite-dialect.js'
 
 /** How long a write waits for another process's lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5000
 
-/** An open, migrated store. One per database file per process: better-sqlite3 is synchronous. */
+/**
+ * An open, migrated store. On SQLite, one per database file per process: better-sqlite3 is
+ * synchronous. On PostgreSQL, one per process and server: it holds a connection pool.
+ */
 export interface Store {
   readonly db: Kysely<Database>
+  /** Which database `db` talks to. */
+  readonly dialect: StoreDialect
   /**
    * The SQLite connection under `db`, for the run driver's synchronous hot path (prepared
    * statements, see `sqlite/sqlite-run-writer.ts`); undefined on other dialects.
    */
   readonly sqlite: BetterSqlite3.Database | undefined
-  /** The absolute path of the database file, or `:memory:`. */
+  /**
+   * Where the store is, fit to print: the absolute path of the database file, `:memory:`, or a
+   * PostgreSQL URL with its password shown as `***` (so it cannot be used to reconnect).
+   */
   readonly file: string
-  /** Closes the database; safe to call more than once. */
+  /** Closes the database (or the pool); safe to call more than once. */
   close(): Promise<void>
 }
 
 /**
- * Opens (creating it and its folder if need be) the SQLite store at `file`, switches it to WAL,
- * and applies every pending migration in one transaction. Rejects with a `StoreError` naming the
- * file, and the migration when one fails; a failed migration leaves the schema as it was.
+ * Opens the store at `location` and applies every pending migration, all or nothing.
+ *
+ * - A `postgres://` or `postgresql://` URL opens a connection pool to that PostgreSQL database.
+ * - Anything else is a SQLite file, created with its folder if need be and switched to WAL, or
+ *   `:memory:`.
+ *
+ * Rejects with a `StoreError` whose one-line message names the location (password redacted)
+ * and, when one fails, the migration.
  *
  * @example
  * const store = await openStore(resolveDbPath(flags.db))
  * try { await listRuns(store.db, { status: 'running' }) } finally { await store.close() }
  */
-export async function openStore(file: string): Promise<Store> {
+export async function openStore(location: string): Promise<Store> {
+  return isPostgresUrl(location) ? openPostgresStore(location) : openSqliteStore(location)
+}
+
+async function openSqliteStore(file: string): Promise<Store> {
   const inMemory = file === ':memory:'
   const resolved = inMemory ? file : path.resolve(file)
   if (!inMemory) {
@@ -57,7 +77,9 @@ export async function openStore(file: string): Promise<Store> {
 
   try {
     configure(sqlite)
-    await migrate(db, sqlite, resolved)
+    // Any failure of the quick look (no table yet, not a database at all) is left to the full
+    // migration, which reports it properly.
+    if (!(await isUpToDate(db).catch(() => false))) await migrateSqlite(db, sqlite, resolved)
   } catch (cause) {
     await db.destroy()
     sqlite.close() // Kysely closes only a database it has initialised; this covers a failed pragma.
@@ -65,17 +87,73 @@ export async function openStore(file: string): Promise<Store> {
     throw new StoreError({ message: `Cannot open the store ${resolved}: ${messageOf(cause)}`, cause })
   }
 
-  let closed = false
-  return {
-    db,
-    sqlite,
-    file: resolved,
-    close: async () => {
-      if (closed) return
-      closed = true
-      await db.destroy()
+  return { db, dialect: 'sqlite', sqlite, file: resolved, close: closeOnce(db) }
+}
+
+async function openPostgresStore(url: string): Promise<Store> {
+  const location = redactPassword(url)
+  const fail = (cause: unknown): StoreError =>
+    new StoreError({ message: `Cannot open the store ${location}: ${redactFrom(messageOf(cause), url)}`, cause })
+
+  // `pg` parses the URL lazily, at the first connection; a malformed one fails here instead,
+  // before any pool exists.
+  if (!isParsableUrl(url)) throw fail(new Error('not a valid PostgreSQL URL'))
+  let db: Kysely<Database> | undefined
+  try {
+    const pool = await createPostgresPool(url)
+    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    if (!(await isUpToDate(db).catch(rethrowUnlessUndefinedTable))) await migratePostgres(db, location)
+  } catch (cause) {
+    await db?.destroy().catch(() => undefined)
+    if (cause instanceof StoreError) throw cause
+    throw fail(cause)
+  }
+  return { db, dialect: 'postgres', sqlite: undefined, file: location, close: closeOnce(db) }
+}
+
+/**
+ * Whether `pg` can read the URL. Like its parser (pg-connection-string), this accepts an empty
+ * host before the path, as in `postgres://app@/runs?host=/var/run/postgresql` (a Unix socket).
+ */
+function isParsableUrl(url: string): boolean {
+  for (const candidate of [url, url.replace('@/', '@localhost/')]) {
+    try {
+      new URL(candidate)
+      return true
+    } catch {
+      // try the next form
     }
   }
+  return false
+}
+
+const closeOnce = (db: Kysely<Database>): (() => Promise<void>) => {
+  let closing: Promise<void> | undefined
+  return () => (closing ??= db.destroy())
+}
+
+/** Every migration this version knows, the newest included. */
+const KNOWN: ReadonlySet<string> = new Set(Object.keys(migrations))
+
+/**
+ * Whether the store already has exactly the migrations this version knows (the newest one
+ * included), read with one cheap query, so that opening an up-to-date store (every CLI command)
+ * skips the migrator, which introspects the schema and takes a lock. Anything else (a fresh
+ * store, a pending migration, a newer version's migration, which the migrator then refuses) goes
+ * the long way.
+ */
+async function isUpToDate(db: Kysely<Database>): Promise<boolean> {
+  const rows = await (db as unknown as Kysely<{ kysely_migration: { name: string } }>)
+    .selectFrom('kysely_migration')
+    .select('name')
+    .execute()
+  return rows.length === KNOWN.size && rows.every((row) => KNOWN.has(row.name))
+}
+
+/** A fresh PostgreSQL database has no `kysely_migration` yet (42P01); anything else is real. */
+const rethrowUnlessUndefinedTable = (error: unknown): false => {
+  if ((error as { code?: unknown } | null)?.code === '42P01') return false
+  throw error
 }
 
 function configure(sqlite: BetterSqlite3.Database): void {
@@ -101,7 +179,7 @@ function configure(sqlite: BetterSqlite3.Database): void {
  * holds this). The same holds for any Store: keep one per file per process, and never hold a
  * transaction open across real I/O.
  */
-async function migrate(db: Kysely<Database>, sqlite: BetterSqlite3.Database, file: string): Promise<void> {
+async function migrateSqlite(db: Kysely<Database>, sqlite: BetterSqlite3.Database, file: string): Promise<void> {
   const migrator = new Migrator({ db, provider: migrationProvider, disableTransactions: true })
   sqlite.exec('begin immediate')
   let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>
@@ -116,12 +194,50 @@ async function migrate(db: Kysely<Database>, sqlite: BetterSqlite3.Database, fil
   }
   // SQLite may already have rolled back on its own (e.g. after SQLITE_FULL).
   if (sqlite.inTransaction) sqlite.exec('rollback')
+  throw migrationError(outcome, file)
+}
+
+/**
+ * Runs every pending migration with Kysely's migrator as it is meant for PostgreSQL: on one
+ * connection it takes a session advisory lock (`pg_advisory_lock`), then applies the pending
+ * migrations in one transaction, commits, and only then unlocks. Another opener, on this host
+ * or any other, waits on the lock and then finds nothing left to do; a failing migration rolls
+ * the whole batch back. (Creating Kysely's own two bookkeeping tables happens before the lock;
+ * the migrator tolerates losing that race.)
+ */
+async function migratePostgres(db: Kysely<Database>, location: string): Promise<void> {
+  const outcome = await new Migrator({ db, provider: migrationProvider }).migrateToLatest()
+  if (outcome.error !== undefined) throw migrationError(outcome, location)
+}
+
+function migrationError(outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>, location: string): StoreError {
   const failed = outcome.results?.find((result) => result.status === 'Error')
   const message =
     failed === undefined
-      ? `Cannot migrate the store ${file}: ${messageOf(outcome.error)}`
-      : `Migration ${failed.migrationName} failed on the store ${file}: ${messageOf(outcome.error)}`
-  throw new StoreError({ message, cause: outcome.error })
+      ? `Cannot migrate the store ${location}: ${messageOf(outcome.error)}`
+      : `Migration ${failed.migrationName} failed on the store ${location}: ${messageOf(outcome.error)}`
+  return new StoreError({ message, cause: outcome.error })
 }
 
-const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+/**
+ * A driver error as one line. Node reports a refused connection to a name with several addresses
+ * (`localhost`: ::1 and 127.0.0.1) as an AggregateError with an empty message; its parts say it.
+ */
+function messageOf(cause: unknown): string {
+  let text: string
+  if (cause instanceof AggregateError && cause.message === '') text = cause.errors.map(messageOf).join('; ')
+  else if (cause instanceof Error) text = cause.message === '' ? String((cause as { code?: unknown }).code ?? cause.name) : cause.message
+  else text = String(cause)
+  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim()
+}
+
+/** Belt and braces: no driver message should quote the password, and none will through us. */
+function redactFrom(message: string, url: string): string {
+  let password: string
+  try {
+    password = decodeURIComponent(new URL(url).password)
+  } catch {
+    return message
+  }
+  return password.length >= 3 ? message.split(password).join('***') : message
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   AttemptOutcome,
+  countTreeDispatches,
   insertAttempt,
   insertRun,
   listAttempts,
@@ -8,11 +9,11 @@ import {
   settlePendingAttempts,
   type AttemptReason
 } from '@agentvisor/store'
-import { attempt, run, tempStore } from './support/temp-store.js'
+import { DIALECTS, attempt, run, tempStore } from './support/temp-store.js'
 
-describe('attempts repository', () => {
+describe.each(DIALECTS)('attempts repository on %s', (dialect) => {
   it('writes a receipt as pending with every measurement unknown', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertAttempt(db, attempt())
     expect(await listAttempts(db, 'run-1')).toEqual([
@@ -33,7 +34,7 @@ describe('attempts repository', () => {
   })
 
   it('settles a pending receipt with what the call reported, keeping an unknown ttft null', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertAttempt(db, attempt())
     const settled = await settleAttempt(db, 'run-1', 1, 0, {
@@ -63,7 +64,7 @@ describe('attempts repository', () => {
   })
 
   it('never rewrites a receipt that is already settled', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertAttempt(db, attempt())
     await settlePendingAttempts(db, 'run-1', AttemptOutcome.unknown, '2026-11-29T12:01:00.000Z')
@@ -75,7 +76,7 @@ describe('attempts repository', () => {
   })
 
   it('settles only the still-pending receipts of the given run and says how many', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertRun(db, run({ id: 'other' }))
     await insertAttempt(db, attempt({ attempt: 0 }))
@@ -96,8 +97,22 @@ describe('attempts repository', () => {
     expect(await settlePendingAttempts(db, 'run-1', AttemptOutcome.unknown)).toBe(0)
   })
 
+  it('counts the dispatches of a whole run tree as a number, leaving out skipped providers', async () => {
+    const { db } = await tempStore(dialect)
+    await insertRun(db, run({ id: 'root' }))
+    await insertRun(db, run({ id: 'child', parent_id: 'root', root_id: 'root' }))
+    await insertRun(db, run({ id: 'elsewhere' }))
+    await insertAttempt(db, attempt({ run_id: 'root' }))
+    await insertAttempt(db, attempt({ run_id: 'root', attempt: 1, error_message: 'circuit open' }))
+    await insertAttempt(db, attempt({ run_id: 'child' }))
+    await insertAttempt(db, attempt({ run_id: 'child', attempt: 1, error_message: 'rate limited' }))
+    await insertAttempt(db, attempt({ run_id: 'elsewhere' }))
+    expect(await countTreeDispatches(db, 'root')).toBe(3)
+    expect(await countTreeDispatches(db, 'nobody')).toBe(0)
+  })
+
   it('lists receipts by step, then attempt', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertAttempt(db, attempt({ step: 2, attempt: 0 }))
     await insertAttempt(db, attempt({ step: 1, attempt: 1, reason: 'retry' }))
@@ -110,7 +125,7 @@ describe('attempts repository', () => {
   })
 
   it('rejects a duplicate receipt, an unknown reason and a receipt for an unknown run', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertAttempt(db, attempt())
     await expect(insertAttempt(db, attempt())).rejects.toThrow(/UNIQUE|PRIMARY KEY/i)

@@ -8,9 +8,10 @@ import BetterSqlite3 from 'better-sqlite3'
 import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
+import { rejectionOf } from './support/rejection-of.js'
 import { run, tempDir } from './support/temp-store.js'
 
-const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'runs', 'steps', 'transitions']
+const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'run_contracts', 'runs', 'steps', 'tool_effects', 'transitions']
 const INITIAL = '2026-11-29T120000-initial'
 /** Every migration, in the order they run. */
 const ALL = Object.keys(migrations).sort()
@@ -32,16 +33,7 @@ function inspect(file: string): { tables: string[]; migrations: string[]; journa
   }
 }
 
-async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  throw new Error('expected a rejection')
-}
-
-describe('openStore', () => {
+describe('openStore on SQLite', () => {
   it('creates every table and records the migration on first open', async () => {
     const file = path.join(tempDir(), 'agentvisor.db')
     const store = await openStore(file)
@@ -50,6 +42,33 @@ describe('openStore', () => {
     expect(schema.tables).toEqual(expect.arrayContaining(TABLES))
     expect(schema.migrations).toEqual(Object.keys(migrations))
     expect(schema.migrations).toEqual(ALL)
+  })
+
+  it('says it is SQLite and hands out the raw connection for the hot path', async () => {
+    const store = await openStore(path.join(tempDir(), 'agentvisor.db'))
+    try {
+      expect(store.dialect).toBe('sqlite')
+      expect(store.sqlite?.prepare('select count(*) as n from runs').get()).toEqual({ n: 0 })
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('opens an up-to-date file with one read while another process holds the write lock', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    await (await openStore(file)).close()
+    // The full migration would BEGIN IMMEDIATE and, after the 5 s busy timeout, fail.
+    const other = new BetterSqlite3(file)
+    other.exec('begin immediate')
+    try {
+      const started = Date.now()
+      const store = await openStore(file)
+      await store.close()
+      expect(Date.now() - started).toBeLessThan(1000)
+    } finally {
+      other.exec('rollback')
+      other.close()
+    }
   })
 
   it('creates the missing parent folders of the database file', async () => {

@@ -9,7 +9,7 @@ import {
   listRememberedRules,
   rememberRule
 } from '@agentvisor/store'
-import { run, tempStore } from './support/temp-store.js'
+import { DIALECTS, run, tempStore } from './support/temp-store.js'
 
 const request = (id: string, toolCallId = id) => ({
   id,
@@ -29,17 +29,27 @@ const request = (id: string, toolCallId = id) => ({
 
 const decision = { status: 'approved', source: 'cli', remember: false, editedPayloadJson: null, decidedAt: '2026-11-29T12:01:00.000Z' } as const
 
-describe('policy repositories', () => {
+describe.each(DIALECTS)('policy repositories on %s', (dialect) => {
   it('keeps one request per tool call of a step, however often it is asked for', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertApproval(db, request('a1', 'call_1'))
     await insertApproval(db, request('a2', 'call_1'))
     expect((await listApprovals(db, 'run-1')).map((r) => r.id)).toEqual(['a1'])
   })
 
+  it('lists requests by step and position, the same on every dialect when those tie', async () => {
+    const { db } = await tempStore(dialect)
+    await insertRun(db, run())
+    await insertApproval(db, { ...request('b', 'call_b'), step: 2 })
+    await insertApproval(db, request('z', 'call_z'))
+    await insertApproval(db, request('y', 'call_y'))
+    await insertApproval(db, { ...request('x', 'call_x'), position: 1 })
+    expect((await listApprovals(db, 'run-1')).map((r) => r.id)).toEqual(['y', 'z', 'x', 'b'])
+  })
+
   it('decides a request once: a second decision loses and changes nothing', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertApproval(db, request('a1'))
     expect(await decideApproval(db, 'a1', decision)).toBe(true)
@@ -48,7 +58,7 @@ describe('policy repositories', () => {
   })
 
   it('appends policy events in order and rejects an unknown kind', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     const event = { run_id: 'run-1', step: 1, kind: 'refusal', act: 'write', target: 'secrets/k', rule: 'secrets/**', layer: 'base', decision: 'deny', source: 'policy', request_id: null, performed_target: null, at: 't' } as const
     await insertPolicyEvents(db, [event, { ...event, target: 'secrets/j' }])
@@ -57,11 +67,21 @@ describe('policy repositories', () => {
   })
 
   it('remembers one decision per workspace, act and target, the latest winning', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     const rule = { workspace: '/ws', act: 'exec', pattern: 'npm test', decision: 'allow', run_id: null, created_at: 't1' } as const
     await rememberRule(db, rule)
     await rememberRule(db, { ...rule, decision: 'deny', created_at: 't2' })
     await rememberRule(db, { ...rule, workspace: '/other' })
     expect(await listRememberedRules(db, '/ws')).toEqual([expect.objectContaining({ pattern: 'npm test', decision: 'deny' })])
+  })
+
+  it('lists remembered decisions oldest first, ties by act then target', async () => {
+    const { db } = await tempStore(dialect)
+    const rule = { workspace: '/ws', act: 'write', pattern: 'b.txt', decision: 'allow', run_id: null, created_at: 't1' } as const
+    await rememberRule(db, rule)
+    await rememberRule(db, { ...rule, pattern: 'a.txt' })
+    await rememberRule(db, { ...rule, act: 'exec', pattern: 'z' })
+    await rememberRule(db, { ...rule, pattern: 'first', created_at: 't0' })
+    expect((await listRememberedRules(db, '/ws')).map((r) => `${r.act} ${r.pattern}`)).toEqual(['write first', 'exec z', 'write a.txt', 'write b.txt'])
   })
 })

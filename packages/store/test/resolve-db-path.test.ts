@@ -31,3 +31,20 @@ describe('resolveDbPath', () => {
     expect(resolveDbPath(':memory:', {}, cwd)).toBe(':memory:')
   })
 })
+
+describe('resolveDbPath with a PostgreSQL URL', () => {
+  it('passes a postgres:// or postgresql:// flag through unchanged', () => {
+    expect(resolveDbPath('postgres://app:s3cret@db.internal:5432/agentvisor', {}, cwd)).toBe('postgres://app:s3cret@db.internal:5432/agentvisor')
+    expect(resolveDbPath('postgresql://db/agentvisor?sslmode=require', { AGENTVISOR_DB: '/data/env.db' }, cwd)).toBe('postgresql://db/agentvisor?sslmode=require')
+  })
+
+  it('passes a URL in $AGENTVISOR_DB through unchanged', () => {
+    expect(resolveDbPath(undefined, { AGENTVISOR_DB: 'postgres://app@/agentvisor?host=/var/run/postgresql' }, cwd)).toBe(
+      'postgres://app@/agentvisor?host=/var/run/postgresql'
+    )
+  })
+
+  it('still resolves a file whose name merely starts like the scheme', () => {
+    expect(resolveDbPath('postgres.db', {}, cwd)).toBe(path.join(cwd, 'postgres.db'))
+  })
+})

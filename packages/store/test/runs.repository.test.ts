@@ -9,14 +9,14 @@ import {
   updateRun,
   type RunStatus as RunStatusType
 } from '@agentvisor/store'
-import { run, tempStore } from './support/temp-store.js'
+import { DIALECTS, run, tempStore } from './support/temp-store.js'
 
 /** A run nobody drives and nobody asked to cancel. */
 const NO_LEASE = { lease_owner: null, lease_expires_at: null, lease_token: 0, cancel_requested_at: null, root_id: null }
 
-describe('runs repository', () => {
+describe.each(DIALECTS)('runs repository on %s', (dialect) => {
   it('round-trips a run row, with steps defaulting to 0 and nullable columns to null', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     const row = run()
     await insertRun(db, row)
     expect(await getRun(db, 'run-1')).toEqual({ ...row, ...NO_LEASE, steps: 0, error_json: null, ended_at: null })
@@ -24,18 +24,18 @@ describe('runs repository', () => {
   })
 
   it('rejects a second run with the same id', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await expect(insertRun(db, run({ goal: 'other' }))).rejects.toThrow(/UNIQUE|PRIMARY KEY/i)
   })
 
   it('rejects a status outside the public set', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await expect(insertRun(db, run({ status: 'done' as RunStatusType }))).rejects.toThrow(/CHECK constraint/i)
   })
 
   it('lists runs oldest first, ties broken by id, and filters by status', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run({ id: 'c', status: RunStatus.failed, created_at: '2026-11-29T12:00:02.000Z' }))
     await insertRun(db, run({ id: 'b', status: RunStatus.running, created_at: '2026-11-29T12:00:01.000Z' }))
     await insertRun(db, run({ id: 'a', status: RunStatus.running, created_at: '2026-11-29T12:00:01.000Z' }))
@@ -47,8 +47,15 @@ describe('runs repository', () => {
     expect((await listRuns(db, { limit: 2 })).map((r) => r.id)).toEqual(['d', 'a'])
   })
 
+  it('orders ids byte-wise, as SQLite does, whatever the database locale says', async () => {
+    const { db } = await tempStore(dialect)
+    // A locale-aware collation (the test PostgreSQL's is ICU en-US) would give a-1 A-1 a1 _x b B.
+    for (const id of ['b', 'B', '_x', 'a-1', 'A-1', 'a1']) await insertRun(db, run({ id }))
+    expect((await listRuns(db)).map((r) => r.id)).toEqual(['A-1', 'B', '_x', 'a-1', 'a1', 'b'])
+  })
+
   it('lists the direct children of a run and no one else', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run({ id: 'parent' }))
     await insertRun(db, run({ id: 'child-2', parent_id: 'parent', created_at: '2026-11-29T12:00:02.000Z' }))
     await insertRun(db, run({ id: 'child-1', parent_id: 'parent', created_at: '2026-11-29T12:00:01.000Z' }))
@@ -60,13 +67,13 @@ describe('runs repository', () => {
   })
 
   it('rejects a child whose parent run does not exist', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await expect(insertRun(db, run({ id: 'orphan', parent_id: 'nobody' }))).rejects.toThrow(/FOREIGN KEY/i)
     expect(await getRun(db, 'orphan')).toBeUndefined()
   })
 
   it('updates only the patched columns and returns the new row', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     const updated = await updateRun(db, 'run-1', {
       status: RunStatus.succeeded,
@@ -93,13 +100,13 @@ describe('runs repository', () => {
   })
 
   it('returns undefined when updating a run that does not exist', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     expect(await updateRun(db, 'missing', { status: RunStatus.failed, updated_at: '2026-11-29T12:05:00.000Z' })).toBeUndefined()
     expect(await listRuns(db)).toEqual([])
   })
 
   it('maps a row to the runs --json shape, with exactly the documented keys', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run({ id: 'parent' }))
     await insertRun(db, run({ id: 'child', parent_id: 'parent', status: RunStatus.stepCap }))
     const child = await getRun(db, 'child')

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { insertRun, insertStep, listSteps, setStepFeedback, setStepResults } from '@agentvisor/store'
-import { run, step, tempStore } from './support/temp-store.js'
+import { DIALECTS, run, step, tempStore } from './support/temp-store.js'
 
-describe('steps repository', () => {
+describe.each(DIALECTS)('steps repository on %s', (dialect) => {
   it('round-trips a step, defaulting text and tool calls to empty, results to null and tokens to 0', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertStep(db, step())
     expect(await listSteps(db, 'run-1')).toEqual([
@@ -22,7 +22,7 @@ describe('steps repository', () => {
   })
 
   it('records the tool results of a step once its tools ran', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     const toolCalls = JSON.stringify([{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }])
     await insertStep(db, step({ text: 'writing', tool_calls_json: toolCalls, tokens_in: 12, tokens_out: 6 }))
@@ -34,7 +34,7 @@ describe('steps repository', () => {
   })
 
   it('records the verification feedback given to the model after a step', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertStep(db, step())
     expect(await setStepFeedback(db, 'run-1', 1, 'The goal is not reached yet')).toBe(true)
@@ -43,7 +43,7 @@ describe('steps repository', () => {
   })
 
   it('lists a run\'s steps in step order', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertStep(db, step({ step: 2 }))
     await insertStep(db, step({ step: 1 }))
@@ -51,7 +51,7 @@ describe('steps repository', () => {
   })
 
   it('rejects a step number the run already has, and a step of an unknown run', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertStep(db, step())
     await expect(insertStep(db, step({ provider: 'secondary' }))).rejects.toThrow(/UNIQUE|PRIMARY KEY/i)

@@ -1,11 +1,11 @@
 import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { appendTransition, getRun, insertRun, insertStep, listSteps, listTransitions, updateRun } from '@agentvisor/store'
-import { run, step, tempStore, transition } from './support/temp-store.js'
+import { DIALECTS, run, step, tempStore, transition } from './support/temp-store.js'
 
-describe('transactions', () => {
+describe.each(DIALECTS)('transactions on %s', (dialect) => {
   it('leave no rows behind when they throw', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     const failure = new Error('crash between writes')
     await expect(
       db.transaction().execute(async (trx) => {
@@ -21,7 +21,7 @@ describe('transactions', () => {
   })
 
   it('commit a transition together with the run update it belongs to', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await db.transaction().execute(async (trx) => {
       await appendTransition(trx, transition({ seq: 1, to_state: 'acting' }))
@@ -30,9 +30,13 @@ describe('transactions', () => {
     expect(await getRun(db, 'run-1')).toMatchObject({ state: 'acting', updated_at: '2026-11-29T12:00:01.000Z' })
     expect(await listTransitions(db, 'run-1')).toHaveLength(1)
   })
+})
 
+// SQLite only: PostgreSQL has row locks instead of one database write lock. Its counterpart, a
+// fenced write holding the run's row until it commits, is in leases.repository.test.ts.
+describe('transactions on sqlite', () => {
   it('hold the write lock from their first statement, so another process waits instead of failing mid-way', async () => {
-    const store = await tempStore()
+    const store = await tempStore('sqlite')
     await insertRun(store.db, run())
     const other = new BetterSqlite3(store.file, { timeout: 0 })
     try {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { appendTransition, insertRun, lastTransition, listTransitions } from '@agentvisor/store'
-import { run, tempStore, transition } from './support/temp-store.js'
+import { DIALECTS, run, tempStore, transition } from './support/temp-store.js'
 
-describe('transitions repository', () => {
+describe.each(DIALECTS)('transitions repository on %s', (dialect) => {
   it('returns a run\'s transitions in seq order whatever order they were written in', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertRun(db, run({ id: 'other' }))
     await appendTransition(db, transition({ seq: 3, from_state: 'verifying', event: 'VERIFIED', to_state: 'finished.succeeded' }))
@@ -19,7 +19,7 @@ describe('transitions repository', () => {
   })
 
   it('rejects a second transition with the same run and seq, keeping the first', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await appendTransition(db, transition({ seq: 1, event: 'FIRST' }))
     await expect(appendTransition(db, transition({ seq: 1, event: 'SECOND' }))).rejects.toThrow(/UNIQUE|PRIMARY KEY/i)
@@ -27,13 +27,13 @@ describe('transitions repository', () => {
   })
 
   it('rejects a transition for a run that does not exist', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await expect(appendTransition(db, transition({ run_id: 'ghost' }))).rejects.toThrow(/FOREIGN KEY/i)
     expect(await listTransitions(db, 'ghost')).toEqual([])
   })
 
   it('gives the highest seq as the last transition, and nothing before the first', async () => {
-    const { db } = await tempStore()
+    const { db } = await tempStore(dialect)
     await insertRun(db, run())
     expect(await lastTransition(db, 'run-1')).toBeUndefined()
     await appendTransition(db, transition({ seq: 2, to_state: 'verifying', snapshot_json: '{"value":"verifying"}' }))

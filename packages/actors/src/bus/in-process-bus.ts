@@ -188,6 +188,7 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
 
   const publishEvent: Bus['publishEvent'] = (message) =>
     Effect.sync(() => {
+      if (eventListeners.size === 0) return
       const copy = viaJson(message)
       if (copy === undefined) return
       for (const listener of eventListeners) if (listener.runId === message.runId) notify(listener.onEvent, copy)

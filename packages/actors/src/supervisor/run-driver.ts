@@ -29,7 +29,6 @@ import {
   type RunHead,
   type RunWrite,
   type RunWriter,
-  settlePendingAttempts,
   StoreError
 } from '@agentvisor/store'
 import { Duration, Effect } from 'effect'
@@ -90,6 +89,8 @@ export interface RunDriverDeps {
   readonly leaseToken: number
   /** Where child runs go (and events are published); without it, `spawn_child` is not offered. */
   readonly bus?: Bus | undefined
+  /** How many runs this process drives now (group commits pay off only with company). */
+  readonly concurrentRuns?: () => number
 }
 
 /** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
@@ -195,7 +196,11 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     const write = store('commit transition', () =>
       batch.head === undefined
         ? writer.write(runId, deps.leaseToken, batch.writes)
-        : writer.commit({ runId, leaseToken: deps.leaseToken, writes: batch.writes, transitions: batch.transitions, head: batch.head })
+        : writer.commit(
+            { runId, leaseToken: deps.leaseToken, writes: batch.writes, transitions: batch.transitions, head: batch.head },
+            // Alone, a run commits at once; among others, its commit may share their transaction.
+            { batch: (deps.concurrentRuns?.() ?? 1) > 1 }
+          )
     )
     return Effect.matchEffect(write, {
       onFailure: (error) =>
@@ -636,8 +641,11 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    */
   const recover: Effect.Effect<void, StoreError | LeaseLostError> = Effect.gen(function* () {
     if (currentPath() !== 'dispatching') return
-    const lost = yield* store('settle lost attempts', () => settlePendingAttempts(db, runId, 'unknown'))
-    if (lost > 0) yield* commit({ event: { type: 'DISPATCH_LOST' } })
+    yield* store('settle lost attempts', () => writer.settlePending(runId, deps.leaseToken, 'unknown', new Date().toISOString()))
+    // The current attempt's receipt exists: that dispatch went out (a crash left it pending, now
+    // `unknown`; a shutdown settled it `cancelled`). The next one is a new attempt.
+    const ctx = context()
+    if (yield* store('look up the attempt', () => writer.attemptRecorded(runId, ctx.step, ctx.attempt))) yield* commit({ event: { type: 'DISPATCH_LOST' } })
   })
 
   return { drive, recover, commit, cancelChildren: childRuns.cancelChildren, currentPath, context, lastSeq: () => seq }

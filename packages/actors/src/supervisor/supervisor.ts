@@ -16,14 +16,10 @@ import {
   insertRun,
   listChildren,
   requestCancel,
-  isCancelRequested,
-  lastTransition,
   LeaseConflictError,
   LeaseLostError,
-  listSteps,
   makeRunWriter,
   type RunStatus,
-  settlePendingAttempts,
   StoreError
 } from '@agentvisor/store'
 import { Cause, Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer } from 'effect'
@@ -35,7 +31,9 @@ import { type CircuitBreakerPolicy, DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers
 import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
 import { type Approver, makeRunDriver, type RunDriver } from './run-driver.js'
 import { loadRunPolicy } from '../approval/run-policy.js'
-import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease, watchLease } from './lease.js'
+import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease } from './lease.js'
+import { makeLeaseKeeper } from './lease-keeper.js'
+import { store as storeCall } from './driver-io.js'
 import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
 import { type TelemetryOptions, telemetryObserver } from '../telemetry/telemetry-observer.js'
@@ -165,6 +163,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const storeService = yield* StoreService
       const { db } = storeService
       const writer = makeRunWriter(storeService)
+      // Runs before the store closes (layers close in reverse): the checkpointer ends first.
+      yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
       const scope = yield* Effect.scope
       const env = options.env ?? process.env
       const buildProvider = options.makeProvider ?? makeProvider
@@ -173,6 +173,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const telemetry = options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]
       const leasePolicy = options.lease ?? DEFAULT_LEASE_POLICY
       const leaseOwner = makeLeaseOwner()
+      const leases = yield* makeLeaseKeeper(db, leaseOwner, leasePolicy)
+      let driving = 0
 
       /**
        * Runs one driver to its end under the run's deadline, its cancel signal (local or written
@@ -185,13 +187,15 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         deadline: number,
         cancelled: Deferred.Deferred<void>,
         observers: ReadonlyArray<RunObserver>,
-        leaseToken: number
+        leaseToken: number,
+        cancelRequested: boolean
       ): Effect.Effect<RunResult> => {
         let lost = false
         return Effect.gen(function* () {
-          // A run cancelled while nobody drove it (paused, or interrupted) just ends.
-          if (yield* Effect.promise(() => isCancelRequested(db, runId))) {
-            yield* Effect.promise(() => settlePendingAttempts(db, runId, 'unknown'))
+          // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
+          // that comes later reaches the driver through the lease keeper.
+          if (cancelRequested) {
+            yield* storeCall('settle lost attempts', () => writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString()))
             yield* driver.commit({ event: { type: 'CANCEL' } })
             yield* driver.cancelChildren
             return
@@ -200,7 +204,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const stop = yield* Effect.raceFirst(
             Effect.as(driver.drive, 'settled' as const),
             Effect.raceFirst(
-              Effect.raceFirst(Effect.as(Deferred.await(cancelled), 'cancel' as const), watchLease(db, runId, leaseToken, leasePolicy, cancelled)),
+              Effect.raceFirst(Effect.as(Deferred.await(cancelled), 'cancel' as const), leases.watch(runId, leaseToken, cancelled)),
               Effect.as(
                 Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, deadline - now)))),
                 'timeout' as const
@@ -225,7 +229,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           }),
           Effect.map(() => resultOf(runId, driver, lost)),
           Effect.tap((result) => Effect.sync(() => notify(observers, 'onFinished', result))),
-          Effect.ensuring(Effect.zipRight(Effect.sync(() => actor.stop()), dropLease(db, runId, leaseToken)))
+          Effect.ensuring(Effect.zipRight(Effect.sync(() => actor.stop()), dropLease(writer, runId, leaseToken)))
         )
       }
 
@@ -236,10 +240,13 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         steps: ReadonlyArray<StepRecord> | undefined,
         seq: number,
         createdAt: string,
-        startOptions: StartOptions
+        startOptions: StartOptions,
+        /** The token of a run created with its lease; a resumed run takes the lease here. */
+        createdWithToken?: number,
+        cancelRequested = false
       ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
         Effect.gen(function* () {
-          const leaseToken = yield* takeLease(db, runId, leaseOwner, leasePolicy)
+          const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
           const loaded = yield* Effect.tryPromise({
             try: () => loadRunPolicy(db, contract),
             catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
@@ -274,10 +281,13 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             approver: startOptions.approver ?? options.approver,
             newId: randomUUID,
             leaseToken,
-            bus: options.bus
+            bus: options.bus,
+            concurrentRuns: () => driving
           })
           const cancelled = yield* Deferred.make<void>()
-          const fiber = yield* Effect.forkIn(supervise(runId, driver, actor, deadline, cancelled, observers, leaseToken), scope)
+          driving += 1
+          const supervised = supervise(runId, driver, actor, deadline, cancelled, observers, leaseToken, cancelRequested).pipe(Effect.ensuring(Effect.sync(() => (driving -= 1))))
+          const fiber = yield* Effect.forkIn(supervised, scope)
           return {
             runId,
             result: Fiber.join(fiber),
@@ -289,38 +299,28 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         Effect.gen(function* () {
           const runId = randomUUID()
           const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-          yield* Effect.tryPromise({
-            try: () =>
-              insertRun(db, {
-                id: runId,
-                parent_id: startOptions.parentId ?? null,
-                status: 'running',
-                goal: contract.goal,
-                contract_json: JSON.stringify(contract),
-                state: 'dispatching',
-                error_json: null,
-                created_at: createdAt,
-                updated_at: createdAt,
-                ended_at: null
-              }),
-            catch: (cause) => new StoreError({ message: 'store: cannot create the run', cause })
-          })
+          const row = {
+            id: runId,
+            parent_id: startOptions.parentId ?? null,
+            status: 'running',
+            goal: contract.goal,
+            contract_json: JSON.stringify(contract),
+            state: 'dispatching',
+            error_json: null,
+            created_at: createdAt,
+            updated_at: createdAt,
+            ended_at: null
+          } as const
+          const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
+          const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
           const actor = createActor(runMachine, { input: machineInput(contract), ...inspectOption(options) })
           actor.start()
-          return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions)
+          return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token)
         })
 
       const resume = (runId: string, startOptions: StartOptions = {}) =>
         Effect.gen(function* () {
-          const loaded = yield* Effect.tryPromise({
-            try: async () => {
-              const run = await getRun(db, runId)
-              if (run === undefined) return undefined
-              const [last, steps] = await Promise.all([lastTransition(db, runId), listSteps(db, runId)])
-              return { run, last, steps }
-            },
-            catch: (cause) => new StoreError({ message: `store: cannot load run ${runId}`, cause })
-          })
+          const loaded = yield* storeCall(`load run ${runId}`, () => writer.loadRun(runId))
           if (loaded === undefined) return yield* new RunNotFoundError({ runId })
           const { run, last, steps } = loaded
           const contract = yield* Effect.try({
@@ -348,7 +348,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
               feedback: row.feedback ?? undefined
             })
           )
-          const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions)
+          const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions, undefined, run.cancel_requested_at !== null)
           return handle
         })
 

@@ -10,11 +10,14 @@ export async function insertApproval(db: Executor, row: NewApproval): Promise<vo
     .execute()
 }
 
-/** A run's approval requests by step, then by their call's order in the step (optionally one step only). */
+/**
+ * A run's approval requests by step, then by their call's order in the step (optionally one step
+ * only). The id breaks any remaining tie, so the order is the same on every dialect.
+ */
 export async function listApprovals(db: Executor, runId: string, step?: number): Promise<ApprovalRow[]> {
   let query = db.selectFrom('approvals').selectAll().where('run_id', '=', runId)
   if (step !== undefined) query = query.where('step', '=', step)
-  return query.orderBy('step').orderBy('position').orderBy('created_at').execute()
+  return query.orderBy('step').orderBy('position').orderBy('created_at').orderBy('id').execute()
 }
 
 /** One request by id. */

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import type { Executor } from '../executor.js'
+import { dialectOf } from '../dialect.js'
 import { LeaseLostError } from '../errors.js'
 
 /** Who holds a run's lease, when another driver does. */
@@ -14,6 +15,12 @@ export type LeaseAcquisition = { readonly token: number } | { readonly holder: L
  * Takes a run's lease for `owner` when nobody holds it, it expired, or `isAbandoned` says its
  * holder is gone (a dead process on this host). Every acquisition bumps the fencing token, so
  * whatever a superseded driver still tries to write is refused. Undefined when there is no run.
+ *
+ * A read, the decision in JS (`isAbandoned` probes a process), then a compare-and-set on the
+ * token that was read: of racing acquirers exactly one UPDATE matches. That holds on both
+ * dialects: on SQLite writers are serialised; on PostgreSQL a concurrent UPDATE of the row waits
+ * for the first to commit and then re-checks `lease_token` against the committed row, so it
+ * matches nothing. The loser reads again and finds the winner holding the lease.
  */
 export async function acquireLease(
   db: Executor,
@@ -48,9 +55,26 @@ export async function releaseLease(db: Executor, runId: string, token: number): 
   await db.updateTable('runs').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', runId).where('lease_token', '=', token).execute()
 }
 
-/** Refuses a write of a superseded driver: call it inside the write's transaction. */
+/**
+ * Refuses a write of a superseded driver: call it inside the write's transaction, before the
+ * writes. The check must hold until the commit, or a takeover could land between the check and
+ * the commit and the old driver's writes would still go in after it.
+ *
+ * - SQLite: the store's transactions begin `IMMEDIATE`, so this transaction already holds the
+ *   database's write lock and no `acquireLease` can commit before it does.
+ * - PostgreSQL (READ COMMITTED): a plain read locks nothing, so the run's row is locked
+ *   (`FOR NO KEY UPDATE`, the lock an UPDATE of non-key columns takes). A concurrent
+ *   `acquireLease` then waits for this commit; or, if its UPDATE came first, this read waits for
+ *   it and sees the new token. `NO KEY` lets other transactions still insert rows that reference
+ *   the run (its children, a receipt) without waiting.
+ */
 export async function checkFence(db: Executor, runId: string, token: number): Promise<void> {
-  const run = await db.selectFrom('runs').select('lease_token').where('id', '=', runId).executeTakeFirst()
+  const run = await db
+    .selectFrom('runs')
+    .select('lease_token')
+    .where('id', '=', runId)
+    .$if(dialectOf(db) === 'postgres', (query) => query.forNoKeyUpdate())
+    .executeTakeFirst()
   if (run?.lease_token !== token) throw new LeaseLostError({ runId })
 }
 

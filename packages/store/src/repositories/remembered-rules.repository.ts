@@ -12,7 +12,14 @@ export async function rememberRule(db: Executor, row: NewRememberedRule): Promis
     .execute()
 }
 
-/** The decisions remembered for a workspace, oldest first. */
+/** The decisions remembered for a workspace, oldest first (ties by act and target, on every dialect). */
 export async function listRememberedRules(db: Executor, workspace: string): Promise<RememberedRuleRow[]> {
-  return db.selectFrom('remembered_rules').selectAll().where('workspace', '=', workspace).orderBy('created_at').execute()
+  return db
+    .selectFrom('remembered_rules')
+    .selectAll()
+    .where('workspace', '=', workspace)
+    .orderBy('created_at')
+    .orderBy('act')
+    .orderBy('pattern')
+    .execute()
 }

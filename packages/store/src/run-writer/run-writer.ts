@@ -11,9 +11,36 @@ import { insertStep, setStepFeedback, setStepResults } from '../repositories/ste
 import { completeToolEffect, listToolEffects, startToolEffect } from '../repositories/tool-effects.repository.js'
 import { appendTransition } from '../repositories/transitions.repository.js'
 import type { ApprovalRow } from '../tables/approvals.table.js'
-import type { RunStatus } from '../tables/runs.table.js'
+import type { NewRun, RunStatus, RunWithContract } from '../tables/runs.table.js'
+import type { SettledAttemptOutcome } from '../tables/attempts.table.js'
+import type { StepRow } from '../tables/steps.table.js'
+import type { TransitionRow } from '../tables/transitions.table.js'
+import { getRun } from '../repositories/runs.repository.js'
+import { listSteps } from '../repositories/steps.repository.js'
+import { lastTransition } from '../repositories/transitions.repository.js'
+import { acquireLease, type LeaseAcquisition, releaseLease } from '../repositories/leases.repository.js'
+import { settlePendingAttempts } from '../repositories/attempts.repository.js'
 import type { ToolEffectRow } from '../tables/tool-effects.table.js'
 import type { RunWrite, TransitionCommit } from './run-write.js'
+
+/** The fencing token of a run created with its lease (the next acquisition bumps it). */
+export const FIRST_LEASE_TOKEN = 1
+
+/** What a resume reads of a run. */
+export interface LoadedRun {
+  readonly run: RunWithContract
+  readonly last: TransitionRow | undefined
+  readonly steps: StepRow[]
+}
+
+/** Who asks for a run's lease, when, for how long, and how to tell a dead holder. */
+export interface LeaseRequest {
+  readonly runId: string
+  readonly owner: string
+  readonly now: number
+  readonly ttlMs: number
+  readonly isAbandoned: (owner: string) => boolean
+}
 
 /** A value now (the SQLite hot path) or later (any other dialect). */
 export type Eventually<A> = A | Promise<A>
@@ -25,14 +52,35 @@ export type Eventually<A> = A | Promise<A>
  * run's: a superseded driver writes nothing.
  */
 export interface RunWriter {
-  /** Commits transitions, their step data and the run's new head in one transaction. */
-  readonly commit: (commit: TransitionCommit) => Eventually<void>
+  /**
+   * Commits transitions, their step data and the run's new head in one transaction. With
+   * `batch`, the writer may hold it briefly to share one transaction (one log write) with the
+   * commits of other runs; it is durable when the result settles either way.
+   */
+  readonly commit: (commit: TransitionCommit, options?: { readonly batch?: boolean }) => Eventually<void>
+  /**
+   * Creates a run already leased to `owner` (fencing token 1): a new run needs no separate
+   * acquisition, since nobody else can know its id yet. Returns the token.
+   */
+  readonly createRun: (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }) => Eventually<number>
   /** Fenced writes outside a transition (a receipt before its dispatch, journal entries). */
   readonly write: (runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => Eventually<void>
   /** The approval requests of one step, as `listApprovals` orders them. */
   readonly approvals: (runId: string, step: number) => Eventually<ApprovalRow[]>
   /** The tool journal of one step, by position. */
   readonly toolEffects: (runId: string, step: number) => Eventually<ToolEffectRow[]>
+  /** A run with its contract, last transition and steps: what a resume restores. */
+  readonly loadRun: (runId: string) => Eventually<LoadedRun | undefined>
+  /** `acquireLease` (see leases.repository.ts), in one transaction. */
+  readonly acquireLease: (input: LeaseRequest) => Eventually<LeaseAcquisition | undefined>
+  /** Whether the receipt of this attempt exists (in whatever outcome). */
+  readonly attemptRecorded: (runId: string, step: number, attempt: number) => Eventually<boolean>
+  /** `releaseLease`: gives the lease up if this token still holds it. */
+  readonly releaseLease: (runId: string, leaseToken: number) => Eventually<void>
+  /** Settles the run's pending receipts (`settlePendingAttempts`), fenced; returns how many. */
+  readonly settlePending: (runId: string, leaseToken: number, outcome: SettledAttemptOutcome, at: string) => Eventually<number>
+  /** Stops what the writer runs in the background (SQLite's checkpointer); the store stays open. */
+  readonly close: () => Promise<void>
 }
 
 /** Performs one write through the repositories (inside the caller's transaction). */
@@ -81,12 +129,32 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
           .executeTakeFirst()
         if (updated.numUpdatedRows === 0n) throw new LeaseLostError({ runId: commit.runId })
       }),
+    createRun: async (row, lease) => {
+      await insertRun(db, { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN })
+      return FIRST_LEASE_TOKEN
+    },
     write: (runId, leaseToken, writes) =>
       db.transaction().execute(async (trx) => {
         await checkFence(trx, runId, leaseToken)
         for (const write of writes) await applyRunWrite(trx, write)
       }),
     approvals: (runId, step) => listApprovals(db, runId, step),
-    toolEffects: (runId, step) => listToolEffects(db, runId, step)
+    toolEffects: (runId, step) => listToolEffects(db, runId, step),
+    loadRun: async (runId) => {
+      const run = await getRun(db, runId)
+      if (run === undefined) return undefined
+      const [last, steps] = await Promise.all([lastTransition(db, runId), listSteps(db, runId)])
+      return { run, last, steps }
+    },
+    acquireLease: (input) => acquireLease(db, input),
+    releaseLease: (runId, leaseToken) => releaseLease(db, runId, leaseToken),
+    attemptRecorded: async (runId, step, attempt) =>
+      (await db.selectFrom('attempts').select('attempt').where('run_id', '=', runId).where('step', '=', step).where('attempt', '=', attempt).executeTakeFirst()) !== undefined,
+    settlePending: (runId, leaseToken, outcome, at) =>
+      db.transaction().execute(async (trx) => {
+        await checkFence(trx, runId, leaseToken)
+        return settlePendingAttempts(trx, runId, outcome, at)
+      }),
+    close: async () => undefined
   }
 }

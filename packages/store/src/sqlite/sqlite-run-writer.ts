@@ -3,9 +3,14 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
 import type { RunWrite, TransitionCommit } from '../run-writer/run-write.js'
-import type { RunWriter } from '../run-writer/run-writer.js'
+import { FIRST_LEASE_TOKEN, type LeaseRequest, type RunWriter } from '../run-writer/run-writer.js'
+import type { LeaseAcquisition } from '../repositories/leases.repository.js'
+import type { NewRun, RunWithContract } from '../tables/runs.table.js'
+import type { StepRow } from '../tables/steps.table.js'
+import type { TransitionRow } from '../tables/transitions.table.js'
 import type { ApprovalRow } from '../tables/approvals.table.js'
 import type { ToolEffectRow } from '../tables/tool-effects.table.js'
+import { startCheckpointer } from './checkpointer.js'
 
 type Params = ReadonlyArray<string | number | bigint | null>
 
@@ -86,33 +91,142 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     }
   }
 
-  const commitNow = sqlite
-    .transaction((commit: TransitionCommit) => {
-      // The fence and the head update are one statement: a superseded driver changes no row.
-      const changed = update('runs', commit.head, 'id = ? AND lease_token = ?', [commit.runId, commit.leaseToken])
-      if (changed === 0) throw new LeaseLostError({ runId: commit.runId })
-      for (const write of commit.writes) apply(write)
-      for (const transition of commit.transitions) insert('transitions', transition)
-    })
+  const commitOne = sqlite.transaction((commit: TransitionCommit) => {
+    // The fence and the head update are one statement: a superseded driver changes no row.
+    const changed = update('runs', commit.head, 'id = ? AND lease_token = ?', [commit.runId, commit.leaseToken])
+    if (changed === 0) throw new LeaseLostError({ runId: commit.runId })
+    for (const write of commit.writes) apply(write)
+    for (const transition of commit.transitions) insert('transitions', transition)
+  })
+  const commitNow = commitOne.immediate.bind(null)
+
+  // Group commit: commits of many runs arriving in one turn of the event loop share one
+  // transaction, each inside its own savepoint so that one fenced-out run rolls back alone.
+  interface Queued {
+    readonly commit: TransitionCommit
+    readonly resolve: () => void
+    readonly reject: (error: unknown) => void
+  }
+  let queue: Queued[] = []
+  const commitAll = sqlite
+    .transaction((batch: ReadonlyArray<Queued>) =>
+      batch.map((queued) => {
+        try {
+          commitOne(queued.commit)
+          return undefined
+        } catch (error) {
+          return { error }
+        }
+      })
+    )
     .immediate.bind(null)
+  const flushQueue = (): void => {
+    const batch = queue
+    queue = []
+    let outcomes: ReadonlyArray<{ error: unknown } | undefined>
+    try {
+      outcomes = commitAll(batch)
+    } catch (error) {
+      for (const queued of batch) queued.reject(error)
+      return
+    }
+    batch.forEach((queued, i) => {
+      const outcome = outcomes[i]
+      if (outcome === undefined) queued.resolve()
+      else queued.reject(outcome.error)
+    })
+  }
+  const enqueue = (commit: TransitionCommit): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      queue.push({ commit, resolve, reject })
+      if (queue.length === 1) setImmediate(() => void whenFreeAsync(flushQueue))
+    })
+
+  const fence = (runId: string, leaseToken: number): void => {
+    const row = statement('SELECT lease_token FROM runs WHERE id = ?').get(runId) as { lease_token: number } | undefined
+    if (row?.lease_token !== leaseToken) throw new LeaseLostError({ runId })
+  }
 
   const writeNow = sqlite
     .transaction((runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => {
-      const row = statement('SELECT lease_token FROM runs WHERE id = ?').get(runId) as { lease_token: number } | undefined
-      if (row?.lease_token !== leaseToken) throw new LeaseLostError({ runId })
+      fence(runId, leaseToken)
       for (const write of writes) apply(write)
     })
     .immediate.bind(null)
 
+  // Checkpoints move off the hot path into a worker thread (see checkpointer.ts).
+  const onDisk = sqlite.name !== '' && sqlite.name !== ':memory:' && !sqlite.memory
+  const checkpointer = onDisk ? startCheckpointer(sqlite.name) : undefined
+  if (checkpointer !== undefined) sqlite.pragma('wal_autocheckpoint = 0')
+
   /** Runs `f` now, or once the Kysely transaction holding the connection has ended. */
   const whenFree = <A>(f: () => A): A | Promise<A> => (sqlite.inTransaction ? db.connection().execute(async () => f()) : f())
+  const whenFreeAsync = async (f: () => void): Promise<void> => {
+    try {
+      await whenFree(f)
+    } catch {
+      // flushQueue settles every queued commit itself.
+    }
+  }
+
+  const createNow = sqlite
+    .transaction((row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }) => {
+      apply({ op: 'insertRun', row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN } })
+      return FIRST_LEASE_TOKEN
+    })
+    .immediate.bind(null)
+
+  const acquireNow = sqlite
+    .transaction((input: LeaseRequest): LeaseAcquisition | undefined => {
+      // The same decision as `acquireLease`, made while holding the write lock.
+      const run = statement('SELECT lease_owner, lease_expires_at, lease_token FROM runs WHERE id = ?').get(input.runId) as
+        | { lease_owner: string | null; lease_expires_at: number | null; lease_token: number }
+        | undefined
+      if (run === undefined) return undefined
+      const held = run.lease_owner !== null && run.lease_expires_at !== null && run.lease_expires_at > input.now
+      if (held && run.lease_owner !== input.owner && !input.isAbandoned(run.lease_owner!)) {
+        return { holder: { owner: run.lease_owner!, expiresAt: run.lease_expires_at! } }
+      }
+      const token = run.lease_token + 1
+      update('runs', { lease_owner: input.owner, lease_expires_at: input.now + input.ttlMs, lease_token: token }, 'id = ? AND lease_token = ?', [input.runId, run.lease_token])
+      return { token }
+    })
+    .immediate.bind(null)
+
+  const settleNow = sqlite
+    .transaction((runId: string, leaseToken: number, outcome: string, at: string): number => {
+      fence(runId, leaseToken)
+      return update('attempts', { outcome, settled_at: at }, "run_id = ? AND outcome = 'pending'", [runId])
+    })
+    .immediate.bind(null)
 
   return {
-    commit: (commit) => whenFree(() => commitNow(commit)),
+    createRun: (row, lease) => whenFree(() => createNow(row, lease)),
+    loadRun: (runId) => {
+      const run = statement('SELECT runs.*, run_contracts.contract_json FROM runs JOIN run_contracts ON run_contracts.run_id = runs.id WHERE runs.id = ?').get(runId) as
+        | RunWithContract
+        | undefined
+      if (run === undefined) return undefined
+      const last = statement('SELECT * FROM transitions WHERE run_id = ? ORDER BY seq DESC LIMIT 1').get(runId) as TransitionRow | undefined
+      const steps = statement('SELECT * FROM steps WHERE run_id = ? ORDER BY step').all(runId) as StepRow[]
+      return { run, last, steps }
+    },
+    acquireLease: (input) => whenFree(() => acquireNow(input)),
+    attemptRecorded: (runId, step, attempt) =>
+      statement('SELECT 1 FROM attempts WHERE run_id = ? AND step = ? AND attempt = ?').get(runId, step, attempt) !== undefined,
+    releaseLease: (runId, leaseToken) =>
+      whenFree(() => void update('runs', { lease_owner: null, lease_expires_at: null }, 'id = ? AND lease_token = ?', [runId, leaseToken])),
+    settlePending: (runId, leaseToken, outcome, at) => whenFree(() => settleNow(runId, leaseToken, outcome, at)),
+    commit: (commit, options) => (options?.batch === true ? enqueue(commit) : whenFree(() => commitNow(commit))),
     write: (runId, leaseToken, writes) => whenFree(() => writeNow(runId, leaseToken, writes)),
     approvals: (runId, step) =>
       statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at').all(runId, step) as ApprovalRow[],
-    toolEffects: (runId, step) => statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as ToolEffectRow[]
+    toolEffects: (runId, step) => statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as ToolEffectRow[],
+    close: async () => {
+      if (checkpointer === undefined) return
+      await checkpointer.stop()
+      if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000')
+    }
   }
 }
 

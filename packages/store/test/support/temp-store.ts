@@ -1,8 +1,14 @@
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
-import { onTestFinished } from 'vitest'
+import pg from 'pg'
+import { inject, onTestFinished } from 'vitest'
 import { openStore, type NewAttempt, type NewRun, type NewStep, type NewTransition, type Store } from '@agentvisor/store'
+
+/** Every dialect the store supports: each repository test runs on each (CONVENTIONS.md, Store). */
+export const DIALECTS = ['sqlite', 'postgres'] as const
+export type TestDialect = (typeof DIALECTS)[number]
 
 /** A fresh folder for this test, removed when it finishes. */
 export function tempDir(): string {
@@ -11,16 +17,100 @@ export function tempDir(): string {
   return dir
 }
 
-/** A store on a real SQLite file in a fresh folder, closed (then deleted) when the test finishes. */
-export async function tempStore(): Promise<Store> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'agentvisor-store-'))
-  const store = await openStore(path.join(dir, 'agentvisor.db'))
+/**
+ * Where a fresh store for this test lives, removed when the test finishes: a SQLite file in a
+ * fresh folder, or a fresh database on the test run's PostgreSQL (test/setup/postgres.ts).
+ * `migrated` gives a PostgreSQL database that already has the schema (copied from a template
+ * migrated once per test file, which is much faster than migrating each); a SQLite file is
+ * always new and empty.
+ */
+export async function tempLocation(dialect: TestDialect, options: { readonly migrated?: boolean } = {}): Promise<string> {
+  const fresh = await freshLocation(dialect, options.migrated ?? false)
+  onTestFinished(fresh.remove)
+  return fresh.location
+}
+
+/** A store on a real SQLite file, or a real PostgreSQL database, closed then deleted when the test finishes. */
+export async function tempStore(dialect: TestDialect = 'sqlite'): Promise<Store> {
+  const fresh = await freshLocation(dialect, true)
+  let store: Store
+  try {
+    store = await openStore(fresh.location)
+  } catch (error) {
+    await fresh.remove()
+    throw error
+  }
   onTestFinished(async () => {
     await store.close()
-    rmSync(dir, { recursive: true, force: true })
+    await fresh.remove()
   })
   return store
 }
+
+interface FreshLocation {
+  readonly location: string
+  readonly remove: () => Promise<void>
+}
+
+async function freshLocation(dialect: TestDialect, migrated: boolean): Promise<FreshLocation> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agentvisor-store-'))
+    return { location: path.join(dir, 'agentvisor.db'), remove: async () => rmSync(dir, { recursive: true, force: true }) }
+  }
+  const name = migrated ? await takeSpare() : await createDatabase('template1')
+  return {
+    location: databaseUrl(name),
+    // FORCE: a test that failed half-way may have left a store open on it. Not awaited: the next
+    // test need not wait for it, and the whole cluster goes at the end of the run anyway.
+    remove: async () => void admin().query(`drop database if exists "${name}" with (force)`).catch(() => undefined)
+  }
+}
+
+let spare: Promise<string> | undefined
+/**
+ * A database copied from the migrated template, and the next one's copy started at once, so
+ * that a test mostly finds its database ready instead of waiting for CREATE DATABASE.
+ */
+async function takeSpare(): Promise<string> {
+  const taken = spare ?? createDatabase(await migratedTemplate())
+  spare = taken.then(async () => createDatabase(await migratedTemplate()))
+  spare.catch(() => undefined) // a failure surfaces when that spare is taken
+  return taken
+}
+
+let adminPool: pg.Pool | undefined
+/** A superuser connection to the server, for creating and dropping the tests' databases. */
+const admin = (): pg.Pool => (adminPool ??= new pg.Pool({ connectionString: inject('pgUrl'), max: 2, allowExitOnIdle: true }))
+
+/** The URL of database `name` on the test run's PostgreSQL, with its password. */
+export function databaseUrl(name: string): string {
+  const url = new URL(inject('pgUrl'))
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+let databases = 0
+let strategy: Promise<string> | undefined
+async function createDatabase(template: string): Promise<string> {
+  const name = `agentvisor_${process.pid}_${++databases}_${randomBytes(3).toString('hex')}`
+  // PostgreSQL 15 copies a database through the WAL by default; FILE_COPY (what older versions
+  // always do, and have no word for) copies the template's few files at once: ~30 ms, not ~150.
+  strategy ??= admin()
+    .query<{ server_version_num: string }>('show server_version_num')
+    .then(({ rows }) => (Number(rows[0]?.server_version_num) >= 150000 ? ' strategy file_copy' : ''))
+  await admin().query(`create database "${name}" template "${template}"${await strategy}`)
+  return name
+}
+
+let template: Promise<string> | undefined
+/** A database migrated once per test file, that per-test databases are copied from. */
+const migratedTemplate = (): Promise<string> =>
+  (template ??= (async () => {
+    const name = await createDatabase('template1')
+    const store = await openStore(databaseUrl(name))
+    await store.close()
+    return name
+  })())
 
 export const run = (overrides: Partial<NewRun> = {}): NewRun => ({
   id: 'run-1',

@@ -1,0 +1,119 @@
+import { readFileSync } from 'node:fs'
+import * as path from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
+import { Kysely, Migrator, NO_MIGRATIONS, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import pg from 'pg'
+import { describe, expect, it } from 'vitest'
+import { getRun, migrationProvider, migrations, openStore } from '@agentvisor/store'
+import { postgresSchema, sqliteSchema } from './support/schema-dump.js'
+import { DIALECTS, tempDir, tempLocation, tempStore } from './support/temp-store.js'
+
+const fixture = <A>(name: string): A => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as A
+
+/** Applies the migrations up to and including `name` (not the later ones) to `db`. */
+async function migrateTo(db: Kysely<any>, name: string): Promise<void> {
+  const { error } = await new Migrator({ db, provider: migrationProvider }).migrateTo(name)
+  if (error !== undefined) throw error
+}
+
+// The SQLite fixtures were taken from the migrations as they were before PostgreSQL support, and
+// the migrations are frozen: a SQLite file migrated then and one migrated now must get the very
+// same schema from them. A later migration is checked from the day it is added to the fixtures.
+describe('migrations on SQLite', () => {
+  it('produce the very schema they always produced', async () => {
+    const frozen = fixture<{ migratedTo: string; objects: unknown[] }>('sqlite-schema.json')
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const db = new Kysely<any>({ dialect: new SqliteDialect({ database: new BetterSqlite3(file) }) })
+    try {
+      await migrateTo(db, frozen.migratedTo)
+    } finally {
+      await db.destroy()
+    }
+    expect(sqliteSchema(file)).toEqual(frozen.objects)
+  })
+
+  it('issue the very statements they always issued, byte for byte', async () => {
+    const frozen = fixture<Record<string, unknown[]>>('sqlite-migration-statements.json')
+    const names = Object.keys(migrations).sort()
+    // No frozen migration was renamed or dropped, and none slipped in before one.
+    expect(names.slice(0, Object.keys(frozen).length)).toEqual(Object.keys(frozen))
+
+    const issued: Record<string, { sql: string; parameters: readonly unknown[] }[]> = {}
+    let current: { sql: string; parameters: readonly unknown[] }[] = []
+    const db = new Kysely<any>({
+      dialect: new SqliteDialect({ database: new BetterSqlite3(':memory:') }),
+      log: (event) => void current.push({ sql: event.query.sql, parameters: event.query.parameters })
+    })
+    try {
+      for (const name of Object.keys(frozen)) {
+        current = issued[name] = []
+        await migrations[name]!.up(db)
+      }
+    } finally {
+      await db.destroy()
+    }
+    expect(issued).toEqual(frozen)
+  })
+})
+
+describe('migrations on PostgreSQL', () => {
+  /** A fresh database migrated up to `name` (not by `openStore`, which goes to the newest). */
+  async function migratedTo(name: string): Promise<string> {
+    const url = await tempLocation('postgres')
+    const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url }) }) })
+    try {
+      await migrateTo(db, name)
+    } finally {
+      await db.destroy()
+    }
+    return url
+  }
+
+  it('produce the frozen PostgreSQL schema', async () => {
+    const { migratedTo: name, ...frozen } = fixture<{ migratedTo: string }>('postgres-schema.json')
+    expect(await postgresSchema(await migratedTo(name))).toEqual(frozen)
+  })
+
+  it('keep epoch milliseconds in bigint, number the audit with an identity, and compare text byte-wise', async () => {
+    const url = await tempLocation('postgres')
+    await (await openStore(url)).close()
+    const { columns } = (await postgresSchema(url)) as { columns: Array<Record<string, string | null>> }
+    const column = (table: string, name: string) => columns.find((c) => c.table_name === table && c.column_name === name)
+    expect(column('runs', 'lease_expires_at')?.data_type).toBe('bigint')
+    expect(column('runs', 'lease_token')?.data_type).toBe('bigint')
+    expect(column('attempts', 'latency_ms')?.data_type).toBe('bigint')
+    expect(column('policy_events', 'id')).toMatchObject({ data_type: 'bigint', is_identity: 'YES' })
+    const text = columns.filter((c) => c.data_type === 'text')
+    expect(text.length).toBeGreaterThan(50)
+    expect(text.filter((c) => c.collation_name !== 'C')).toEqual([])
+  })
+})
+
+describe.each(DIALECTS)('migrations on %s', (dialect) => {
+  it('move existing contracts out of the runs rows when run_contracts arrives', async () => {
+    const store = await tempStore(dialect)
+    const db = store.db as unknown as Kysely<any>
+    const migrator = new Migrator({ db, provider: migrationProvider })
+    // Back to the schema before run_contracts, with a run as that version wrote it.
+    expect((await migrator.migrateTo('2026-11-29T170000-durability')).error).toBeUndefined()
+    await db
+      .insertInto('runs')
+      .values({ id: 'old', status: 'running', goal: 'g', contract_json: '{"goal":"g"}', state: 'dispatching', created_at: 't', updated_at: 't' })
+      .execute()
+
+    expect((await migrator.migrateToLatest()).error).toBeUndefined()
+    expect(await getRun(store.db, 'old')).toMatchObject({ id: 'old', contract_json: '{"goal":"g"}' })
+    const { rows } = await sql<{ n: number }>`select count(*) as n from run_contracts`.execute(db)
+    expect(Number(rows[0]?.n)).toBe(1)
+  })
+
+  it('roll back to nothing and forward again', async () => {
+    const store = await tempStore(dialect)
+    const migrator = new Migrator({ db: store.db, provider: migrationProvider })
+    expect((await migrator.migrateTo(NO_MIGRATIONS)).error).toBeUndefined()
+    const left = await store.db.introspection.getTables()
+    expect(left.map((table) => table.name)).toEqual([])
+    expect((await migrator.migrateToLatest()).error).toBeUndefined()
+    expect((await store.db.introspection.getTables()).map((table) => table.name).sort()).toContain('run_contracts')
+  })
+})
