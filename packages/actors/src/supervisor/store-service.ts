@@ -1,4 +1,4 @@
-import { openStore, type Store, StoreError } from '@agentvisor/store'
+import { openStore, redactPassword, type Store, StoreError } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 
 /** The run store as an Effect service: opened (and migrated) when the layer is built, closed with it. */
@@ -11,7 +11,7 @@ export const StoreLive = (file: string): Layer.Layer<StoreService, StoreError> =
     Effect.acquireRelease(
       Effect.tryPromise({
         try: () => openStore(file),
-        catch: (cause) => new StoreError({ message: `cannot open the store at ${file}: ${describe(cause)}`, cause })
+        catch: (cause) => new StoreError({ message: `cannot open the store at ${redactPassword(file)}: ${describe(cause)}`, cause })
       }),
       (store) => Effect.promise(() => store.close())
     )

@@ -1,5 +1,5 @@
 import { Agentvisor, natsBusOptionsFromEnv } from '@agentvisor/actors'
-import { resolveDbPath } from '@agentvisor/store'
+import { redactPassword, resolveDbPath } from '@agentvisor/store'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
@@ -25,7 +25,7 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
   const inspector = await startInspector(values.inspect, log)
   try {
     const av = await Agentvisor.open({ db: dbPath, nats, serveChildren: { concurrency }, serveControl: true, log, ...inspectOptions(inspector) })
-    log(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${dbPath}, ${concurrency} at a time)`)
+    log(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${redactPassword(dbPath)}, ${concurrency} at a time)`)
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve())
       process.once('SIGTERM', () => resolve())

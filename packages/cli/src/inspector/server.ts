@@ -71,7 +71,7 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
   // Opened on the first approval that lets a paused run go on, and kept for the server's life.
   let agentvisor: Promise<Agentvisor> | undefined
   const drive = async (runId: string): Promise<void> => {
-    agentvisor ??= Agentvisor.open({ db: store.file }).catch((error: unknown) => {
+    agentvisor ??= Agentvisor.open({ db: options.db }).catch((error: unknown) => {
       agentvisor = undefined
       throw error
     })

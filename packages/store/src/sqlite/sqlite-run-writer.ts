@@ -220,7 +220,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     commit: (commit, options) => (options?.batch === true ? enqueue(commit) : whenFree(() => commitNow(commit))),
     write: (runId, leaseToken, writes) => whenFree(() => writeNow(runId, leaseToken, writes)),
     approvals: (runId, step) =>
-      statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at').all(runId, step) as ApprovalRow[],
+      statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at, id').all(runId, step) as ApprovalRow[],
     toolEffects: (runId, step) => statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as ToolEffectRow[],
     close: async () => {
       if (checkpointer === undefined) return
