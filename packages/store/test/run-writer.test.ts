@@ -1,0 +1,195 @@
+import { statSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import {
+  acquireLease,
+  kyselyRunWriter,
+  LeaseLostError,
+  listApprovals,
+  listAttempts,
+  listPolicyEvents,
+  listSteps,
+  listToolEffects,
+  listTransitions,
+  getRun,
+  type RunWriter,
+  sqliteRunWriter,
+  type Store,
+  type TransitionCommit
+} from '@agentvisor/store'
+import { DIALECTS, attempt, run, step, tempStore, transition, type TestDialect } from './support/temp-store.js'
+
+const never = () => false
+
+/** Each writer the store has, on each dialect it runs on. */
+const WRITERS: ReadonlyArray<readonly [string, TestDialect]> = [
+  ...DIALECTS.map((d) => [`kysely on ${d}`, d] as const),
+  ['prepared statements on sqlite', 'sqlite']
+]
+
+const writerOf = (name: string, store: Store): RunWriter =>
+  name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db)
+
+const head = (state: string, at = '2026-11-29T12:00:01.000Z') => ({ status: 'running', state, steps: 1, updated_at: at, error_json: null, ended_at: null })
+
+const commitOf = (token: number, seq: number, overrides: Partial<TransitionCommit> = {}): TransitionCommit => ({
+  runId: 'run-1',
+  leaseToken: token,
+  writes: [],
+  transitions: [transition({ seq })],
+  head: head('acting'),
+  ...overrides
+})
+
+describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
+  const setup = async () => {
+    const store = await tempStore(dialect)
+    const writer = writerOf(name, store)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    return { store, writer, token, db: store.db }
+  }
+
+  it('creates a run with its contract, already leased with token 1', async () => {
+    const { db, token } = await setup()
+    expect(token).toBe(1)
+    const row = await getRun(db, 'run-1')
+    expect(row).toMatchObject({ lease_owner: 'me', lease_expires_at: 5000, lease_token: 1 })
+    expect(JSON.parse(row!.contract_json)).toMatchObject({ goal: 'Write DONE into out.txt' })
+  })
+
+  it('commits transitions, their step data and the head in one transaction, in order', async () => {
+    const { db, writer, token } = await setup()
+    await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
+    await writer.commit(
+      commitOf(token, 1, {
+        writes: [
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'ok', settled_at: '2026-11-29T12:00:01.000Z', latency_ms: 5 } },
+          { op: 'insertStep', row: step({ text: 'hi', tool_calls_json: '[]' }) },
+          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: '["r"]' },
+          { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: 'keep going' },
+          {
+            op: 'insertPolicyEvents',
+            rows: [{ run_id: 'run-1', step: 1, kind: 'refusal', act: 'write', target: 'secrets/a', rule: 'secrets/**', layer: 'base', decision: 'deny', source: 'policy', request_id: null, performed_target: null, at: 'x' }]
+          },
+          {
+            op: 'insertApproval',
+            row: { id: 'ap-1', run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', kind: 'approval', act: 'exec', target: 'ls', payload_json: '{}', rule: '*', layer: 'team', source: null, edited_payload_json: null, created_at: 'x', decided_at: null }
+          },
+          { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: '{}', started_at: 'x' } },
+          { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true}', at: 'y' }
+        ],
+        transitions: [transition({ seq: 1, to_state: 'acting' }), transition({ seq: 2, from_state: 'acting', event: 'TOOLS_DONE', to_state: 'verifying' })],
+        head: head('verifying')
+      })
+    )
+    expect((await listTransitions(db, 'run-1')).map((t) => [t.seq, t.to_state])).toEqual([
+      [1, 'acting'],
+      [2, 'verifying']
+    ])
+    expect(await getRun(db, 'run-1')).toMatchObject({ state: 'verifying', steps: 1, updated_at: '2026-11-29T12:00:01.000Z' })
+    expect(await listAttempts(db, 'run-1')).toMatchObject([{ attempt: 0, outcome: 'ok', latency_ms: 5 }])
+    expect(await listSteps(db, 'run-1')).toMatchObject([{ text: 'hi', results_json: '["r"]', feedback: 'keep going' }])
+    expect(await listPolicyEvents(db, 'run-1')).toMatchObject([{ target: 'secrets/a', rule: 'secrets/**' }])
+    expect(await listApprovals(db, 'run-1', 1)).toMatchObject([{ id: 'ap-1', status: 'pending' }])
+    expect(await listToolEffects(db, 'run-1', 1)).toMatchObject([{ status: 'completed', result_json: '{"ok":true}' }])
+    expect(await writer.approvals('run-1', 1)).toMatchObject([{ id: 'ap-1' }])
+    expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ position: 0, status: 'completed' }])
+  })
+
+  it('writes nothing for a driver whose lease was taken over', async () => {
+    const { db, writer, token } = await setup()
+    expect(await acquireLease(db, { runId: 'run-1', owner: 'other', now: 9000, ttlMs: 500, isAbandoned: never })).toEqual({ token: 2 })
+    await expect(Promise.resolve().then(() => writer.commit(commitOf(token, 1, { writes: [{ op: 'insertStep', row: step() }] })))).rejects.toBeInstanceOf(LeaseLostError)
+    await expect(Promise.resolve().then(() => writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }]))).rejects.toBeInstanceOf(LeaseLostError)
+    await expect(Promise.resolve().then(() => writer.settlePending('run-1', token, 'unknown', 'x'))).rejects.toBeInstanceOf(LeaseLostError)
+    expect(await listTransitions(db, 'run-1')).toEqual([])
+    expect(await listSteps(db, 'run-1')).toEqual([])
+    expect(await listAttempts(db, 'run-1')).toEqual([])
+    expect(await getRun(db, 'run-1')).toMatchObject({ state: 'dispatching', lease_owner: 'other' })
+  })
+
+  it('loads what a resume restores and tells whether an attempt was recorded', async () => {
+    const { writer, token } = await setup()
+    await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
+    await writer.commit(commitOf(token, 1, { writes: [{ op: 'insertStep', row: step() }] }))
+    await writer.commit(commitOf(token, 2, { transitions: [transition({ seq: 2, to_state: 'verifying' })] }))
+    const loaded = await writer.loadRun('run-1')
+    expect(loaded?.last).toMatchObject({ seq: 2, to_state: 'verifying' })
+    expect(loaded?.steps.map((s) => s.step)).toEqual([1])
+    expect(JSON.parse(loaded!.run.contract_json)).toMatchObject({ goal: 'Write DONE into out.txt' })
+    expect(await writer.loadRun('missing')).toBeUndefined()
+    expect(await writer.attemptRecorded('run-1', 1, 0)).toBe(true)
+    expect(await writer.attemptRecorded('run-1', 1, 1)).toBe(false)
+    expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(1)
+    expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(0)
+  })
+
+  it('takes and releases leases like acquireLease and releaseLease', async () => {
+    const { db, writer } = await setup()
+    expect(await writer.acquireLease({ runId: 'run-1', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: never })).toEqual({ holder: { owner: 'me', expiresAt: 5000 } })
+    expect(await writer.acquireLease({ runId: 'run-1', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: (o) => o === 'me' })).toEqual({ token: 2 })
+    expect(await writer.acquireLease({ runId: 'missing', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: never })).toBeUndefined()
+    await writer.releaseLease('run-1', 1) // a stale token releases nothing
+    expect(await getRun(db, 'run-1')).toMatchObject({ lease_owner: 'b', lease_token: 2 })
+    await writer.releaseLease('run-1', 2)
+    expect(await getRun(db, 'run-1')).toMatchObject({ lease_owner: null, lease_expires_at: null, lease_token: 2 })
+  })
+
+  it('group-commits several runs in one batch, where a fenced-out run rolls back alone', async () => {
+    const { db, writer } = await setup()
+    const other = await writer.createRun(run({ id: 'run-2' }), { owner: 'me', expiresAt: 5000 })
+    const stale = await writer.createRun(run({ id: 'run-3' }), { owner: 'me', expiresAt: 5000 })
+    await acquireLease(db, { runId: 'run-3', owner: 'thief', now: 9000, ttlMs: 500, isAbandoned: never })
+    const results = await Promise.allSettled([
+      writer.commit(commitOf(1, 1, { writes: [{ op: 'insertStep', row: step() }] }), { batch: true }),
+      writer.commit(commitOf(other, 1, { runId: 'run-2', transitions: [transition({ run_id: 'run-2', seq: 1 })] }), { batch: true }),
+      writer.commit(commitOf(stale, 1, { runId: 'run-3', writes: [{ op: 'insertStep', row: step({ run_id: 'run-3' }) }], transitions: [transition({ run_id: 'run-3', seq: 1 })] }), { batch: true })
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected'])
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError)
+    expect(await listTransitions(db, 'run-1')).toHaveLength(1)
+    expect(await listSteps(db, 'run-1')).toHaveLength(1)
+    expect(await listTransitions(db, 'run-2')).toHaveLength(1)
+    expect(await listTransitions(db, 'run-3')).toEqual([])
+    expect(await listSteps(db, 'run-3')).toEqual([])
+  })
+
+  it('waits for a Kysely transaction in flight instead of writing inside it', async () => {
+    const { db, writer, token } = await setup()
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    // A Kysely transaction held open across an await, then rolled back.
+    const rolledBack = db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.updateTable('runs').set({ goal: 'changed' }).where('id', '=', 'run-1').execute()
+        await held
+        throw new Error('roll back')
+      })
+      .catch(() => undefined)
+    await new Promise((r) => setTimeout(r, 20))
+    const committed = Promise.resolve(writer.commit(commitOf(token, 1)))
+    release()
+    await rolledBack
+    await committed
+    // The writer's commit survived the other transaction's rollback: it was not inside it.
+    expect(await listTransitions(db, 'run-1')).toHaveLength(1)
+    expect(await getRun(db, 'run-1')).toMatchObject({ goal: 'Write DONE into out.txt', state: 'acting' })
+  })
+})
+
+describe('the SQLite checkpointer', () => {
+  it('copies committed pages into the database file from its own thread, and stops with the writer', async () => {
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    // The writer's own connection no longer checkpoints on commit.
+    expect(store.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(0)
+    const before = statSync(store.file).size
+    for (let seq = 1; seq <= 300; seq++) writer.commit(commitOf(token, seq, { transitions: [transition({ seq, snapshot_json: 'x'.repeat(2000) })] }))
+    const deadline = Date.now() + 10_000
+    while (statSync(store.file).size <= before + 300 * 1000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    expect(statSync(store.file).size).toBeGreaterThan(before + 300 * 1000)
+    await writer.close()
+    expect(store.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(1000)
+  })
+})
