@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { Agentvisor, loadRunTrace } from '@agentvisor/actors'
 import { openStore } from '@agentvisor/store'
 import { processGroupAlive } from '@agentvisor/core'
+import { makeScriptedProvider } from '@agentvisor/core/testing'
 
 const dirs: string[] = []
 const tempDir = () => {
@@ -209,5 +210,43 @@ describe('approvals from the TypeScript API', () => {
     const again = await open(dir)
     await expect(again.resume(paused.runId)).rejects.toMatchObject({ _tag: 'RunNotResumableError' })
     expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
+  })
+
+  it('resumes a run shut down in the middle of a dispatch with a new attempt, the old one settled cancelled', async () => {
+    const dir = tempDir()
+    const first = await open(dir)
+    const started = await first.start({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      approval: 'auto',
+      providers: [{ name: 'p', kind: 'scripted', steps: [{ ...write('out.txt', 'DONE'), delayMs: 60_000 }] }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
+    })
+    const store = await openStore(path.join(dir, 'av.db'))
+    try {
+      for (let i = 0; i < 200; i++) {
+        if ((await store.db.selectFrom('attempts').select('attempt').where('run_id', '=', started.runId).execute()).length > 0) break
+        await new Promise((r) => setTimeout(r, 25))
+      }
+    } finally {
+      await store.close()
+    }
+    // A graceful shutdown (not a cancel of the run): the call is aborted, the run stays resumable.
+    await first.close()
+    av = await Agentvisor.open({
+      db: path.join(dir, 'av.db'),
+      makeProvider: (config) => makeScriptedProvider({ name: config.name, steps: [write('out.txt', 'DONE')] })
+    })
+    const resumed = await av.resume(started.runId)
+    expect(await resumed.result).toMatchObject({ status: 'succeeded', steps: 1 })
+    const t = await trace(dir, started.runId)
+    expect(t.receipts).toEqual([
+      {
+        step: 1,
+        winner: 1,
+        attempts: [expect.objectContaining({ reason: 'initial', outcome: 'cancelled' }), expect.objectContaining({ reason: 'retry', outcome: 'ok' })]
+      }
+    ])
+    expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
   })
 })
