@@ -5,7 +5,7 @@
 // BENCH_CHILDREN for the NATS fan-out (100).
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { cpus, totalmem } from 'node:os'
+import { cpus, loadavg, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { round, stats } from './lib.mjs'
 import { agentvisorPerStepUs, floorPerStepUs, floorPerTransitionTxUs } from './scenarios/steps.mjs'
@@ -31,6 +31,7 @@ const machine = () => {
 }
 
 const t0 = Date.now()
+const loadAtStart = round(loadavg()[0])
 const figures = {}
 
 // 1. One run of STEPS steps against the raw floor; 5. the same loop in LangGraph.js.
@@ -129,7 +130,8 @@ const results = {
   repetitions: { light: REPS, heavy: HEAVY, steps: STEPS, runs: RUNS, cliRuns: CLI_RUNS, children: CHILDREN },
   machine: machine(),
   at: new Date().toISOString(),
-  durationS: round((Date.now() - t0) / 1000)
+  durationS: round((Date.now() - t0) / 1000),
+  loadAverage: { start: loadAtStart, end: round(loadavg()[0]) }
 }
 const t = results.targets
 results.met = {
