@@ -1,14 +1,18 @@
 import { type Database, LeaseLostError, leaseStates, renewLeasesOf } from '@agentvisor/store'
-import { Clock, Deferred, Duration, Effect, Exit, FiberId } from 'effect'
+import { Clock, Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import type { LeasePolicy } from './lease.js'
 
+/** What the keeper tells a driver: stop, someone asked to cancel; or stop, the lease is gone. */
+export interface LeaseEvents {
+  readonly onCancelRequested: () => void
+  readonly onLost: (error: LeaseLostError) => void
+}
+
 /** A driver's lease as the keeper watches it. */
-interface Held {
+interface Held extends LeaseEvents {
   readonly runId: string
   readonly token: number
-  readonly cancelled: Deferred.Deferred<void>
-  readonly lost: Deferred.Deferred<never, LeaseLostError>
 }
 
 /**
@@ -36,30 +40,23 @@ export const makeLeaseKeeper = (db: Kysely<Database>, owner: string, policy: Lea
       const states = new Map((yield* Effect.promise(() => leaseStates(db, [...new Set(watched.map((h) => h.runId))]))).map((s) => [s.id, s]))
       for (const h of watched) {
         const state = states.get(h.runId)
-        if (state === undefined || state.lease_token !== h.token) {
-          Deferred.unsafeDone(h.lost, Exit.fail(new LeaseLostError({ runId: h.runId })))
-        } else if (state.cancel_requested_at !== null) {
-          Deferred.unsafeDone(h.cancelled, Exit.void)
-        }
+        if (state === undefined || state.lease_token !== h.token) h.onLost(new LeaseLostError({ runId: h.runId }))
+        else if (state.cancel_requested_at !== null) h.onCancelRequested()
       }
     })
     // A failed poll (the store busy for a moment) is tried again at the next tick.
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(policy.pollMs)), Effect.ignore(tick))))
 
     /**
-     * Watches one driver's lease for as long as it drives: fails with `LeaseLostError` once
-     * another driver took the run over, and completes `cancelled` when a cancel is requested.
+     * Watches one driver's lease until the returned function is called: `onLost` once another
+     * driver took the run over, `onCancelRequested` when someone asked to cancel it (each may
+     * come more than once; the first one counts).
      */
-    const watch = (runId: string, token: number, cancelled: Deferred.Deferred<void>): Effect.Effect<never, LeaseLostError> =>
-      Effect.acquireUseRelease(
-        Effect.sync(() => {
-          const entry: Held = { runId, token, cancelled, lost: Deferred.unsafeMake<never, LeaseLostError>(FiberId.none) }
-          held.set(`${runId}#${token}`, entry)
-          return entry
-        }),
-        (entry) => Deferred.await(entry.lost),
-        () => Effect.sync(() => held.delete(`${runId}#${token}`))
-      )
+    const watch = (runId: string, token: number, events: LeaseEvents): (() => void) => {
+      const key = `${runId}#${token}`
+      held.set(key, { runId, token, ...events })
+      return () => void held.delete(key)
+    }
 
     return { watch }
   })

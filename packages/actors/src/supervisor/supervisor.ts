@@ -22,7 +22,7 @@ import {
   type RunStatus,
   StoreError
 } from '@agentvisor/store'
-import { Cause, Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer } from 'effect'
+import { Cause, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
@@ -33,6 +33,7 @@ import { type Approver, makeRunDriver, type RunDriver } from './run-driver.js'
 import { loadRunPolicy } from '../approval/run-policy.js'
 import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease } from './lease.js'
 import { makeLeaseKeeper } from './lease-keeper.js'
+import { makeStopSignal, type StopSignal } from './stop-signal.js'
 import { store as storeCall } from './driver-io.js'
 import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
@@ -185,12 +186,13 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         driver: RunDriver,
         actor: Actor<typeof runMachine>,
         deadline: number,
-        cancelled: Deferred.Deferred<void>,
+        stop: StopSignal,
         observers: ReadonlyArray<RunObserver>,
         leaseToken: number,
         cancelRequested: boolean
       ): Effect.Effect<RunResult> => {
         let lost = false
+        const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
         return Effect.gen(function* () {
           // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
           // that comes later reaches the driver through the lease keeper.
@@ -201,22 +203,14 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             return
           }
           yield* driver.recover
-          const stop = yield* Effect.raceFirst(
-            Effect.as(driver.drive, 'settled' as const),
-            Effect.raceFirst(
-              Effect.raceFirst(Effect.as(Deferred.await(cancelled), 'cancel' as const), leases.watch(runId, leaseToken, cancelled)),
-              Effect.as(
-                Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, deadline - now)))),
-                'timeout' as const
-              )
-            )
-          )
+          stop.arm(deadline - (yield* Clock.currentTimeMillis))
+          const stopped = yield* Effect.raceFirst(Effect.as(driver.drive, 'settled' as const), stop.wait)
           // By now the drive fiber is interrupted and its finalizers (tool process groups,
           // in-flight provider calls) have run: the final transition is the last thing written.
-          if (stop === 'cancel') yield* driver.commit({ event: { type: 'CANCEL' } })
-          if (stop === 'timeout') yield* driver.commit({ event: { type: 'TIMEOUT' } })
+          if (stopped === 'cancel') yield* driver.commit({ event: { type: 'CANCEL' } })
+          if (stopped === 'timeout') yield* driver.commit({ event: { type: 'TIMEOUT' } })
           // A cancelled or timed-out parent takes its children with it.
-          if (stop !== 'settled') yield* driver.cancelChildren
+          if (stopped !== 'settled') yield* driver.cancelChildren
         }).pipe(
           Effect.catchAllCause((cause) => {
             if (Cause.failures(cause).pipe((errors) => [...errors].some((e) => e instanceof LeaseLostError))) {
@@ -229,7 +223,16 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           }),
           Effect.map(() => resultOf(runId, driver, lost)),
           Effect.tap((result) => Effect.sync(() => notify(observers, 'onFinished', result))),
-          Effect.ensuring(Effect.zipRight(Effect.sync(() => actor.stop()), dropLease(writer, runId, leaseToken)))
+          Effect.ensuring(
+            Effect.zipRight(
+              Effect.sync(() => {
+                unwatch()
+                stop.dispose()
+                actor.stop()
+              }),
+              dropLease(writer, runId, leaseToken)
+            )
+          )
         )
       }
 
@@ -284,14 +287,14 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             bus: options.bus,
             concurrentRuns: () => driving
           })
-          const cancelled = yield* Deferred.make<void>()
+          const stop = makeStopSignal(runId)
           driving += 1
-          const supervised = supervise(runId, driver, actor, deadline, cancelled, observers, leaseToken, cancelRequested).pipe(Effect.ensuring(Effect.sync(() => (driving -= 1))))
+          const supervised = supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested).pipe(Effect.ensuring(Effect.sync(() => (driving -= 1))))
           const fiber = yield* Effect.forkIn(supervised, scope)
           return {
             runId,
             result: Fiber.join(fiber),
-            cancel: Effect.asVoid(Deferred.succeed(cancelled, undefined))
+            cancel: Effect.sync(stop.cancel)
           }
         })
 
