@@ -94,8 +94,8 @@ export const makeChildRuns = (env: {
   /** This step's children, in spawn order. */
   const stepChildren = (step: number): Effect.Effect<RunWithContract[], StoreError | LeaseLostError> =>
     Effect.map(store('load child runs', () => listChildren(db, runId)), (rows) => {
-      const order = env.toolCalls().map((_, position) => childRunId(runId, step, position))
-      return rows.filter((r) => order.includes(r.id)).sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
+      const order = new Map(env.toolCalls().map((_, position) => [childRunId(runId, step, position), position]))
+      return rows.filter((r) => order.has(r.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!)
     })
 
   /**
