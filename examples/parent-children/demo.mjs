@@ -10,7 +10,8 @@ import { loadScenarios, startMockLlm } from '@agentvisor/cli'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const bin = path.join(here, '..', '..', 'packages', 'cli', 'bin', 'agentvisor.js')
-const db = path.join(here, '..', '..', '.agentvisor', 'parent-children.db')
+// An explicit AGENTVISOR_DB (a SQLite path or a postgres:// URL) wins; else a file of its own.
+const db = process.env.AGENTVISOR_DB?.trim() || path.join(here, '..', '..', '.agentvisor', 'parent-children.db')
 const freePort = () =>
   new Promise((resolve) => {
     const server = createServer().listen(0, '127.0.0.1', () => {

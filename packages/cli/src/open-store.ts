@@ -1,4 +1,5 @@
-import { openStore, resolveDbPath, type Store } from '@agentvisor/store'
+// The narrow entry: `agentvisor runs` must not load every repository of the store's index.
+import { openStore, resolveDbPath, type Store } from '@agentvisor/store/open'
 
 /** Opens the store named by `--db`, `$AGENTVISOR_DB` or the default under the cwd. */
 export const openCliStore = (flag: string | undefined): Promise<Store> => openStore(resolveDbPath(flag))

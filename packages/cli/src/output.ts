@@ -5,7 +5,15 @@ export const say = (line: string): void => {
 
 /** Prints the one JSON object that is the last line of stdout for `--json`. */
 export const printJson = (value: unknown): void => {
-  process.stdout.write(`${JSON.stringify(value)}\n`)
+  printJsonText(JSON.stringify(value))
+}
+
+/**
+ * `printJson` for a value already serialised (a large listing built by the database): one
+ * write, the newline included, however long the text. Node flushes it before the process exits.
+ */
+export const printJsonText = (json: string): void => {
+  process.stdout.write(`${json}\n`)
 }
 
 export const elapsed = (startedAt: number): string => {
