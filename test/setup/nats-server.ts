@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createConnection, createServer } from 'node:net'
+import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import type { TestProject } from 'vitest/node'
+import { freePort } from '../support/free-port.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,15 +12,6 @@ declare module 'vitest' {
   }
 }
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
 
 const accepts = (port: number): Promise<boolean> =>
   new Promise((resolve) => {

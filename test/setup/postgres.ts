@@ -1,11 +1,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import pg from 'pg'
 import type { TestProject } from 'vitest/node'
+import { freePort } from '../support/free-port.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -14,15 +14,6 @@ declare module 'vitest' {
   }
 }
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
 
 const onPath = (command: string): boolean => {
   try {

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
@@ -9,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
 import { rejectionOf } from './support/rejection-of.js'
 import { databaseUrl, run, tempLocation } from './support/temp-store.js'
+import { freePort } from '../../../test/support/free-port.js'
 
 const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'run_contracts', 'runs', 'steps', 'tool_effects', 'transitions']
 const INITIAL = '2026-11-29T120000-initial'
@@ -37,15 +37,7 @@ const inspect = (url: string): Promise<{ tables: string[]; migrations: string[] 
   })
 
 /** A loopback port nothing listens on. */
-const closedPort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
+const closedPort = freePort
 
 /** Asserts a StoreError with a one-line message that names `location` and never `password`. */
 function expectStoreError(error: unknown, location: string, password: string, says: RegExp): void {

@@ -25,15 +25,13 @@ export async function insertRun(db: Executor, row: NewRun): Promise<void> {
   await db.insertInto('run_contracts').values({ run_id: run.id, contract_json }).execute()
 }
 
+/** Runs with their contracts (the contract lives in its own table). */
+const withContracts = (db: Executor) =>
+  db.selectFrom('runs').innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id').selectAll('runs').select('run_contracts.contract_json')
+
 /** The run with this id and its contract, or `undefined`. */
 export async function getRun(db: Executor, id: string): Promise<RunWithContract | undefined> {
-  return db
-    .selectFrom('runs')
-    .innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id')
-    .selectAll('runs')
-    .select('run_contracts.contract_json')
-    .where('runs.id', '=', id)
-    .executeTakeFirst()
+  return withContracts(db).where('runs.id', '=', id).executeTakeFirst()
 }
 
 /** Runs oldest first (by `created_at`, then `id` so equal timestamps keep a stable order). */
@@ -48,15 +46,7 @@ export async function listRuns(db: Executor, options: ListRunsOptions = {}): Pro
 
 /** The direct children of a run with their contracts, oldest first. */
 export async function listChildren(db: Executor, parentId: string): Promise<RunWithContract[]> {
-  return db
-    .selectFrom('runs')
-    .innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id')
-    .selectAll('runs')
-    .select('run_contracts.contract_json')
-    .where('runs.parent_id', '=', parentId)
-    .orderBy('runs.created_at')
-    .orderBy('runs.id')
-    .execute()
+  return withContracts(db).where('runs.parent_id', '=', parentId).orderBy('runs.created_at').orderBy('runs.id').execute()
 }
 
 /** Applies `patch` to the run and returns the updated row, or `undefined` if there is no such run. */
