@@ -5,7 +5,8 @@ const f = r.figures
 const spread = (x) => (x ? `${x.min}–${x.max} (±${x.spreadPct}%)` : 'n/a')
 const yes = (b) => (b === null ? 'not measured' : b ? 'yes' : '**no**')
 const rows = [
-  ['µs per step, agentvisor (3 durable transitions)', f.perStep.median, spread(f.perStep), `≤ 2× floor (${r.ratios.perStepOverFloor}×)`, yes(r.met.perStep),
+  ['µs per step, agentvisor (3 durable transitions and one `list_dir`)', f.perStep.median, spread(f.perStep), '', '', `of which the tool's own work (realpath + readdir, alone): ${f.toolWorkPerStep?.median ?? '?'} µs`],
+  ['µs orchestration overhead per step (the above minus the tool\'s work)', f.orchestrationPerStep?.median ?? 'n/a', spread(f.orchestrationPerStep), `≤ 2× floor (${r.ratios.orchestrationOverFloor ?? '?'}×)`, yes(r.met.perStep),
     'two commits a step (the floor has one) of 4–8 WAL frames each (the floor: 2–3): the run head, the transition, the receipt and the step row; then the XState snapshot per transition, the Effect fibers of the driver (a forked call with its deadline, the tool), two fs calls of `list_dir` (realpath, readdir) through the libuv pool, and GC'],
   ['µs per step, raw floor (xstate + 1 prepared INSERT per transition, 1 tx per step)', f.floorPerStep.median, spread(f.floorPerStep), '(baseline)', '', `with one tx per transition: ${f.floorPerStepTxPerTransition.median} µs/step (agentvisor ${r.ratios.perStepOverFloorOneTxPerTransition}× that)`],
   ['µs per step, LangGraph.js + SqliteSaver', f.langgraphPerStep.median, spread(f.langgraphPerStep), `≥ 10× agentvisor (${r.ratios.langgraphOverAgentvisor}×)`, yes(r.met.langgraph), 'LangGraph writes one checkpoint per step and no receipts; agentvisor writes two transactions per step (see the per-step row)'],

@@ -1,6 +1,6 @@
 // Scenario 5: the same N-step loop in LangGraph.js with its SQLite checkpointer, one node per
-// step (the node does the same cheap work as agentvisor's tool call: a listing of the folder).
-import { readdirSync } from 'node:fs'
+// step (the node does the very work of agentvisor's `list_dir` call: tool-work.mjs).
+import { toolWork } from './tool-work.mjs'
 import { join } from 'node:path'
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph'
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite'
@@ -11,7 +11,7 @@ export const langgraphPerStepUs = async (steps) => {
   const ws = workspace(dir)
   const State = Annotation.Root({ step: Annotation({ reducer: (_, b) => b, default: () => 0 }), last: Annotation({ reducer: (_, b) => b, default: () => '' }) })
   const graph = new StateGraph(State)
-    .addNode('work', (state) => ({ step: state.step + 1, last: readdirSync(ws).join(',') }))
+    .addNode('work', async (state) => ({ step: state.step + 1, last: await toolWork(ws) }))
     .addEdge(START, 'work')
     .addConditionalEdges('work', (state) => (state.step >= steps ? END : 'work'))
   const checkpointer = SqliteSaver.fromConnString(join(dir, 'lg.db'))
