@@ -30,7 +30,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   rmSync(path.join(here, 'single-agent', 'ws'), { recursive: true, force: true })
   const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(here, 'single-agent', 'scenarios.json')) })
   try {
-    const result = await runWithApi({ db: '.agentvisor/agentvisor.db', baseUrl: mock.url, workspace: path.join(here, 'single-agent', 'ws') })
+    // An explicit AGENTVISOR_DB (a SQLite path or a postgres:// URL) wins, as for the CLI.
+    const db = process.env['AGENTVISOR_DB']?.trim() || '.agentvisor/agentvisor.db'
+    const result = await runWithApi({ db, baseUrl: mock.url, workspace: path.join(here, 'single-agent', 'ws') })
     console.log(result)
   } finally {
     await mock.close()

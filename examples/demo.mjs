@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import * as path from 'node:path'
 import { loadScenarios, startMockLlm } from '@agentvisor/cli'
+import { redactPassword } from '@agentvisor/store'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const example = path.join(here, 'single-agent')
@@ -31,7 +32,9 @@ try {
   console.log(`\nresult: ${JSON.stringify(result)}\n`)
   const show = await agentvisor('show', result.runId)
   process.stdout.write(show.stdout)
-  console.log(`\nThe workspace is ${path.join(example, 'ws')}; the store is .agentvisor/agentvisor.db.`)
+  // AGENTVISOR_DB (a file or a postgres:// URL) picks another store; its password is never printed.
+  const store = process.env.AGENTVISOR_DB?.trim() ? redactPassword(process.env.AGENTVISOR_DB.trim()) : '.agentvisor/agentvisor.db'
+  console.log(`\nThe workspace is ${path.join(example, 'ws')}; the store is ${store}.`)
   console.log(`Try: npx agentvisor runs   |   npx agentvisor show ${result.runId} --json`)
   process.exitCode = run.status ?? 1
 } finally {

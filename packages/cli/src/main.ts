@@ -101,3 +101,20 @@ export const main = async (argv: string[]): Promise<number> => {
     return ExitCode.failed
   }
 }
+
+/**
+ * Whether the process may end as soon as the command's output is flushed: `runs` and `show`
+ * read the store, print and close it, and leave nothing running. Ending then, with
+ * `process.exit`, skips Node's teardown of a heap of ~350 modules (5-10 ms of each call).
+ */
+export const endsWhenFlushed = (argv: readonly string[]): boolean => argv[0] === 'runs' || argv[0] === 'show'
+
+/** Exits with `code` once everything written to stdout and stderr has been handed to the OS. */
+export const exitWhenFlushed = async (code: number): Promise<never> => {
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+  process.exit(code)
+}
+
+// An empty write completes after every write before it (a pipe drains asynchronously).
+const flushed = (stream: NodeJS.WriteStream): Promise<void> =>
+  stream.writableLength === 0 ? Promise.resolve() : new Promise((resolve) => stream.write('', () => resolve()))

@@ -16,6 +16,12 @@ export const DEFAULT_LEASE_POLICY: LeasePolicy = { ttlMs: 15_000, pollMs: 250 }
 /** A lease owner name for this process: `host/pid/nonce` (the nonce tells two supervisors apart). */
 export const makeLeaseOwner = (): string => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`
 
+/** Whether a lease owner name (`host/pid/nonce`) is one of this process's supervisors. */
+export const isOwnedByThisProcess = (owner: string): boolean => {
+  const [host, pid] = owner.split('/')
+  return host === hostname() && pid === String(process.pid)
+}
+
 /** Takes a run's lease or fails with the live holder (`LeaseConflictError`). Returns the fencing token. */
 export const takeLease = (
   writer: RunWriter,

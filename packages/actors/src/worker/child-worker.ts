@@ -4,6 +4,7 @@ import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ChildDelivery } from '../bus/bus.js'
 import { childRunRow } from '../children/child-contract.js'
+import { isOwnedByThisProcess } from '../supervisor/lease.js'
 import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
 
 
@@ -33,9 +34,13 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     const row = yield* Effect.promise(() => getRun(deps.db, request.runId))
     if (row === undefined) yield* Effect.promise(() => insertChildRow(deps.db, request.runId, request.parentId, contract.right))
     else if (isFinalStatus(row.status)) return yield* delivery.ack
-    const started = yield* Effect.either(deps.resume(request.runId))
-    if (Either.isLeft(started)) {
-      if (started.left instanceof LeaseConflictError) {
+    // A request for a run this very process drives already (the queue handed it out again, to
+    // another slot): resuming it here would take the lease from our own driver (a lease holder
+    // may take its lease again) and stop that driver mid-step. It is like any live driver's.
+    const drivenHere = row !== undefined && row.lease_owner !== null && (row.lease_expires_at ?? 0) > Date.now() && isOwnedByThisProcess(row.lease_owner)
+    const started = drivenHere ? undefined : yield* Effect.either(deps.resume(request.runId))
+    if (started === undefined || Either.isLeft(started)) {
+      if (started === undefined || started.left instanceof LeaseConflictError) {
         // Someone drives it now; look again later in case that driver dies.
         yield* Effect.sleep(Duration.seconds(1))
         return yield* delivery.nak

@@ -80,7 +80,7 @@ async function takeSpare(): Promise<string> {
 
 let adminPool: pg.Pool | undefined
 /** A superuser connection to the server, for creating and dropping the tests' databases. */
-const admin = (): pg.Pool => (adminPool ??= new pg.Pool({ connectionString: inject('pgUrl'), max: 2, allowExitOnIdle: true }))
+export const admin = (): pg.Pool => (adminPool ??= new pg.Pool({ connectionString: inject('pgUrl'), max: 2, allowExitOnIdle: true }))
 
 /** The URL of database `name` on the test run's PostgreSQL, with its password. */
 export function databaseUrl(name: string): string {
@@ -91,7 +91,8 @@ export function databaseUrl(name: string): string {
 
 let databases = 0
 let strategy: Promise<string> | undefined
-async function createDatabase(template: string): Promise<string> {
+/** A new database on the test run's PostgreSQL, copied from `template`; returns its name. */
+export async function createDatabase(template: string): Promise<string> {
   const name = `agentvisor_${process.pid}_${++databases}_${randomBytes(3).toString('hex')}`
   // PostgreSQL 15 copies a database through the WAL by default; FILE_COPY (what older versions
   // always do, and have no word for) copies the template's few files at once: ~30 ms, not ~150.
@@ -104,7 +105,7 @@ async function createDatabase(template: string): Promise<string> {
 
 let template: Promise<string> | undefined
 /** A database migrated once per test file, that per-test databases are copied from. */
-const migratedTemplate = (): Promise<string> =>
+export const migratedTemplate = (): Promise<string> =>
   (template ??= (async () => {
     const name = await createDatabase('template1')
     const store = await openStore(databaseUrl(name))
