@@ -64,6 +64,63 @@ describe('the supervisor', () => {
     expect(t.transitions.map((x) => x.to)).toEqual(['fallingOver', 'dispatching', 'acting', 'verifying', 'finished.succeeded'])
   })
 
+  it('commits a step whose tools only read together with the next receipt, and tells observers only what is durable', async () => {
+    const dir = tempDir()
+    const store = await openStore(path.join(dir, 'av.db'))
+    const durable = (runId: string) => ({
+      transitions: (store.sqlite!.prepare('SELECT count(*) AS n FROM transitions WHERE run_id = ?').get(runId) as { n: number }).n,
+      receipts: (store.sqlite!.prepare('SELECT count(*) AS n FROM attempts WHERE run_id = ?').get(runId) as { n: number }).n
+    })
+    const seen: string[] = []
+    const atToolResult: Array<{ name: string; transitions: number; receipts: number }> = []
+    try {
+      const result = await (await open(dir)).run(
+        {
+          goal: 'g',
+          workspace: path.join(dir, 'ws'),
+          approval: 'auto',
+          providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, write('a.txt', 'x'), { text: 'finished' }] }]
+        },
+        {
+          observers: [
+            {
+              onTransition: (t) => void seen.push(`${t.seq} ${t.from}>${t.to}`),
+              onToolCall: (c) => void seen.push(`call ${c.name}`),
+              onToolResult: (r) => {
+                seen.push(`result ${r.name}`)
+                atToolResult.push({ name: r.name, ...durable(r.runId) })
+              }
+            }
+          ]
+        }
+      )
+      expect(result).toMatchObject({ status: 'succeeded', steps: 3 })
+    } finally {
+      await store.close()
+    }
+    // The listing changed nothing: its reply, its result and the next dispatch's receipt became
+    // durable in one commit, so by the time observers hear of it the step is all in the store.
+    // The write's reply was durable before the file was written, and its transitions after it.
+    expect(atToolResult).toEqual([
+      { name: 'list_dir', transitions: 3, receipts: 2 },
+      { name: 'write_file', transitions: 4, receipts: 2 }
+    ])
+    expect(seen).toEqual([
+      '1 dispatching>acting',
+      'call list_dir',
+      'result list_dir',
+      '2 acting>verifying',
+      '3 verifying>dispatching',
+      '4 dispatching>acting',
+      'call write_file',
+      'result write_file',
+      '5 acting>verifying',
+      '6 verifying>dispatching',
+      '7 dispatching>verifying',
+      '8 verifying>finished.succeeded'
+    ])
+  })
+
   it('never falls over on a 401 and reports the primary kind, status and provider', async () => {
     const dir = tempDir()
     const result = await (await open(dir)).run({

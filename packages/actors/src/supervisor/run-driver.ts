@@ -52,6 +52,9 @@ import { type AttemptSettled, notify, type RunObserver } from './run-observer.js
 /** Tools whose calls change the world: journalled so that a resume never repeats them. */
 const JOURNALLED_TOOLS: ReadonlySet<string> = new Set(['write_file', 'exec'])
 
+/** Tools that only read the workspace: running one changes nothing anyone could see. */
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['read_file', 'list_dir'])
+
 /** A tool result as the journal keeps it. */
 interface JournalledResult {
   readonly ok: boolean
@@ -103,8 +106,10 @@ export interface Approver {
 interface Work {
   readonly event: RunEvent
   readonly writes?: ReadonlyArray<RunWrite>
-  /** In-memory bookkeeping done once the transition is durable. */
+  /** In-memory bookkeeping, done as the event is sent. */
   readonly after?: () => void
+  /** What observers hear of the work (an attempt's settlement) once its transition is durable. */
+  readonly notice?: () => void
 }
 
 /** Transitions and step data waiting for one commit. */
@@ -112,9 +117,11 @@ interface Staged {
   readonly transitions: NewTransition[]
   readonly writes: RunWrite[]
   head: RunHead | undefined
+  /** What observers are told once the commit is durable, in the order it happened. */
+  readonly notices: Array<() => void>
 }
 
-const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined })
+const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, notices: [] })
 
 const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
   error === undefined ? 'success' : error.kind === 'transient' ? 'transient' : 'other'
@@ -175,6 +182,9 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     seq += 1
     if (work.writes !== undefined) staged.writes.push(...work.writes)
     staged.transitions.push({ run_id: runId, seq, from_state: from, event: work.event.type, to_state: to, snapshot_json: JSON.stringify(actor.getPersistedSnapshot()), at })
+    const transition = { runId, seq, from, event: work.event.type, to, at }
+    if (work.notice !== undefined) staged.notices.push(work.notice)
+    staged.notices.push(() => notify(observers, 'onTransition', transition))
     staged.head = {
       status: statusOfState(to),
       state: to,
@@ -211,7 +221,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       onSuccess: () =>
         Effect.sync(() => {
           durableSeq = seq
-          for (const t of batch.transitions) notify(observers, 'onTransition', { runId, seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })
+          for (const notice of batch.notices) notice()
         })
     })
   })
@@ -224,9 +234,34 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   const commit = (work: Work): Effect.Effect<void, StoreError | LeaseLostError> =>
     Effect.uninterruptible(Effect.flatMap(nowMs, (at) => (stage(work, at), flush)))
 
-  /** Whether a state's entry work may be staged behind the transition into it (see `staged`). */
+  /**
+   * Tells observers now, or, while transitions are staged, once they are durable: events reach
+   * observers in the order they happened, and never before the transitions they follow.
+   */
+  const announce = (notice: () => void): void => {
+    if (staged.transitions.length > 0) staged.notices.push(notice)
+    else notice()
+  }
+
+  /**
+   * Whether a state's entry work may be staged behind the transition into it (see `staged`).
+   * A step whose calls only read the workspace stages too: its reply, its reads and their
+   * results become durable in the transaction that also holds the next dispatch's receipt, so
+   * a step costs one commit. Should the process die before it, the reply is lost with the reads
+   * (they changed nothing); resume sends the dispatch again and settles the first `unknown`, as
+   * for a crash during the call.
+   */
   const stagesInto = (path: string): boolean =>
-    path === 'fallingOver' || path === 'dispatching' || (path === 'verifying' && (contract.verify === undefined || !verifyRunsCommands(contract.verify)))
+    path === 'fallingOver' ||
+    path === 'dispatching' ||
+    (path === 'verifying' && (contract.verify === undefined || !verifyRunsCommands(contract.verify))) ||
+    (path === 'acting' && lastToolCalls.length > 0 && lastToolCalls.every((call) => READ_ONLY_TOOLS.has(call.name)))
+
+  /**
+   * The step whose reply this driver itself just recorded, until its `acting` is first entered:
+   * nobody can have decided or journalled anything for that step yet, so nothing is read back.
+   */
+  let freshStep: number | undefined
 
   const dispatch = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
@@ -291,7 +326,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
               partial_text: error.partialText ?? null
             })
           ],
-          after: () =>
+          notice: () =>
             notify(observers, 'onAttemptSettled', {
               ...attemptOf(ctx),
               outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
@@ -333,6 +368,9 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         after: () => {
           messages.push(...stepMessages(step))
           lastToolCalls = reply.toolCalls
+          freshStep = ctx.step
+        },
+        notice: () =>
           notify(observers, 'onAttemptSettled', {
             ...attemptOf(ctx),
             outcome: 'ok',
@@ -341,7 +379,6 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
             tokensIn: reply.usage?.inputTokens,
             tokensOut: reply.usage?.outputTokens
           })
-        }
       } satisfies Work
     })
 
@@ -375,7 +412,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         { op: 'insertAttempt', row: pendingAttempt(ctx, provider, at) },
         settle(ctx, { outcome: 'failed', settled_at: iso(at), error_kind: 'transient', error_message: 'circuit open', latency_ms: 0 })
       ],
-      after: () => notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'failed', errorKind: 'transient', latencyMs: 0 })
+      notice: () => notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'failed', errorKind: 'transient', latencyMs: 0 })
     }
   }
 
@@ -441,7 +478,9 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    */
   const act = (ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
-      const approvals = yield* store('load approvals', () => writer.approvals(runId, ctx.step))
+      const fresh = freshStep === ctx.step
+      freshStep = undefined
+      const approvals = fresh ? [] : yield* store('load approvals', () => writer.approvals(runId, ctx.step))
       const plan = planStep({ runId, step: ctx.step, policy: deps.policy, calls: lastToolCalls, approvals, mode: contract.approval, newId: deps.newId })
       const at = iso(yield* nowMs)
       if (plan.pending.length > 0) {
@@ -452,7 +491,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       }
       // An exec the journal saw start but never finish may or may not have had its effect:
       // a person decides (retry, completed with an account, or abort) before the step goes on.
-      const journal = yield* store('load the tool journal', () => writer.toolEffects(runId, ctx.step))
+      const journal = fresh ? [] : yield* store('load the tool journal', () => writer.toolEffects(runId, ctx.step))
       const interrupted = new Map<number, ApprovalRow | undefined>()
       const recoveries: NewApproval[] = []
       for (const [position, item] of plan.calls.entries()) {
@@ -503,10 +542,12 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
           // Done before the last driver stopped: replay the recorded result, never the effect.
           result = JSON.parse(entry.result_json) as JournalledResult
         } else {
-          notify(observers, 'onToolCall', { runId, step: ctx.step, name: call.name, target: toolTarget(call) })
+          const toolCall = { runId, step: ctx.step, name: call.name, target: toolTarget(call) }
+          announce(() => notify(observers, 'onToolCall', toolCall))
           const recovery = interrupted.get(position)
           result = yield* perform(ctx.step, position, item.call, recovery, item.note)
-          notify(observers, 'onToolResult', { runId, step: ctx.step, name: call.name, ok: result.ok, output: result.output })
+          const toolResult = { runId, step: ctx.step, name: call.name, ok: result.ok, output: result.output }
+          announce(() => notify(observers, 'onToolResult', toolResult))
         }
         if (result.refusal !== undefined) {
           // The sandbox refused it (a path escaping the workspace): audited like a policy refusal.
