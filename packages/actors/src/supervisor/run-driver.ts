@@ -172,10 +172,12 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   /** Sends the event and stages its transition; false when the machine ignores the event. */
   const stage = (work: Work, atMs: number): boolean => {
     const before = actor.getSnapshot()
-    if (!before.can(work.event)) return false
-    const from = statePath(before.value)
     actor.send(work.event)
     const after = actor.getSnapshot()
+    // An ignored event leaves the very same snapshot (every transition of the machine targets a
+    // state, so a taken one never does): one pass through the machine instead of `can` and `send`.
+    if (after === before) return false
+    const from = statePath(before.value)
     const to = statePath(after.value)
     const at = iso(atMs)
     const ctx = after.context
