@@ -1,6 +1,8 @@
+import { spawnSync } from 'node:child_process'
 import * as path from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { BIN, lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 
 const scriptedTask = (steps: unknown[], goal: string) => ({
   goal,
@@ -37,6 +39,46 @@ describe('agentvisor runs and show', () => {
     const run = lastJson(await runCli(['run', task, '--json'], { env, cwd: dir }))
     const rows = lastJson<Array<Record<string, unknown>>>(await runCli(['runs', '--json'], { env, cwd: dir }))
     expect(rows.map((r) => r['id'])).toEqual([run['runId']])
+  })
+
+  it('lists the runs of a store an older version left behind, migrating it first, and of a missing one', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, scriptedTask([{ toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }], 'older'))
+    const run = lastJson(await runCli(['run', task, '--json', '--db', db]))
+    // What an older version's store looks like to this one: its newest migration not yet applied.
+    const raw = new BetterSqlite3(db)
+    const newest = raw.prepare('SELECT max(name) FROM kysely_migration').pluck().get() as string
+    raw.prepare('DELETE FROM kysely_migration WHERE name = ?').run(newest)
+    raw.close()
+
+    const listed = await runCli(['runs', '--db', db])
+    expect(listed.code, listed.stderr).toBe(0)
+    expect(listed.stdout).toMatch(new RegExp(`^${run['runId']}  succeeded\\s+\\S+  older\\n$`))
+    const after = new BetterSqlite3(db, { readonly: true })
+    expect(after.prepare('SELECT count(*) FROM kysely_migration WHERE name = ?').pluck().get(newest)).toBe(1)
+    after.close()
+
+    const fresh = await runCli(['runs', '--json', '--db', path.join(dir, 'new', 'av.db')])
+    expect(fresh.code, fresh.stderr).toBe(0)
+    expect(lastJson(fresh)).toEqual([])
+  })
+
+  it('ends quietly with exit 0 when the reader of its output stops early', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, scriptedTask([{ toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }], 'piped'))
+    await runCli(['run', task, '--json', '--db', db])
+    // `agentvisor runs --json | head -c 1` on a listing far larger than the pipe's buffer.
+    const raw = new BetterSqlite3(db)
+    raw.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+      INSERT INTO runs (id, parent_id, status, goal, state, steps, created_at, updated_at)
+      SELECT printf('copy-%05d', i), NULL, 'succeeded', printf('%0200d', i), 'finished.succeeded', 1, '2026-11-30T00:00:00.000Z', '2026-11-30T00:00:00.000Z' FROM n`)
+    raw.close()
+    // pipefail: the pipeline's status is the CLI's own when it fails (head's is 0).
+    const piped = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${BIN}" runs --json --db "${db}" | head -c 1; echo " exit=$?"`], { encoding: 'utf8' })
+    expect(piped.stdout).toBe('[ exit=0\n')
+    expect(piped.stderr).toBe('')
   })
 
   it('prints a readable trace and exits 2 for an unknown run', async () => {

@@ -1,6 +1,13 @@
 #!/usr/bin/env node
 import { endsWhenFlushed, exitWhenFlushed, main } from '../dist/main.js'
 
+// A reader that stops early (`agentvisor runs | head`) closes the pipe: the output is no longer
+// wanted, which is no error of ours to report with a stack trace.
+process.stdout.on('error', (error) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0)
+  throw error
+})
+
 const argv = process.argv.slice(2)
 main(argv).then(
   (code) => {

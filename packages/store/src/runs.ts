@@ -1,7 +1,11 @@
 // A narrow entry (`@agentvisor/store/runs`): the `runs` table and what reads it, for
-// `agentvisor runs`, without the other tables' repositories the index also re-exports.
+// `agentvisor runs`, without the other tables' repositories the index also re-exports. Nothing
+// here loads Kysely or Effect at run time: a current SQLite store is read with better-sqlite3.
 export type { Executor } from './executor.js'
 export { isFinalStatus, RunStatus, type RunRow } from './tables/runs.table.js'
 export { getRun, listRuns, type ListRunsOptions } from './repositories/runs.repository.js'
 export { toRunRecord, type RunRecord } from './records/run-record.js'
-export { isInterrupted } from './repositories/leases.repository.js'
+export { isInterrupted } from './repositories/lease-owner.js'
+export { openCurrentSqlite } from './sqlite/sqlite-reader.js'
+export { resolveDbPath, DB_ENV_VAR } from './resolve-db-path.js'
+export { isPostgresUrl } from './postgres/postgres-location.js'

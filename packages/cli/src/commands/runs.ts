@@ -1,10 +1,22 @@
 import type { Store } from '@agentvisor/store/open'
-import { isInterrupted, listRuns, type RunRecord, RunStatus, toRunRecord } from '@agentvisor/store/runs'
-import { openCliStore } from '../open-store.js'
+import {
+  isInterrupted,
+  isPostgresUrl,
+  listRuns,
+  openCurrentSqlite,
+  resolveDbPath,
+  type RunRecord,
+  type RunRow,
+  RunStatus,
+  toRunRecord
+} from '@agentvisor/store/runs'
 import { printJsonText } from '../output.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 const STATUSES: ReadonlyArray<string> = Object.values(RunStatus)
+
+/** A SQLite connection, as the store holds one. */
+type Sqlite = NonNullable<Store['sqlite']>
 
 /** `agentvisor runs [--json] [--status S] [--db PATH]` */
 export const runsCommand = async (argv: string[]): Promise<number> => {
@@ -17,13 +29,18 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
   if (status !== undefined && !STATUSES.includes(status)) {
     throw new UsageError(`--status must be one of ${STATUSES.join(', ')} (got "${status}")`)
   }
-  const store = await openCliStore(values.db)
+  const location = resolveDbPath(values.db)
+  // A current SQLite store is read with better-sqlite3 alone; anything else (PostgreSQL, a new
+  // or outdated file) is opened the long way, which loads Kysely and migrates if need be.
+  const sqlite = isPostgresUrl(location) ? undefined : openCurrentSqlite(location)
+  const store = sqlite === undefined ? await (await import('@agentvisor/store/open')).openStore(location) : undefined
+  const reader = sqlite ?? store!.sqlite
   try {
     if (values.json === true) {
-      printJsonText(await runRecordsJson(store, status as RunStatus | undefined))
+      printJsonText(reader !== undefined ? sqliteRecordsJson(reader, status) : await recordsJson(store!, status))
       return 0
     }
-    const rows = await listRuns(store.db, status === undefined ? {} : { status: status as RunStatus })
+    const rows = reader !== undefined ? sqliteRows(reader, status) : await listRuns(store!.db, status === undefined ? {} : { status: status as RunStatus })
     const now = Date.now()
     // Interrupted runs (running, but nobody drives them) are what `resume --all` picks up.
     const runs = rows.map((row) => ({ ...toRunRecord(row), status: isInterrupted(row, now) ? `${row.status} (interrupted)` : row.status }))
@@ -37,9 +54,14 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
     )
     return 0
   } finally {
-    await store.close()
+    sqlite?.close()
+    await store?.close()
   }
 }
+
+/** `listRuns` on SQLite, in prepared SQL: the same rows in the same order (`created_at`, then `id`). */
+const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] =>
+  sqlite.prepare(`SELECT * FROM runs ${status === undefined ? '' : 'WHERE status = ?'} ORDER BY created_at, id`).all(...(status === undefined ? [] : [status])) as RunRow[]
 
 /**
  * The `runs --json` array, serialised: what `JSON.stringify(listRuns(...).map(toRunRecord))`
@@ -51,22 +73,24 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
  * their serialisation: about 70 ms down to 30 ms of `agentvisor runs --json`. On other dialects
  * the six columns are read already under their `RunRecord` names and in their order.
  */
-const runRecordsJson = async (store: Store, status: RunStatus | undefined): Promise<string> => {
-  if (store.sqlite !== undefined) {
-    const filter = status === undefined ? '' : 'WHERE status = ?'
-    const objects = store.sqlite
-      .prepare(
-        `SELECT json_object('id', id, 'status', status, 'goal', goal, 'parentId', parent_id, 'createdAt', created_at, 'updatedAt', updated_at)
-         FROM runs ${filter} ORDER BY created_at, id`
-      )
-      .pluck()
-      .all(...(status === undefined ? [] : [status])) as string[]
-    return `[${objects.join(',')}]`
-  }
+const sqliteRecordsJson = (sqlite: Sqlite, status: string | undefined): string => {
+  const filter = status === undefined ? '' : 'WHERE status = ?'
+  const objects = sqlite
+    .prepare(
+      `SELECT json_object('id', id, 'status', status, 'goal', goal, 'parentId', parent_id, 'createdAt', created_at, 'updatedAt', updated_at)
+       FROM runs ${filter} ORDER BY created_at, id`
+    )
+    .pluck()
+    .all(...(status === undefined ? [] : [status])) as string[]
+  return `[${objects.join(',')}]`
+}
+
+/** The same array on other dialects: the six columns read under their `RunRecord` names, in order. */
+const recordsJson = async (store: Store, status: string | undefined): Promise<string> => {
   let query = store.db
     .selectFrom('runs')
     .select(['id', 'status', 'goal', 'parent_id as parentId', 'created_at as createdAt', 'updated_at as updatedAt'])
-  if (status !== undefined) query = query.where('status', '=', status)
+  if (status !== undefined) query = query.where('status', '=', status as RunStatus)
   const records: RunRecord[] = await query.orderBy('created_at').orderBy('id').execute()
   return JSON.stringify(records)
 }

@@ -1,7 +1,8 @@
-import { hostname } from 'node:os'
 import type { Executor } from '../executor.js'
 import { dialectOf } from '../dialect.js'
 import { LeaseLostError } from '../errors.js'
+
+export { isAbandonedOwner, isInterrupted } from './lease-owner.js'
 
 /** Who holds a run's lease, when another driver does. */
 export interface LeaseHolder {
@@ -91,30 +92,4 @@ export async function isCancelRequested(db: Executor, runId: string): Promise<bo
   return run?.cancel_requested_at != null
 }
 
-/**
- * A holder on this host whose process is gone left its lease behind (a crash, a SIGKILL): it may
- * be taken over at once instead of after the expiry. Holders on other hosts wait for expiry.
- */
-export const isAbandonedOwner = (owner: string): boolean => {
-  const [host, pidText] = owner.split('/')
-  const pid = Number(pidText)
-  if (host !== hostname() || !Number.isInteger(pid) || pid === process.pid) return false
-  try {
-    process.kill(pid, 0)
-    return false
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH'
-  }
-}
 
-
-/**
- * A run that should be moving but nobody drives: status `running` and no live lease (none, an
- * expired one, or one left by a dead process of this host). `resume --all` picks these up.
- */
-export const isInterrupted = (
-  run: { readonly status: string; readonly lease_owner: string | null; readonly lease_expires_at: number | null },
-  now: number
-): boolean =>
-  run.status === 'running' &&
-  (run.lease_owner === null || run.lease_expires_at === null || run.lease_expires_at <= now || isAbandonedOwner(run.lease_owner))

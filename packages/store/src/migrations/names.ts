@@ -1,0 +1,13 @@
+/**
+ * The name of every migration, in the order they run: exactly what the `kysely_migration` table
+ * of an up-to-date store holds. Kept apart from the migrations themselves (which import Kysely)
+ * so that a reader can tell a current store without loading them; `index.ts` maps each name to
+ * its migration and a test holds the two lists equal.
+ */
+export const MIGRATION_NAMES: ReadonlyArray<string> = [
+  '2026-11-29T120000-initial',
+  '2026-11-29T150000-policy',
+  '2026-11-29T170000-durability',
+  '2026-11-29T200000-run-contracts',
+  '2026-11-29T210000-clustered-tables'
+]
