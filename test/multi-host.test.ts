@@ -9,7 +9,7 @@ import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { insertRun, openStore } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { afterEach, describe, expect, inject, it, onTestFinished } from 'vitest'
-import { BIN, type CliResult, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { BIN, type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { type Hosts, makeHosts } from './support/hosts.js'
 import { freshDatabase, gaplessTransitions, type TestDatabase } from './support/pg.js'
 
@@ -101,14 +101,7 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
       port: 0
     })
     const dir = tempDir('agentvisor-hosts-')
-    const task = writeTask(dir, {
-      goal: 'Split the work in four parts and write DONE into out.txt',
-      workspace: 'ws',
-      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-      limits: { maxSteps: 4, timeoutMs: 60_000 },
-      approval: 'auto'
-    })
+    const task = writeTask(dir, mockTask(mock.url, { goal: 'Split the work in four parts and write DONE into out.txt', limits: { maxSteps: 4, timeoutMs: 60_000 } }))
     const db = await freshDatabase()
     const env = natsEnv()
     const nats = new URL(inject('natsUrl'))
@@ -224,14 +217,7 @@ const interruptedRun = async () => {
     port: 0
   })
   const dir = tempDir('agentvisor-race-')
-  const task = writeTask(dir, {
-    goal: 'Write DONE into out.txt',
-    workspace: 'ws',
-    providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-    limits: { maxSteps: 5, timeoutMs: 60_000 },
-    approval: 'auto'
-  })
+  const task = writeTask(dir, mockTask(mock.url))
   const db = await freshDatabase()
   let pid = 0
   let announced: string | undefined

@@ -4,7 +4,7 @@ import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type CliResult, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase, gaplessTransitions } from './support/pg.js'
 
 let mock: MockLlm | undefined
@@ -19,15 +19,7 @@ const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.tx
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
   mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
   const dir = tempDir('agentvisor-pg-run-')
-  const file = writeTask(dir, {
-    goal: 'Write DONE into out.txt',
-    workspace: 'ws',
-    providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-    limits: { maxSteps: 5, timeoutMs: 60_000 },
-    approval: 'auto',
-    ...task
-  })
+  const file = writeTask(dir, mockTask(mock.url, task, 'primary'))
   return { dir, file, ws: path.join(dir, 'ws') }
 }
 

@@ -52,6 +52,20 @@ export const writeTask = (dir: string, task: unknown, name = 'task.json'): strin
   return file
 }
 
+/**
+ * The usual task against the mock LLM (model `m`): write DONE into `ws/out.txt`, verified, with
+ * approvals on `auto`; `overrides` replace any field.
+ */
+export const mockTask = (baseUrl: string, overrides: Record<string, unknown> = {}, provider = 'p'): Record<string, unknown> => ({
+  goal: 'Write DONE into out.txt',
+  workspace: 'ws',
+  providers: [{ name: provider, kind: 'openai', baseUrl, model: 'm' }],
+  verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+  limits: { maxSteps: 5, timeoutMs: 60_000 },
+  approval: 'auto',
+  ...overrides
+})
+
 /** Polls `check` until it returns a value (not undefined), failing after `timeoutMs`. */
 export const waitFor = async <T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> => {
   const until = Date.now() + timeoutMs

@@ -1,11 +1,8 @@
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
+import { openAtOnce } from './support/open-at-once.js'
 import { rejectionOf } from './support/rejection-of.js'
 import { databaseUrl, run, tempLocation } from './support/temp-store.js'
 import { freePort } from '../../../test/support/free-port.js'
@@ -121,20 +118,7 @@ describe('openStore on PostgreSQL', () => {
 
   it('migrates a fresh database once when several processes open it at the same moment', async () => {
     const url = await tempLocation('postgres')
-    const fixture = fileURLToPath(new URL('./fixtures/open-store-on-go.ts', import.meta.url))
-    const children = Array.from({ length: 3 }, () =>
-      spawn(process.execPath, ['--import', 'tsx', fixture, url], {
-        cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-        stdio: ['pipe', 'pipe', 'inherit']
-      })
-    )
-    const lines = children.map((child) => createInterface({ input: child.stdout })[Symbol.asyncIterator]())
-    const nextLine = async (index: number): Promise<string> => String((await lines[index]?.next())?.value)
-
-    expect(await Promise.all(children.map((_, index) => nextLine(index)))).toEqual(['ready', 'ready', 'ready'])
-    for (const child of children) child.stdin.write('go\n')
-    expect(await Promise.all(children.map((_, index) => nextLine(index)))).toEqual(['ok', 'ok', 'ok'])
-    await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
+    await openAtOnce(url)
 
     const schema = await inspect(url)
     expect(schema.migrations).toEqual(ALL)

@@ -1,13 +1,10 @@
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { existsSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import BetterSqlite3 from 'better-sqlite3'
 import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
+import { openAtOnce } from './support/open-at-once.js'
 import { rejectionOf } from './support/rejection-of.js'
 import { run, tempDir } from './support/temp-store.js'
 
@@ -177,20 +174,7 @@ describe('openStore on SQLite', () => {
 
   it('migrates a fresh file once when several processes open it at the same moment', async () => {
     const file = path.join(tempDir(), 'agentvisor.db')
-    const fixture = fileURLToPath(new URL('./fixtures/open-store-on-go.ts', import.meta.url))
-    const children = Array.from({ length: 3 }, () =>
-      spawn(process.execPath, ['--import', 'tsx', fixture, file], {
-        cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-        stdio: ['pipe', 'pipe', 'inherit']
-      })
-    )
-    const lines = children.map((child) => createInterface({ input: child.stdout })[Symbol.asyncIterator]())
-    const nextLine = async (index: number): Promise<string> => String((await lines[index]?.next())?.value)
-
-    expect(await Promise.all(children.map((_, index) => nextLine(index)))).toEqual(['ready', 'ready', 'ready'])
-    for (const child of children) child.stdin.write('go\n')
-    expect(await Promise.all(children.map((_, index) => nextLine(index)))).toEqual(['ok', 'ok', 'ok'])
-    await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
+    await openAtOnce(file)
 
     expect(inspect(file).migrations).toEqual(ALL)
     expect(inspect(file).tables).toEqual(expect.arrayContaining(TABLES))
