@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
@@ -138,11 +138,11 @@ describe('the CLI on PostgreSQL', () => {
 const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 /** Runs an example script as a user would (`node examples/...`), with only AGENTVISOR_DB chosen. */
-const runExample = (script: string, db: string): Promise<CliResult> =>
+const runExample = (script: string, db: string, nodeArgs: ReadonlyArray<string> = []): Promise<CliResult> =>
   new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, AGENTVISOR_DB: db }
     for (const key of Object.keys(env)) if (key.startsWith('AGENTVISOR_NATS')) delete env[key]
-    const child = spawn(process.execPath, [path.join(repo, script)], { cwd: tempDir('agentvisor-example-'), env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...nodeArgs, path.join(repo, script)], { cwd: tempDir('agentvisor-example-'), env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -164,6 +164,18 @@ describe('the examples on PostgreSQL, chosen by AGENTVISOR_DB alone', () => {
     expect(demo.stdout).toContain(`run ${result.runId}  succeeded`)
     expect(demo.stdout).toContain(`the store is ${db.url.replace(/:[^:@/]+@/, ':***@')}.`)
     expect(demo.stdout + demo.stderr).not.toContain(new URL(db.url).password)
+  })
+
+  it('examples/api-run.ts runs its task through the TypeScript API into the database', async () => {
+    const db = await freshDatabase({ migrated: false })
+    // As `npx tsx examples/api-run.ts` runs it.
+    const example = await runExample('examples/api-run.ts', db.url, ['--import', pathToFileURL(path.join(repo, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href])
+    expect(example.code, example.stderr).toBe(0)
+    const [run] = await db.query<{ id: string; status: string; steps: number }>('select id, status, steps from runs')
+    expect(run).toMatchObject({ status: 'succeeded', steps: 3 })
+    expect(example.stdout).toContain(run!.id)
+    expect(await db.query('select count(*)::int as n from attempts where run_id = $1', [run!.id])).toEqual([{ n: 3 }])
+    expect((await gaplessTransitions(db)).get(run!.id)).toBeGreaterThan(3)
   })
 
   it('examples/parent-children/demo.mjs runs the parent and its three children on two workers, all in the database', async () => {
