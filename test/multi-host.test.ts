@@ -266,7 +266,7 @@ describe('one driver per run on PostgreSQL, under a race', () => {
     }
     await waitFor(() => (losers.length === contenders - 1 ? true : undefined), `${contenders - 1} refused resumes`)
     for (const loser of losers) {
-      expect(loser.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^agentvisor: run ${runId} is being driven by [^ ]+/\\d+/[0-9a-f]+ \\(lease until [^)]+\\)$`))])
+      expect(loser.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^agentvisor: run ${runId} is being driven by [^ /]+/\\d+/[0-9a-f]+/[0-9a-f]+ \\(lease until [^)]+\\)$`))])
       expect(loser.stdout).toBe('')
     }
     expect(winner).toBeUndefined()

@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto'
-import { hostname } from 'node:os'
 import { isAbandonedOwner, LeaseConflictError, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
 import { Clock, Effect } from 'effect'
 import { RunNotFoundError } from '../errors.js'
@@ -13,14 +11,7 @@ export interface LeasePolicy {
 
 export const DEFAULT_LEASE_POLICY: LeasePolicy = { ttlMs: 15_000, pollMs: 250 }
 
-/** A lease owner name for this process: `host/pid/nonce` (the nonce tells two supervisors apart). */
-export const makeLeaseOwner = (): string => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`
-
-/** Whether a lease owner name (`host/pid/nonce`) is one of this process's supervisors. */
-export const isOwnedByThisProcess = (owner: string): boolean => {
-  const [host, pid] = owner.split('/')
-  return host === hostname() && pid === String(process.pid)
-}
+export { isOwnedByThisProcess, makeLeaseOwner } from '@agentvisor/store'
 
 /** Takes a run's lease or fails with the live holder (`LeaseConflictError`). Returns the fencing token. */
 export const takeLease = (

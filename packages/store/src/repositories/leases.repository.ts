@@ -2,7 +2,7 @@ import type { Executor } from '../executor.js'
 import { dialectOf } from '../dialect.js'
 import { LeaseLostError } from '../errors.js'
 
-export { isAbandonedOwner, isInterrupted } from './lease-owner.js'
+export { isAbandonedOwner, isInterrupted, isOwnedByThisProcess, makeLeaseOwner } from './lease-owner.js'
 
 /** Who holds a run's lease, when another driver does. */
 export interface LeaseHolder {
