@@ -138,11 +138,13 @@ export class Agentvisor {
     // `close()` while a run goes on interrupts it (it stays resumable): that rejection belongs to
     // whoever awaits `result`, and must not surface as an unhandled one when nobody does.
     result.catch(() => {})
+    // The closures keep what they use, not the whole handle (its `result` effect is no longer needed).
+    const { runId, cancel } = handle
     return {
-      runId: handle.runId,
+      runId,
       result,
-      cancel: () => unwrap(this.runtime, handle.cancel),
-      spawn: (child) => this.spawn(handle.runId, child)
+      cancel: () => unwrap(this.runtime, cancel),
+      spawn: (child) => this.spawn(runId, child)
     }
   }
 }

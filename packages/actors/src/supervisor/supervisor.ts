@@ -194,6 +194,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const leases = yield* makeLeaseKeeper(db, leaseOwner, leasePolicy)
       const runFibers = makeRunFibers()
       let driving = 0
+      // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
+      const concurrentRuns = (): number => driving
 
       /**
        * Runs one driver to its end under the run's deadline, its cancel signal (local or written
@@ -301,14 +303,15 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             newId: randomUUID,
             leaseToken,
             bus: options.bus,
-            concurrentRuns: () => driving
+            concurrentRuns
           })
           const stop = makeStopSignal(runId)
           driving += 1
           const fiber = yield* runFibers.fork(supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested))
           return {
             runId,
-            result: Fiber.join(fiber),
+            // Built when awaited: whoever holds the handle of an idle run does not hold a join too.
+            result: Effect.suspend(() => Fiber.join(fiber)),
             cancel: Effect.sync(stop.cancel),
             fiber
           }
