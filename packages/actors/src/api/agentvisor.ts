@@ -1,5 +1,5 @@
 import { ContractError, flattenChain, parseTaskContract, type TaskContract } from '@agentvisor/core'
-import { Cause, Effect, Either, Exit, Layer, ManagedRuntime, Scope } from 'effect'
+import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
@@ -133,15 +133,18 @@ export class Agentvisor {
   }
 
   private wrap(handle: RunHandle): StartedRun {
-    const result = unwrap(this.runtime, handle.result)
+    // A run driven here is awaited through its fiber's observer: no fiber per waiting run.
+    const result = handle.fiber !== undefined ? settled(handle.fiber) : unwrap(this.runtime, handle.result)
     // `close()` while a run goes on interrupts it (it stays resumable): that rejection belongs to
     // whoever awaits `result`, and must not surface as an unhandled one when nobody does.
     result.catch(() => {})
+    // The closures keep what they use, not the whole handle (its `result` effect is no longer needed).
+    const { runId, cancel } = handle
     return {
-      runId: handle.runId,
+      runId,
       result,
-      cancel: () => unwrap(this.runtime, handle.cancel),
-      spawn: (child) => this.spawn(handle.runId, child)
+      cancel: () => unwrap(this.runtime, cancel),
+      spawn: (child) => this.spawn(runId, child)
     }
   }
 }
@@ -155,6 +158,15 @@ const unwrap = async <A, E>(runtime: ManagedRuntime.ManagedRuntime<Supervisor | 
   if (Exit.isSuccess(exit)) return exit.value
   throw Cause.squash(exit.cause)
 }
+
+/** What `unwrap` of `Fiber.join(fiber)` gives, from an observer: the value, or the squashed cause. */
+const settled = <A, E>(fiber: Fiber.RuntimeFiber<A, E>): Promise<A> =>
+  new Promise((resolve, reject) =>
+    fiber.addObserver((exit) => {
+      if (Exit.isSuccess(exit)) resolve(exit.value)
+      else reject(Cause.squash(exit.cause))
+    })
+  )
 
 const unwrapPlain = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
   const exit = await Effect.runPromiseExit(effect)

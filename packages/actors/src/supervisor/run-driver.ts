@@ -39,7 +39,7 @@ import { planStep } from '../approval/step-plan.js'
 import type { Bus } from '../bus/bus.js'
 import { childRunRow } from '../children/child-contract.js'
 import { makeChildRuns } from '../children/child-runs.js'
-import { withDeadline } from './deadline.js'
+import { attemptWithin } from './deadline.js'
 import { iso, nowMs, store } from './driver-io.js'
 import { toolActOf } from '../approval/tool-act.js'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
@@ -288,7 +288,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
       const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
       const call = provider.chat({ messages: [...messages], tools: offeredTools })
-      const outcome = yield* withDeadline(
+      const outcome = yield* attemptWithin(
         call,
         deadlineMs,
         () =>
@@ -297,18 +297,14 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
             provider: provider.name,
             possiblyDelivered: true,
             message: `no answer within the attempt deadline of ${deadlineMs} ms`
-          })
-      ).pipe(
-        Effect.either,
+          }),
         // A cancel or timeout aborts the call (the adapter's AbortSignal); the receipt says so.
-        Effect.onInterrupt(() =>
-          Effect.gen(function* () {
-            const end = yield* nowMs
-            deps.breakers.record(key, admission, 'abandoned', end)
-            yield* fenced('settle a cancelled attempt', settle(ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })).pipe(Effect.ignore)
-            notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'cancelled', latencyMs: end - startedAt })
-          })
-        )
+        Effect.gen(function* () {
+          const end = yield* nowMs
+          deps.breakers.record(key, admission, 'abandoned', end)
+          yield* fenced('settle a cancelled attempt', settle(ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })).pipe(Effect.ignore)
+          notify(observers, 'onAttemptSettled', { ...attemptOf(ctx), outcome: 'cancelled', latencyMs: end - startedAt })
+        })
       )
       const settledAt = yield* nowMs
       const latency = settledAt - startedAt
@@ -662,7 +658,10 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     }
   }
 
-  /** Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the work. */
+  /**
+   * Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the
+   * work; whoever interrupts it runs `afterInterrupt` once it is (see there).
+   */
   const drive: Effect.Effect<void, StoreError | LeaseLostError> = Effect.gen(function* () {
     for (;;) {
       const path = currentPath()
@@ -673,10 +672,14 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       if (next === undefined) return yield* Effect.uninterruptible(flush)
       stage(next, yield* nowMs)
     }
-  }).pipe(
-    // Interrupted (cancel, timeout) with pure transitions staged: they are history all the same.
-    Effect.onInterrupt(() => Effect.ignore(flush))
-  )
+  })
+
+  /**
+   * Interrupted (cancel, timeout) with pure transitions staged: they are history all the same.
+   * Run by whoever interrupted `drive` rather than by an `onInterrupt` around it: that wrapper
+   * would be one more frame every idle run keeps on its stack. Nothing staged, nothing written.
+   */
+  const afterInterrupt: Effect.Effect<void> = Effect.ignore(flush)
 
   /**
    * Prepares a restored run: a dispatch that was in flight when the last driver died is settled
@@ -691,7 +694,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     if (yield* store('look up the attempt', () => writer.attemptRecorded(runId, ctx.step, ctx.attempt))) yield* commit({ event: { type: 'DISPATCH_LOST' } })
   })
 
-  return { drive, recover, commit, cancelChildren: childRuns.cancelChildren, currentPath, context, lastSeq: () => seq }
+  return { drive, afterInterrupt, recover, commit, cancelChildren: childRuns.cancelChildren, currentPath, context, lastSeq: () => seq }
 }
 
 export type RunDriver = ReturnType<typeof makeRunDriver>

@@ -1,5 +1,5 @@
 import { LeaseLostError } from '@agentvisor/store'
-import { Effect } from 'effect'
+import { Effect, type Exit, Fiber } from 'effect'
 import type { LeaseEvents } from './lease-keeper.js'
 
 /** Why a drive was stopped from outside. */
@@ -11,8 +11,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 /**
  * Everything that can stop one run's drive from outside, in one place: a local cancel, a cancel
  * requested through the store (the lease keeper), a takeover of the lease, the run's deadline.
- * A drive races one `wait` instead of a fiber per cause, which is most of what an idle run
- * costs in memory.
+ * The drive runs in one fiber watched by `race`, instead of a fiber per cause (or Effect's
+ * `raceFirst`, a fiber for each side): fibers are most of what an idle run costs in memory.
  */
 export const makeStopSignal = (runId: string) => {
   let fired: Effect.Effect<StopReason, LeaseLostError> | undefined
@@ -40,15 +40,36 @@ export const makeStopSignal = (runId: string) => {
     onLost: (error) => fire(Effect.fail(error))
   }
 
-  /** Waits until something stops the drive; interrupting the wait disarms the deadline. */
-  const wait: Effect.Effect<StopReason, LeaseLostError> = Effect.async((resume) => {
-    if (fired !== undefined) return resume(fired)
-    listener = resume
-    return Effect.sync(() => {
-      listener = undefined
-      if (timer !== undefined) clearTimeout(timer)
-    })
-  })
+  /**
+   * Runs `drive` in a fiber of its own until it ends (`settled`) or something stops it: then the
+   * drive is interrupted, its finalizers (tool process groups, in-flight provider calls) have run
+   * and so has `afterInterrupt`, before the reason is returned. Interrupting the race interrupts
+   * the drive the same way and disarms the deadline.
+   */
+  const race = <E>(drive: Effect.Effect<void, E>, afterInterrupt: Effect.Effect<void>): Effect.Effect<'settled' | StopReason, E | LeaseLostError> =>
+    Effect.flatMap(Effect.fork(drive), (fiber) =>
+      Effect.async<'settled' | StopReason, E | LeaseLostError>((resume) => {
+        const settled = (exit: Exit.Exit<void, E>): void => {
+          listener = undefined
+          if (timer !== undefined) clearTimeout(timer)
+          resume(Effect.as(exit, 'settled' as const))
+        }
+        const stopped = (outcome: Effect.Effect<StopReason, LeaseLostError>): void => {
+          listener = undefined
+          fiber.removeObserver(settled)
+          resume(Effect.zipRight(Effect.uninterruptible(Effect.zipRight(Fiber.interrupt(fiber), afterInterrupt)), outcome))
+        }
+        if (fired !== undefined) return stopped(fired)
+        listener = stopped
+        fiber.addObserver(settled)
+        return Effect.suspend(() => {
+          listener = undefined
+          fiber.removeObserver(settled)
+          if (timer !== undefined) clearTimeout(timer)
+          return Effect.zipRight(Fiber.interrupt(fiber), afterInterrupt)
+        })
+      })
+    )
 
   return {
     runId,
@@ -56,7 +77,7 @@ export const makeStopSignal = (runId: string) => {
     cancel: (): void => fire(Effect.succeed('cancel')),
     arm,
     leaseEvents,
-    wait,
+    race,
     /** Disarms the deadline once the drive is over. */
     dispose: (): void => {
       if (timer !== undefined) clearTimeout(timer)

@@ -34,6 +34,7 @@ import { loadRunPolicy } from '../approval/run-policy.js'
 import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease } from './lease.js'
 import { makeLeaseKeeper } from './lease-keeper.js'
 import { makeStopSignal, type StopSignal } from './stop-signal.js'
+import { makeRunFibers } from './run-fibers.js'
 import { store as storeCall } from './driver-io.js'
 import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
@@ -60,6 +61,11 @@ export interface RunHandle {
   readonly result: Effect.Effect<RunResult>
   /** Cancels the run: its fiber is interrupted, tool processes killed, and it ends `cancelled`. */
   readonly cancel: Effect.Effect<void>
+  /**
+   * The run's fiber when it is driven in this process: outside Effect, an observer on it waits
+   * for the end at no cost, where running `result` takes a fiber of its own per waiting run.
+   */
+  readonly fiber?: Fiber.RuntimeFiber<RunResult>
 }
 
 export interface SupervisorOptions {
@@ -166,16 +172,30 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const writer = makeRunWriter(storeService)
       // Runs before the store closes (layers close in reverse): the checkpointer ends first.
       yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
-      const scope = yield* Effect.scope
       const env = options.env ?? process.env
       const buildProvider = options.makeProvider ?? makeProvider
       const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
 
-      const telemetry = options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]
+      // The observers of a run, shared by every run that brings none of its own.
+      const supervisorObservers: ReadonlyArray<RunObserver> = [
+        ...(options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]),
+        ...(options.observers ?? []),
+        ...(options.bus !== undefined ? [busObserver(options.bus, db)] : [])
+      ]
+      const observersOf = (startOptions: StartOptions): ReadonlyArray<RunObserver> => {
+        const own = startOptions.observers ?? []
+        if (own.length === 0) return supervisorObservers
+        // The bus observer stays last, as it always was: after telemetry, then the supervisor's, then the run's.
+        const busLast = options.bus !== undefined ? 1 : 0
+        return [...supervisorObservers.slice(0, supervisorObservers.length - busLast), ...own, ...supervisorObservers.slice(supervisorObservers.length - busLast)]
+      }
       const leasePolicy = options.lease ?? DEFAULT_LEASE_POLICY
       const leaseOwner = makeLeaseOwner()
       const leases = yield* makeLeaseKeeper(db, leaseOwner, leasePolicy)
+      const runFibers = makeRunFibers()
       let driving = 0
+      // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
+      const concurrentRuns = (): number => driving
 
       /**
        * Runs one driver to its end under the run's deadline, its cancel signal (local or written
@@ -193,7 +213,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       ): Effect.Effect<RunResult> => {
         let lost = false
         const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
-        return Effect.gen(function* () {
+        const drive = Effect.gen(function* () {
           // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
           // that comes later reaches the driver through the lease keeper.
           if (cancelRequested) {
@@ -204,36 +224,39 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           }
           yield* driver.recover
           stop.arm(deadline - (yield* Clock.currentTimeMillis))
-          const stopped = yield* Effect.raceFirst(Effect.as(driver.drive, 'settled' as const), stop.wait)
+          const stopped = yield* stop.race(driver.drive, driver.afterInterrupt)
           // By now the drive fiber is interrupted and its finalizers (tool process groups,
           // in-flight provider calls) have run: the final transition is the last thing written.
           if (stopped === 'cancel') yield* driver.commit({ event: { type: 'CANCEL' } })
           if (stopped === 'timeout') yield* driver.commit({ event: { type: 'TIMEOUT' } })
           // A cancelled or timed-out parent takes its children with it.
           if (stopped !== 'settled') yield* driver.cancelChildren
-        }).pipe(
-          Effect.catchAllCause((cause) => {
-            if (Cause.failures(cause).pipe((errors) => [...errors].some((e) => e instanceof LeaseLostError))) {
-              lost = true
-              return Effect.void
-            }
-            return driver
-              .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: internalMessage(cause) } } })
-              .pipe(Effect.catchAll((error) => Effect.sync(() => (lost = error instanceof LeaseLostError))))
+        })
+        const failed = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
+          if (Cause.failures(cause).pipe((errors) => [...errors].some((e) => e instanceof LeaseLostError))) {
+            lost = true
+            return Effect.void
+          }
+          return driver
+            .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: internalMessage(cause) } } })
+            .pipe(Effect.catchAll((error) => Effect.sync(() => (lost = error instanceof LeaseLostError))))
+        }
+        const finished = Effect.sync(() => {
+          const result = resultOf(runId, driver, lost)
+          notify(observers, 'onFinished', result)
+          return result
+        })
+        const letGo = Effect.ensuring(
+          Effect.suspend(() => {
+            unwatch()
+            stop.dispose()
+            actor.stop()
+            return dropLease(writer, runId, leaseToken)
           }),
-          Effect.map(() => resultOf(runId, driver, lost)),
-          Effect.tap((result) => Effect.sync(() => notify(observers, 'onFinished', result))),
-          Effect.ensuring(
-            Effect.zipRight(
-              Effect.sync(() => {
-                unwatch()
-                stop.dispose()
-                actor.stop()
-              }),
-              dropLease(writer, runId, leaseToken)
-            )
-          )
+          Effect.sync(() => (driving -= 1))
         )
+        // Few combinators on purpose: each one is a frame every idle run keeps on its fiber's stack.
+        return Effect.ensuring(Effect.zipRight(Effect.catchAllCause(drive, failed), finished), letGo)
       }
 
       const launch = (
@@ -259,12 +282,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const policy = loaded.right
           const workspace = yield* openWorkspace(contract.workspace)
           const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
-          const observers = [
-            ...telemetry,
-            ...(options.observers ?? []),
-            ...(startOptions.observers ?? []),
-            ...(options.bus !== undefined ? [busObserver(options.bus, db)] : [])
-          ]
+          const observers = observersOf(startOptions)
           const driver = makeRunDriver({
             db,
             writer,
@@ -285,16 +303,17 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             newId: randomUUID,
             leaseToken,
             bus: options.bus,
-            concurrentRuns: () => driving
+            concurrentRuns
           })
           const stop = makeStopSignal(runId)
           driving += 1
-          const supervised = supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested).pipe(Effect.ensuring(Effect.sync(() => (driving -= 1))))
-          const fiber = yield* Effect.forkIn(supervised, scope)
+          const fiber = yield* runFibers.fork(supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested))
           return {
             runId,
-            result: Fiber.join(fiber),
-            cancel: Effect.sync(stop.cancel)
+            // Built when awaited: whoever holds the handle of an idle run does not hold a join too.
+            result: Effect.suspend(() => Fiber.join(fiber)),
+            cancel: Effect.sync(stop.cancel),
+            fiber
           }
         })
 
@@ -422,6 +441,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           return { runId, result, cancel } satisfies RunHandle
         })
 
+      // Registered last, so it runs first as the layer closes: runs stop before the bus
+      // consumers, the lease keeper and the store they use.
+      yield* Effect.addFinalizer(() => runFibers.interruptAll)
       return { start, resume, spawn }
     })
   )

@@ -27,10 +27,18 @@ export interface TelemetryOptions {
 /** Run statuses that mark the run span as an error: the run ended without reaching its goal. */
 const ERROR_STATUSES: ReadonlySet<string> = new Set(['failed', 'timed_out', 'step_cap'])
 
+/**
+ * A span and the context it was started in. The context holding the span itself (its children's
+ * parent) is derived when a child is started, not kept: an OpenTelemetry context is a Map and
+ * three closures, and an idle run would keep two of them for nothing.
+ */
 interface OpenSpan {
   readonly span: Span
-  readonly context: Context
+  readonly parent: Context
 }
+
+/** The context whose active span is `open`'s: where its children start. */
+const contextOf = (open: OpenSpan): Context => trace.setSpan(open.parent, open.span)
 
 interface StepSpan extends OpenSpan {
   readonly number: number
@@ -83,8 +91,9 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
   const stepOf = (drive: Drive, runId: string, step: number): StepSpan => {
     if (drive.step?.number === step) return drive.step
     endStep(drive)
-    const span = tracer().startSpan(SpanName.step, { attributes: { [SpanAttribute.runId]: runId, [SpanAttribute.step]: step } }, drive.context)
-    drive.step = { number: step, span, context: trace.setSpan(drive.context, span) }
+    const parent = contextOf(drive)
+    const span = tracer().startSpan(SpanName.step, { attributes: { [SpanAttribute.runId]: runId, [SpanAttribute.step]: step } }, parent)
+    drive.step = { number: step, span, parent }
     return drive.step
   }
 
@@ -100,7 +109,7 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
       if (previous !== undefined) endDrive(info.runId, previous)
       // A child driven by this process nests under its parent's step; elsewhere it is a root.
       const parent = info.parentId === undefined ? undefined : drives.get(info.parentId)
-      const parentContext = parent?.step?.context ?? parent?.context ?? otelContext.active()
+      const parentContext = parent === undefined ? otelContext.active() : contextOf(parent.step ?? parent)
       const span = tracer().startSpan(
         SpanName.run,
         {
@@ -114,7 +123,7 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
         },
         parentContext
       )
-      drives.set(info.runId, { span, context: trace.setSpan(parentContext, span), step: undefined, attempt: undefined, tool: undefined })
+      drives.set(info.runId, { span, parent: parentContext, step: undefined, attempt: undefined, tool: undefined })
     },
 
     onDispatch: (info) => {
@@ -135,7 +144,7 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
             [SpanAttribute.operation]: 'chat'
           }
         },
-        step.context
+        contextOf(step)
       )
       drive.attempt = { step: info.step, index: info.attempt, span }
     },
@@ -149,7 +158,7 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
       const span =
         open !== undefined && open.step === info.step && open.index === info.attempt
           ? open.span
-          : tracer().startSpan(SpanName.attempt, { kind: SpanKind.CLIENT, attributes: { [SpanAttribute.operation]: 'chat' } }, step.context)
+          : tracer().startSpan(SpanName.attempt, { kind: SpanKind.CLIENT, attributes: { [SpanAttribute.operation]: 'chat' } }, contextOf(step))
       if (span !== open?.span) endAttempt(drive)
       span.setAttributes(
         defined({
@@ -192,7 +201,7 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
             [SpanAttribute.toolTarget]: info.target === '' ? undefined : info.target
           })
         },
-        step.context
+        contextOf(step)
       )
     },
 
