@@ -12,7 +12,7 @@ const rows = [
   ['µs per step, LangGraph.js + SqliteSaver', f.langgraphPerStep.median, spread(f.langgraphPerStep), `≥ 10× agentvisor (${r.ratios.langgraphOverAgentvisor}×)`, yes(r.met.langgraph), 'LangGraph writes one checkpoint per step and no receipts or step rows; agentvisor writes one transaction of three transitions, a receipt and a step row per step (see the per-step row), and runs each step through Effect fibers and an XState actor'],
   ['steps/s, 1,000 concurrent runs of 10 steps', f.concurrentStepsPerSec.median, spread(f.concurrentStepsPerSec), '≥ 5,000', yes(r.met.concurrent), 'one thread and one SQLite writer: commits of concurrent runs share a transaction (group commit), but the statements alone cost ~130–190 µs a step with 1,000 runs interleaved (every run\'s rows land on other B-tree pages, so a group commit dirties thousands of pages), which by itself caps one process near 5,000 steps/s; every step of every run runs on one core; GC of a 500 MB heap (~20% of the time); 2,000 concurrent fs calls through libuv\'s 4 threads'],
   ['peak RSS (MB), same', f.concurrentPeakRssMb.median, spread(f.concurrentPeakRssMb), '', '', ''],
-  ['KB RSS per idle run (1,000 runs waiting in a model call)', f.rssPerRunKb.median, spread(f.rssPerRunKb), '< 50', yes(r.met.rssPerRun), 'per run: an XState actor (its system, snapshot and mailbox), the Effect fibers of the driver and its supervisor (drive, cancel, lease watch, deadline, the forked call), the parsed contract and conversation, the compiled policy, the provider and its timers'],
+  ['KB RSS per idle run (1,000 runs waiting in a model call)', f.rssPerRunKb.median, spread(f.rssPerRunKb), '< 50', yes(r.met.rssPerRun), 'per run (JS heap ~35 KB): three Effect fibers with their stacks (the run, its drive, the forked model call: ~15 KB), an XState actor with its own actor system (~4 KB), the driver\'s closures (~2.5 KB), the parsed contract (~2.5 KB here) and conversation, the compiled policy, the provider; the rest of the RSS is malloc and V8 page overhead'],
   ['ms to resume 1,000 interrupted runs', f.resume1000Ms.median, spread(f.resume1000Ms), '< 2,000', yes(r.met.resume), 'each resume reads the run, its last transition and steps and takes its lease with prepared statements (one transaction each); the remembered-rules query goes through Kysely; workspace realpath; all on one thread'],
   f.childOverheadMs
     ? [`ms overhead per child (NATS, ${f.fanOut.children} children, ${f.fanOut.workers} workers)`, f.childOverheadMs.median, spread(f.childOverheadMs), '', '',
@@ -55,8 +55,9 @@ ${rows.map((x) => `| ${x.join(' | ')} |`).join('\n')}
    transaction per step (the same better-sqlite3 and xstate agentvisor loads).
 2. 1,000 runs of 10 tool steps (11 model calls each) started at once in one process, embedded
    bus: steps per second over the whole batch, peak RSS sampled every 20 ms. Idle RSS per run:
-   1,000 runs whose first model call waits an hour, RSS after GC minus RSS after \`open\`, divided
-   by 1,000 (each in a fresh process).
+   1,000 runs whose first model call waits an hour, RSS after GC minus RSS after \`open\` (each read
+   a second after a full GC, once the freed pages are back with the OS), divided by 1,000 (each in
+   a fresh process).
 3. Those 1,000 runs interrupted by \`av.close()\`, then \`Promise.all(ids.map(id => av.resume(id)))\`
    in a new \`Agentvisor\` on the same file, timed until every resume has returned (every run is
    being driven again).

@@ -10,6 +10,8 @@ const steps = Number(process.argv[3] ?? 10)
 const phase = process.argv[4] ?? 'throughput'
 const gc = () => { globalThis.gc?.(); globalThis.gc?.() }
 const rssKb = () => process.memoryUsage().rss / 1024
+/** A full GC, then a second's wait for the pages it freed to leave RSS. */
+const settle = async () => { gc(); await new Promise((r) => setTimeout(r, 1000)) }
 
 const dir = tmp('conc')
 const ws = workspace(dir)
@@ -38,7 +40,9 @@ try {
   let ids
   if (phase === 'idle') {
     const av = await Agentvisor.open({ db, telemetry: false })
-    gc()
+    // RSS once settled, before and after: the runs are idle, and what a GC frees reaches the OS
+    // a little later (V8 uncommits freed pages after the collection, not within it).
+    await settle()
     const base = rssKb()
     let dispatched = 0
     const idle = scriptedTask(ws, steps)
@@ -56,7 +60,7 @@ try {
     }
     await store.close()
     await new Promise((r) => setTimeout(r, 200))
-    gc()
+    await settle()
     const idleRss = rssKb()
     Object.assign(out, { idleRssMb: idleRss / 1024, rssPerRunKb: (idleRss - base) / runs })
     // Interrupt them all, like a crash: no final transition, every run stays resumable.
