@@ -209,7 +209,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         stop: StopSignal,
         observers: ReadonlyArray<RunObserver>,
         leaseToken: number,
-        cancelRequested: boolean
+        cancelRequested: boolean,
+        /** Created by this very call: nothing of it can have been left in flight, so nothing to recover. */
+        fresh: boolean
       ): Effect.Effect<RunResult> => {
         let lost = false
         const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
@@ -222,7 +224,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             yield* driver.cancelChildren
             return
           }
-          yield* driver.recover
+          if (!fresh) yield* driver.recover
           stop.arm(deadline - (yield* Clock.currentTimeMillis))
           const stopped = yield* stop.race(driver.drive, driver.afterInterrupt)
           // By now the drive fiber is interrupted and its finalizers (tool process groups,
@@ -307,7 +309,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           })
           const stop = makeStopSignal(runId)
           driving += 1
-          const fiber = yield* runFibers.fork(supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested))
+          const fiber = yield* runFibers.fork(supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, createdWithToken !== undefined))
           return {
             runId,
             // Built when awaited: whoever holds the handle of an idle run does not hold a join too.
