@@ -111,7 +111,12 @@ What a step costs, and what was done about it (docs/architecture notes in the co
   statement and polls all of them for takeovers and cancel requests with one query, instead of
   a watcher and two queries per run.
 - **A cheap attempt deadline.** Effect's \`timeoutFail\` races two forked fibers and a clock (about
-  70 µs); the driver forks the call once and arms a plain timer (about 10 µs).
+  70 µs); the driver forks the call once and arms a plain timer (about 10 µs), with the outcome
+  and the cancel handling folded into that one wait.
+- **Three fibers per idle run.** A run's fiber is forked from the launcher's runtime (not its
+  fiber, which would stay pinned), races its drive against one stop signal without a fiber per
+  side, and is awaited by the API through a fiber observer; runs without observers of their own
+  share one list. A run just created skips recovery (no write, no read).
 - **Lazy CLI.** Each command is imported on demand, and read-only commands load a narrow entry of
   the store; an up-to-date store skips the migrator (one query). \`runs\` on a current SQLite
   store reads it with better-sqlite3 alone (\`openCurrentSqlite\`): Kysely's ~260 modules and
