@@ -340,7 +340,7 @@ describe('a worker handed a child it drives already', () => {
       nak: Effect.sync(() => void calls.push('nak'))
     }
     const resume = () => Effect.sync(() => void calls.push('resume')).pipe(Effect.zipRight(Effect.die('a second driver in the same process')))
-    await Effect.runPromise(handleChildDelivery({ db: store.db, resume, workingEveryMs: 60_000 }, delivery))
+    await Effect.runPromise(handleChildDelivery({ db: store.db, resume }, delivery))
     expect(calls).toEqual(['nak'])
     expect(await db.query('select lease_token::int as token from runs')).toEqual([{ token: 1 }])
   })

@@ -1,5 +1,5 @@
-import type { Effect, Scope } from 'effect'
-import { Context, Data } from 'effect'
+import type { Scope } from 'effect'
+import { Context, Data, Effect } from 'effect'
 import type { ChildRunRequest, ControlReply, ControlVerb, RunDoneMessage, RunEventMessage } from './messages.js'
 
 /** The bus could not be reached or refused an operation. */
@@ -16,6 +16,24 @@ export interface ChildDelivery {
   readonly ack: Effect.Effect<void>
   /** Hands it back at once for another worker (e.g. a worker shutting down). */
   readonly nak: Effect.Effect<void>
+}
+
+/**
+ * Runs `handle` on `delivery`, reporting the delivery in progress every third of the ack
+ * deadline until the handler ends, whatever the handler's own pace: a request whose handler is
+ * alive (a child being driven) is never handed to another worker, or to another slot of this
+ * one. A handler that dies, or is interrupted with its worker, stops reporting, and its request
+ * comes back after the deadline. Both buses run their handlers through this.
+ */
+export const handleInProgress = (
+  delivery: ChildDelivery,
+  ackWaitMs: number,
+  handle: (delivery: ChildDelivery) => Effect.Effect<void>
+): Effect.Effect<void> => {
+  const everyMs = Math.max(50, Math.floor(ackWaitMs / 3))
+  return Effect.scoped(
+    Effect.zipRight(Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(everyMs), delivery.working))), Effect.suspend(() => handle(delivery)))
+  )
 }
 
 /** Answers control requests (CONTRACT.md §5). `body` is the raw payload text; replies are objects. */

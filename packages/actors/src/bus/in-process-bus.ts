@@ -1,6 +1,6 @@
 import { Effect, FiberSet } from 'effect'
 import type { Bus, ChildDelivery, ControlHandler } from './bus.js'
-import { BusError } from './bus.js'
+import { BusError, handleInProgress } from './bus.js'
 import { answerControl, encodeControlReply } from './control-answer.js'
 import type { ChildRunRequest, RunDoneMessage, RunEventMessage } from './messages.js'
 import { bytesToText, decodeControlReply, encodeControlBody, encodeJson } from './wire.js'
@@ -123,7 +123,7 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
       })
     }
     consumer.run(
-      Effect.suspend(() => consumer.handle(delivery)).pipe(
+      handleInProgress(delivery, ackWaitMs, consumer.handle).pipe(
         // A handler that dies hands its request back; one interrupted with its scope (a worker
         // going away) leaves it to the ack deadline, as a crashed process would.
         Effect.catchAllCause(() => delivery.nak),

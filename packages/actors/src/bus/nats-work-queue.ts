@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/transport-node'
 import { Effect } from 'effect'
 import type { Bus, ChildDelivery } from './bus.js'
-import { BusError } from './bus.js'
+import { BusError, handleInProgress } from './bus.js'
 import { bytesToText, decodeChildRequest, encodeJson } from './wire.js'
 
 /** Where child-run requests wait: one work-queue stream and one durable consumer all workers share. */
@@ -67,7 +67,6 @@ const quietly = (f: () => void): Effect.Effect<void> =>
 export const makeNatsWorkQueue = (nc: NatsConnection, config: WorkQueueConfig): NatsWorkQueue => {
   const { streamName, consumerName, subject, ackWaitMs } = config
   const js = jetstream(nc)
-  const keepAliveMs = Math.max(50, Math.floor(ackWaitMs / 3))
 
   const stream = memoize(async () => {
     const jsm = await jetstreamManager(nc)
@@ -168,17 +167,9 @@ export const makeNatsWorkQueue = (nc: NatsConnection, config: WorkQueueConfig): 
       ack: quietly(() => message.ack()),
       nak: quietly(() => message.nak())
     }
-    // While the handler runs, the message is kept in progress at a third of the ack deadline,
-    // whatever the handler's own pace: a deadline shorter than the handler's heartbeat (the
-    // run's lease renewal) would otherwise hand a child that is being driven to another worker,
-    // or to another slot of this one. A handler that dies hands the request back; one
-    // interrupted with the worker's scope leaves it to the ack deadline, as a crashed process would.
-    return Effect.scoped(
-      Effect.gen(function* () {
-        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(keepAliveMs), delivery.working)))
-        yield* Effect.suspend(() => handle(delivery))
-      })
-    ).pipe(Effect.catchAllCause(() => delivery.nak))
+    // A handler that dies hands the request back; one interrupted with the worker's scope leaves
+    // it to the ack deadline, as a crashed process would.
+    return handleInProgress(delivery, ackWaitMs, handle).pipe(Effect.catchAllCause(() => delivery.nak))
   }
 
   const slot = (handle: (delivery: ChildDelivery) => Effect.Effect<void>): Effect.Effect<never> =>

@@ -176,19 +176,13 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const buildProvider = options.makeProvider ?? makeProvider
       const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
 
-      // The observers of a run, shared by every run that brings none of its own.
-      const supervisorObservers: ReadonlyArray<RunObserver> = [
-        ...(options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]),
-        ...(options.observers ?? []),
-        ...(options.bus !== undefined ? [busObserver(options.bus, db)] : [])
-      ]
-      const observersOf = (startOptions: StartOptions): ReadonlyArray<RunObserver> => {
-        const own = startOptions.observers ?? []
-        if (own.length === 0) return supervisorObservers
-        // The bus observer stays last, as it always was: after telemetry, then the supervisor's, then the run's.
-        const busLast = options.bus !== undefined ? 1 : 0
-        return [...supervisorObservers.slice(0, supervisorObservers.length - busLast), ...own, ...supervisorObservers.slice(supervisorObservers.length - busLast)]
-      }
+      // A run's observers: telemetry and the supervisor's, then the run's own, then the bus's.
+      // Every run that brings none of its own shares one list.
+      const leading: ReadonlyArray<RunObserver> = [...(options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]), ...(options.observers ?? [])]
+      const trailing: ReadonlyArray<RunObserver> = options.bus !== undefined ? [busObserver(options.bus, db)] : []
+      const shared: ReadonlyArray<RunObserver> = [...leading, ...trailing]
+      const observersOf = (startOptions: StartOptions): ReadonlyArray<RunObserver> =>
+        startOptions.observers === undefined || startOptions.observers.length === 0 ? shared : [...leading, ...startOptions.observers, ...trailing]
       const leasePolicy = options.lease ?? DEFAULT_LEASE_POLICY
       const leaseOwner = makeLeaseOwner()
       const leases = yield* makeLeaseKeeper(db, leaseOwner, leasePolicy)
@@ -378,10 +372,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
 
       const bus = options.bus
       if (bus !== undefined && options.serveChildren !== undefined) {
-        const workingEveryMs = Math.max(250, Math.floor(leasePolicy.ttlMs / 3))
         yield* Effect.forkScoped(
           bus
-            .consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), workingEveryMs, log: options.log }, delivery), {
+            .consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), log: options.log }, delivery), {
               concurrency: options.serveChildren.concurrency
             })
             .pipe(Effect.catchAll((error) => Effect.sync(() => options.log?.(`cannot consume child runs: ${error.message}`))))

@@ -11,8 +11,6 @@ import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
 export interface ChildWorkerDeps {
   readonly db: Kysely<Database>
   readonly resume: (runId: string) => Effect.Effect<RunHandle, unknown>
-  /** Tells the queue the child is still being driven, this often. */
-  readonly workingEveryMs: number
   readonly log?: (line: string) => void
 }
 
@@ -38,9 +36,9 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     // another slot): resuming it here would take the lease from our own driver (a lease holder
     // may take its lease again) and stop that driver mid-step. It is like any live driver's.
     const drivenHere = row !== undefined && row.lease_owner !== null && (row.lease_expires_at ?? 0) > Date.now() && isOwnedByThisProcess(row.lease_owner)
-    const started = drivenHere ? undefined : yield* Effect.either(deps.resume(request.runId))
-    if (started === undefined || Either.isLeft(started)) {
-      if (started === undefined || started.left instanceof LeaseConflictError) {
+    const started = drivenHere ? Either.left(new LeaseConflictError({ runId: request.runId, owner: row.lease_owner!, expiresAt: row.lease_expires_at! })) : yield* Effect.either(deps.resume(request.runId))
+    if (Either.isLeft(started)) {
+      if (started.left instanceof LeaseConflictError) {
         // Someone drives it now; look again later in case that driver dies.
         yield* Effect.sleep(Duration.seconds(1))
         return yield* delivery.nak
@@ -49,10 +47,8 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
       return yield* delivery.ack
     }
     log(`run ${request.runId} started (child of ${request.parentId}${delivery.deliveryCount > 1 ? `, delivery ${delivery.deliveryCount}` : ''})`)
-    const result: RunResult = yield* Effect.raceFirst(
-      started.right.result,
-      Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(deps.workingEveryMs)), delivery.working)) as Effect.Effect<never>
-    )
+    // The bus keeps the delivery in progress while this runs (`handleInProgress`).
+    const result: RunResult = yield* started.right.result
     log(`run ${request.runId} ${result.status}`)
     yield* delivery.ack
   }).pipe(Effect.catchAllCause(() => delivery.nak))
