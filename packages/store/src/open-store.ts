@@ -5,14 +5,14 @@ import { Kysely, Migrator, PostgresDialect } from 'kysely'
 import type { Database } from './database.js'
 import type { StoreDialect } from './dialect.js'
 import { StoreError } from './errors.js'
-import { migrationProvider, migrations } from './migrations/index.js'
+import { migrationProvider } from './migrations/index.js'
 import { createPostgresPool } from './postgres/postgres-pool.js'
 import { isPostgresUrl, redactPassword } from './postgres/postgres-location.js'
+import { isCurrentSchema } from './migrations/names.js'
+import { BUSY_TIMEOUT_MS } from './sqlite/sqlite-reader.js'
 import { cacheStatements } from './sqlite/statement-cache.js'
 import { ImmediateSqliteDialect } from './sqlite/immediate-sqlite-dialect.js'
 
-/** How long a write waits for another process's lock before failing with SQLITE_BUSY. */
-const BUSY_TIMEOUT_MS = 5000
 
 /**
  * An open, migrated store. On SQLite, one per database file per process: better-sqlite3 is
@@ -132,9 +132,6 @@ const closeOnce = (db: Kysely<Database>): (() => Promise<void>) => {
   return () => (closing ??= db.destroy())
 }
 
-/** Every migration this version knows, the newest included. */
-const KNOWN: ReadonlySet<string> = new Set(Object.keys(migrations))
-
 /**
  * Whether the store already has exactly the migrations this version knows (the newest one
  * included), read with one cheap query, so that opening an up-to-date store (every CLI command)
@@ -147,7 +144,7 @@ async function isUpToDate(db: Kysely<Database>): Promise<boolean> {
     .selectFrom('kysely_migration')
     .select('name')
     .execute()
-  return rows.length === KNOWN.size && rows.every((row) => KNOWN.has(row.name))
+  return isCurrentSchema(rows.map((row) => row.name))
 }
 
 /** A fresh PostgreSQL database has no `kysely_migration` yet (42P01); anything else is real. */

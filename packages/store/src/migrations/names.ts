@@ -11,3 +11,12 @@ export const MIGRATION_NAMES: ReadonlyArray<string> = [
   '2026-11-29T200000-run-contracts',
   '2026-11-29T210000-clustered-tables'
 ]
+
+/**
+ * Whether a store whose `kysely_migration` table lists `applied` (in any order) holds exactly
+ * this version's migrations: none missing, none newer.
+ */
+export const isCurrentSchema = (applied: ReadonlyArray<string>): boolean => {
+  const sorted = [...applied].sort()
+  return sorted.length === MIGRATION_NAMES.length && sorted.every((name, i) => name === MIGRATION_NAMES[i])
+}

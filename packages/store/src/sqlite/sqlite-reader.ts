@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
-import { MIGRATION_NAMES } from '../migrations/names.js'
+import { isCurrentSchema } from '../migrations/names.js'
 
-/** As long as `openStore` waits for another process's write lock. */
-const BUSY_TIMEOUT_MS = 5000
+/** How long a SQLite connection of the store waits for another process's write lock before failing with SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5000
 
 /**
  * An existing SQLite store opened with better-sqlite3 alone, for reading: no Kysely (some 260
@@ -19,8 +19,7 @@ export function openCurrentSqlite(file: string): BetterSqlite3.Database | undefi
   let sqlite: BetterSqlite3.Database | undefined
   try {
     sqlite = new BetterSqlite3(file, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS })
-    const names = sqlite.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all() as string[]
-    if (names.length === MIGRATION_NAMES.length && names.every((name, i) => name === MIGRATION_NAMES[i])) return sqlite
+    if (isCurrentSchema(sqlite.prepare('SELECT name FROM kysely_migration').pluck().all() as string[])) return sqlite
   } catch {
     // not a store, or not one this version reads as it is: left to openStore
   }
