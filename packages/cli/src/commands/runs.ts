@@ -59,9 +59,12 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
   }
 }
 
-/** `listRuns` on SQLite, in prepared SQL: the same rows in the same order (`created_at`, then `id`). */
-const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] =>
-  sqlite.prepare(`SELECT * FROM runs ${status === undefined ? '' : 'WHERE status = ?'} ORDER BY created_at, id`).all(...(status === undefined ? [] : [status])) as RunRow[]
+/** `columns` of the runs with `status` (all without), in `listRuns`' order: `created_at`, then `id`. */
+const selectRuns = (sqlite: Sqlite, columns: string, status: string | undefined) =>
+  sqlite.prepare(`SELECT ${columns} FROM runs ${status === undefined ? '' : 'WHERE status = ?'} ORDER BY created_at, id`).bind(...(status === undefined ? [] : [status]))
+
+/** `listRuns` on SQLite, in prepared SQL: the same rows in the same order. */
+const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] => selectRuns(sqlite, '*', status).all() as RunRow[]
 
 /**
  * The `runs --json` array, serialised: what `JSON.stringify(listRuns(...).map(toRunRecord))`
@@ -74,14 +77,8 @@ const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] =>
  * the six columns are read already under their `RunRecord` names and in their order.
  */
 const sqliteRecordsJson = (sqlite: Sqlite, status: string | undefined): string => {
-  const filter = status === undefined ? '' : 'WHERE status = ?'
-  const objects = sqlite
-    .prepare(
-      `SELECT json_object('id', id, 'status', status, 'goal', goal, 'parentId', parent_id, 'createdAt', created_at, 'updatedAt', updated_at)
-       FROM runs ${filter} ORDER BY created_at, id`
-    )
-    .pluck()
-    .all(...(status === undefined ? [] : [status])) as string[]
+  const record = `json_object('id', id, 'status', status, 'goal', goal, 'parentId', parent_id, 'createdAt', created_at, 'updatedAt', updated_at)`
+  const objects = selectRuns(sqlite, record, status).pluck().all() as string[]
   return `[${objects.join(',')}]`
 }
 
