@@ -191,3 +191,42 @@ describe('parent and child runs on the embedded in-process bus', () => {
     expect(trace.children).toEqual([])
   })
 })
+
+describe('a parent that stops', () => {
+  it('ends a child paused for approval when the parent times out, even with nobody serving control requests', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'part A' } }] }] },
+        goals: { 'part A': [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo hi > ran.txt' } }] }] }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    // No control handler in this process: the parent itself must end what it leaves behind.
+    const av = await Agentvisor.open({ db, serveControl: false })
+    let parentId: string
+    try {
+      const parent = await av.start({
+        goal: 'Split the work',
+        workspace: path.join(dir, 'ws'),
+        providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+        approval: 'defer',
+        limits: { timeoutMs: 3000 },
+        policy: { layers: [{ name: 'team', ask: { exec: ['*'] } }] }
+      })
+      parentId = parent.runId
+      expect(await parent.result).toMatchObject({ status: 'timed_out' })
+    } finally {
+      await av.close()
+    }
+    const store = await openStore(db)
+    try {
+      const children = await listChildren(store.db, parentId)
+      expect(children.map((c) => c.status)).toEqual(['cancelled'])
+    } finally {
+      await store.close()
+    }
+    expect(existsSync(path.join(dir, 'ws', 'children', '1', 'ran.txt'))).toBe(false)
+  })
+})

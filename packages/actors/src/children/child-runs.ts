@@ -41,6 +41,12 @@ export const makeChildRuns = (env: {
   readonly bus: Bus | undefined
   /** The tool calls of the step being acted on. */
   readonly toolCalls: () => ReadonlyArray<ToolCall>
+  /**
+   * Ends a child whose cancel is requested when no driver holds it (paused for a decision, or
+   * queued): nobody else would ever write its final transition. A child driven elsewhere is left
+   * to its driver, which hears of the request through its lease keeper.
+   */
+  readonly endUndriven?: ((childId: string) => Effect.Effect<void>) | undefined
 }) => {
   const { db, runId, contract, bus } = env
   const limits = contract.children ?? DEFAULT_CHILD_LIMITS
@@ -129,8 +135,10 @@ export const makeChildRuns = (env: {
     const rows = yield* Effect.orElseSucceed(store('load child runs', () => listChildren(db, runId)), () => [] as RunRow[])
     const at = iso(yield* nowMs)
     for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
-      yield* Effect.promise(() => requestCancel(db, child.id, at)).pipe(Effect.ignore)
+      yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(Effect.ignore)
       if (bus !== undefined) yield* bus.control(child.id, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
+      const undriven = child.lease_owner === null || (child.lease_expires_at ?? 0) <= (yield* nowMs)
+      if (undriven && env.endUndriven !== undefined) yield* env.endUndriven(child.id)
     }
   })
 

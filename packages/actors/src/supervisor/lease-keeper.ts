@@ -1,5 +1,5 @@
-import { type Database, LeaseLostError, leaseStates, renewLeasesOf } from '@agentvisor/store'
-import { Clock, Duration, Effect } from 'effect'
+import { type Database, LeaseLostError, type LeaseState, leaseStates, renewLeasesOf, StoreError } from '@agentvisor/store'
+import { Cause, Clock, Duration, Effect, Schedule } from 'effect'
 import type { Kysely } from 'kysely'
 import type { LeasePolicy } from './lease.js'
 
@@ -15,16 +15,39 @@ interface Held extends LeaseEvents {
   readonly token: number
 }
 
+/** The two queries the keeper makes; the store's by default, a failing double in tests. */
+export interface LeaseQueries {
+  readonly renew: (owner: string, expiresAt: number) => Promise<unknown>
+  readonly states: (ids: ReadonlyArray<string>) => Promise<ReadonlyArray<LeaseState>>
+}
+
+export const storeLeaseQueries = (db: Kysely<Database>): LeaseQueries => ({
+  renew: (owner, expiresAt) => renewLeasesOf(db, owner, expiresAt),
+  states: (ids) => leaseStates(db, ids)
+})
+
+const query = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError> =>
+  Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `lease keeper: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause }) })
+
+const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+}
+
 /**
  * Keeps the leases of every run one supervisor drives: one fiber renews them all with one
  * statement every third of the lease, and polls them all with one query every `pollMs` for a
  * takeover (the driver must stop) or a cancel request written by another process. A thousand
  * runs cost the same two queries as one, where a watcher per run cost a thousand.
+ *
+ * The loop outlives any failure: a failed query (the store busy or unreachable for a while) is
+ * logged once, with its cause, and tried again at the next tick; its recovery is logged too.
  */
-export const makeLeaseKeeper = (db: Kysely<Database>, owner: string, policy: LeasePolicy) =>
+export const makeLeaseKeeper = (queries: LeaseQueries, owner: string, policy: LeasePolicy, log: (line: string) => void) =>
   Effect.gen(function* () {
     const held = new Map<string, Held>()
     let renewedAt = yield* Clock.currentTimeMillis
+    let failing = false
 
     const tick = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
@@ -33,19 +56,32 @@ export const makeLeaseKeeper = (db: Kysely<Database>, owner: string, policy: Lea
         return
       }
       if (now - renewedAt >= policy.ttlMs / 3) {
-        yield* Effect.promise(() => renewLeasesOf(db, owner, now + policy.ttlMs))
+        yield* query('renewing leases', () => queries.renew(owner, now + policy.ttlMs))
         renewedAt = now
       }
       const watched = [...held.values()]
-      const states = new Map((yield* Effect.promise(() => leaseStates(db, [...new Set(watched.map((h) => h.runId))]))).map((s) => [s.id, s]))
+      const states = new Map((yield* query('polling leases', () => queries.states([...new Set(watched.map((h) => h.runId))]))).map((s) => [s.id, s]))
       for (const h of watched) {
         const state = states.get(h.runId)
         if (state === undefined || state.lease_token !== h.token) h.onLost(new LeaseLostError({ runId: h.runId }))
         else if (state.cancel_requested_at !== null) h.onCancelRequested()
       }
     })
-    // A failed poll (the store busy for a moment) is tried again at the next tick.
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(policy.pollMs)), Effect.ignore(tick))))
+    const guarded = tick.pipe(
+      Effect.matchCauseEffect({
+        onFailure: (cause) =>
+          Effect.sync(() => {
+            if (!failing) log(`${reasonOf(cause)}; trying again every ${policy.pollMs} ms`)
+            failing = true
+          }),
+        onSuccess: () =>
+          Effect.sync(() => {
+            if (failing) log('lease keeper: the store answers again')
+            failing = false
+          })
+      })
+    )
+    yield* Effect.forkScoped(Effect.repeat(guarded, Schedule.spaced(Duration.millis(policy.pollMs))).pipe(Effect.delay(Duration.millis(policy.pollMs))))
 
     /**
      * Watches one driver's lease until the returned function is called: `onLost` once another

@@ -94,6 +94,8 @@ export interface RunDriverDeps {
   readonly bus?: Bus | undefined
   /** How many runs this process drives now (group commits pay off only with company). */
   readonly concurrentRuns?: () => number
+  /** Ends a child nobody drives once its cancel is requested (see child-runs.ts). */
+  readonly endUndrivenChild?: (childId: string) => Effect.Effect<void>
 }
 
 /** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
@@ -135,7 +137,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
   /** Writes outside a transition (an attempt row, a journal entry), fenced like a transition. */
   const fenced = (what: string, ...writes: RunWrite[]) => store(what, () => writer.write(runId, deps.leaseToken, writes))
 
-  const childRuns = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => lastToolCalls })
+  const childRuns = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => lastToolCalls, endUndriven: deps.endUndrivenChild })
   const offeredTools = childRuns.canSpawn ? [...WORKSPACE_TOOLS, SPAWN_CHILD_TOOL] : WORKSPACE_TOOLS
 
   const context = (): RunContext => actor.getSnapshot().context
@@ -168,6 +170,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
    */
   let staged: Staged = emptyStage()
   let durableSeq = seq
+  /** Where the store has the run: what a drive stopped by a failing store reports (docs/durability.md). */
+  let durable: { readonly state: string; readonly steps: number } = { state: currentPath(), steps: context().completedSteps }
 
   /** Sends the event and stages its transition; false when the machine ignores the event. */
   const stage = (work: Work, atMs: number): boolean => {
@@ -223,6 +227,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       onSuccess: () =>
         Effect.sync(() => {
           durableSeq = seq
+          if (batch.head !== undefined) durable = { state: batch.head.state, steps: batch.head.steps }
           for (const notice of batch.notices) notice()
         })
     })
@@ -694,7 +699,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
     if (yield* store('look up the attempt', () => writer.attemptRecorded(runId, ctx.step, ctx.attempt))) yield* commit({ event: { type: 'DISPATCH_LOST' } })
   })
 
-  return { drive, afterInterrupt, recover, commit, cancelChildren: childRuns.cancelChildren, currentPath, context, lastSeq: () => seq }
+  return { drive, afterInterrupt, recover, commit, cancelChildren: childRuns.cancelChildren, currentPath, context, lastSeq: () => seq, durable: () => durable }
 }
 
 export type RunDriver = ReturnType<typeof makeRunDriver>

@@ -32,7 +32,7 @@ import { openingMessages, rebuildConversation, type StepRecord } from './convers
 import { type Approver, makeRunDriver, type RunDriver } from './run-driver.js'
 import { loadRunPolicy } from '../approval/run-policy.js'
 import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease } from './lease.js'
-import { makeLeaseKeeper } from './lease-keeper.js'
+import { makeLeaseKeeper, storeLeaseQueries } from './lease-keeper.js'
 import { makeStopSignal, type StopSignal } from './stop-signal.js'
 import { makeRunFibers } from './run-fibers.js'
 import { store as storeCall } from './driver-io.js'
@@ -148,11 +148,25 @@ const machineInput = (contract: TaskContract): RunMachineInput => ({
   timeoutMs: contract.limits.timeoutMs
 })
 
-const resultOf = (runId: string, driver: RunDriver, lost: boolean): RunResult => {
+/** Why a drive stopped without its run ending: another driver took it over, or the store failed. */
+type LetGo = { readonly kind: 'lost' } | { readonly kind: 'store'; readonly error: StoreError }
+
+const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): RunResult => {
   const ctx = driver.context()
-  if (lost) {
+  if (letGo?.kind === 'lost') {
     // Another driver took the run over; what this one remembers is no longer the run's state.
     return { runId, status: 'running', steps: ctx.completedSteps, error: { kind: 'internal', message: `run ${runId}: this driver's lease was taken over by another driver` } }
+  }
+  if (letGo?.kind === 'store') {
+    // The store refused a write (disk full, connection lost): the run is interrupted where the
+    // store has it, never `failed` for a fault of the store; `resume` goes on once it is back.
+    const { state, steps } = driver.durable()
+    return {
+      runId,
+      status: statusOfState(state),
+      steps,
+      error: { kind: 'internal', message: `${oneLine(letGo.error.message)}; the run is interrupted in ${state} and goes on with \`agentvisor resume ${runId}\` once the store is back` }
+    }
   }
   return {
     runId,
@@ -173,6 +187,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // Runs before the store closes (layers close in reverse): the checkpointer ends first.
       yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
       const env = options.env ?? process.env
+      // Failures a loop survives are logged with their cause: to the worker's log, else stderr.
+      const warn = options.log ?? ((line: string) => void process.stderr.write(`agentvisor: ${line}\n`))
       const buildProvider = options.makeProvider ?? makeProvider
       const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
 
@@ -185,7 +201,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         startOptions.observers === undefined || startOptions.observers.length === 0 ? shared : [...leading, ...startOptions.observers, ...trailing]
       const leasePolicy = options.lease ?? DEFAULT_LEASE_POLICY
       const leaseOwner = makeLeaseOwner()
-      const leases = yield* makeLeaseKeeper(db, leaseOwner, leasePolicy)
+      const leases = yield* makeLeaseKeeper(storeLeaseQueries(db), leaseOwner, leasePolicy, warn)
       const runFibers = makeRunFibers()
       let driving = 0
       // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
@@ -207,7 +223,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         /** Created by this very call: nothing of it can have been left in flight, so nothing to recover. */
         fresh: boolean
       ): Effect.Effect<RunResult> => {
-        let lost = false
+        let stoppedBy: LetGo | undefined
         const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
         const drive = Effect.gen(function* () {
           // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
@@ -228,17 +244,18 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           // A cancelled or timed-out parent takes its children with it.
           if (stopped !== 'settled') yield* driver.cancelChildren
         })
+        /** A lost lease or a failing store lets the run go as it is; anything else fails it. */
+        const letGoFor = (error: unknown): LetGo | undefined =>
+          error instanceof LeaseLostError ? { kind: 'lost' } : error instanceof StoreError ? { kind: 'store', error } : undefined
         const failed = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
-          if (Cause.failures(cause).pipe((errors) => [...errors].some((e) => e instanceof LeaseLostError))) {
-            lost = true
-            return Effect.void
-          }
+          for (const error of Cause.failures(cause)) stoppedBy ??= letGoFor(error)
+          if (stoppedBy !== undefined) return Effect.void
           return driver
             .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: internalMessage(cause) } } })
-            .pipe(Effect.catchAll((error) => Effect.sync(() => (lost = error instanceof LeaseLostError))))
+            .pipe(Effect.catchAll((error) => Effect.sync(() => (stoppedBy = letGoFor(error)))))
         }
         const finished = Effect.sync(() => {
-          const result = resultOf(runId, driver, lost)
+          const result = resultOf(runId, driver, stoppedBy)
           notify(observers, 'onFinished', result)
           return result
         })
@@ -299,7 +316,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             newId: randomUUID,
             leaseToken,
             bus: options.bus,
-            concurrentRuns
+            concurrentRuns,
+            endUndrivenChild
           })
           const stop = makeStopSignal(runId)
           driving += 1
@@ -369,6 +387,13 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions, undefined, run.cancel_requested_at !== null)
           return handle
         })
+
+      // A child with its cancel requested and no driver ends here: resuming it writes only its
+      // final transition (and ends its own children the same way). One that another driver took
+      // meanwhile is that driver's to end.
+      function endUndrivenChild(childId: string): Effect.Effect<void> {
+        return Effect.ignore(Effect.flatMap(resume(childId), (handle) => handle.result))
+      }
 
       const bus = options.bus
       if (bus !== undefined && options.serveChildren !== undefined) {
@@ -445,11 +470,14 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
 
-const internalMessage = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  const text = error instanceof Error ? error.message : String(error)
+const oneLine = (text: string): string => {
   const first = text.split('\n')[0] ?? text
   return first.length > 300 ? `${first.slice(0, 297)}...` : first
+}
+
+const internalMessage = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return oneLine(error instanceof Error ? error.message : String(error))
 }
 
 export { isFinalPath }

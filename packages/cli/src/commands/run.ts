@@ -23,7 +23,9 @@ export const exitCodeOf = (status: RunResult['status']): ExitCode => {
  */
 export const reportResult = async (result: RunResult, json: boolean, startedAt: number, dbPath: string): Promise<void> => {
   const error = result.error === undefined ? '' : `: ${result.error.kind}: ${result.error.message}`
-  say(`agentvisor: run ${result.runId} ${result.status} after ${result.steps} step${result.steps === 1 ? '' : 's'} (${elapsed(startedAt)})${error}`)
+  // Still `running` in the store once the drive stopped: interrupted (a failing store, a takeover).
+  const shown = result.status === 'running' ? 'interrupted' : result.status
+  say(`agentvisor: run ${result.runId} ${shown} after ${result.steps} step${result.steps === 1 ? '' : 's'} (${elapsed(startedAt)})${error}`)
   if (result.status === 'awaiting_approval') await reportPending(result.runId, dbPath)
   if (json) printJson(result)
 }

@@ -1,0 +1,75 @@
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import * as path from 'node:path'
+import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, mockTask, runCli, tempDir, writeTask } from './support/cli.js'
+
+let mock: MockLlm | undefined
+const mounted: string[] = []
+afterEach(async () => {
+  await mock?.close()
+  mock = undefined
+  for (const dir of mounted.splice(0)) execFileSync('umount', ['-l', dir])
+})
+
+/** A small tmpfs of its own: a disk that fills up without touching the machine's. */
+const smallDisk = (dir: string, size: string): string => {
+  if (process.getuid?.() !== 0) throw new Error('this test mounts a tmpfs and must run as root (CI does; see docs/development.md)')
+  mkdirSync(dir, { recursive: true })
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir])
+  mounted.push(dir)
+  return dir
+}
+
+const exec = (command: string) => ({ toolCalls: [{ name: 'exec', arguments: { command } }] })
+const writeDone = { name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }
+
+describe('a store that fails mid-run', () => {
+  it('leaves the run interrupted, never failed, when the disk fills up; resume finishes it with each effect once', async () => {
+    const dir = tempDir()
+    const disk = smallDisk(path.join(dir, 'disk'), '8m')
+    const db = path.join(disk, 'av.db')
+    const filled = path.join(dir, 'filled')
+    // Step 1 has an effect; the verification after it fills the store's disk (once), and step 2's
+    // 2 MB reply then needs room the disk no longer has. Whichever commit fails first, the run
+    // must stop where the store has it and finish once there is room again.
+    mock = await startMockLlm({
+      scenarios: { models: { m: [exec('echo once >> log.txt'), { text: 'x'.repeat(2 * 1024 * 1024), toolCalls: [writeDone] }, { toolCalls: [writeDone] }] } } as never,
+      port: 0
+    })
+    const task = writeTask(
+      dir,
+      mockTask(mock.url, {
+        verify: { command: { run: `[ -e ${filled} ] || { touch ${filled}; head -c 64M /dev/zero > ${disk}/filler 2>/dev/null; }; grep -q DONE out.txt` } },
+        limits: { maxSteps: 5, timeoutMs: 120_000 }
+      })
+    )
+    const first = await runCli(['run', task, '--json', '--db', db])
+    expect(existsSync(filled)).toBe(true)
+    expect(first.code, first.stderr).toBe(1)
+    const stopped = lastJson<{ runId: string; status: string; error: { kind: string; message: string } }>(first)
+    expect(stopped.status).toBe('running')
+    expect(stopped.error.message).toMatch(/store/)
+    expect(stopped.error.message).toContain(`agentvisor resume ${stopped.runId}`)
+    expect(first.stderr).not.toMatch(/\bfailed after\b/)
+
+    // Reading works on a full disk; the store still has the run unfinished.
+    const listed = await runCli(['runs', '--json', '--db', db])
+    expect(listed.code, listed.stderr).toBe(0)
+    expect((lastJson<unknown>(listed) as Array<{ id: string; status: string }>).find((r) => r.id === stopped.runId)?.status).toBe('running')
+
+    rmSync(path.join(disk, 'filler'))
+    const resumed = await runCli(['resume', stopped.runId, '--json', '--db', db])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(lastJson<{ status: string }>(resumed).status).toBe('succeeded')
+    expect(readFileSync(path.join(dir, 'ws', 'log.txt'), 'utf8')).toBe('once\n')
+    expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
+
+    const shown = await runCli(['show', stopped.runId, '--json', '--db', db])
+    expect(shown.code, shown.stderr).toBe(0)
+    const trace = lastJson<{ transitions: Array<{ seq: number; to: string }> }>(shown)
+    expect(trace.transitions.map((t) => t.seq)).toEqual(trace.transitions.map((_, i) => i + 1))
+    expect(trace.transitions.filter((t) => t.to.startsWith('finished'))).toEqual([expect.objectContaining({ to: 'finished.succeeded' })])
+  })
+})
