@@ -18,7 +18,7 @@ export const busObserver = (bus: Bus, db: Kysely<Database>): RunObserver => ({
   },
   onFinished: (result) => {
     Effect.runFork(
-      Effect.promise(() => listSteps(db, result.runId)).pipe(
+      Effect.tryPromise(() => listSteps(db, result.runId)).pipe(
         Effect.map((steps) => [...steps].reverse().find((s) => s.text !== '')?.text),
         Effect.orElseSucceed(() => undefined),
         Effect.flatMap((text) =>

@@ -421,14 +421,14 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const spawn = (parentId: string, spec: ChildSpec) =>
         Effect.gen(function* () {
           if (bus === undefined) return yield* new ContractError({ message: 'child runs need a bus' })
-          const parent = yield* Effect.promise(() => getRun(db, parentId))
+          const parent = yield* storeCall('load the parent run', () => getRun(db, parentId))
           if (parent === undefined) return yield* new RunNotFoundError({ runId: parentId })
           const parentContract = JSON.parse(parent.contract_json) as TaskContract
           const runId = randomUUID()
           const at = new Date(yield* Clock.currentTimeMillis).toISOString()
           const made = yield* spawnLock.withPermits(1)(
             Effect.gen(function* () {
-              const siblings = yield* Effect.promise(() => listChildren(db, parentId))
+              const siblings = yield* storeCall('load the sibling runs', () => listChildren(db, parentId))
               const contract = childContract(parentContract, parentId, JSON.stringify(spec), siblings.length + 1)
               if (Either.isLeft(contract)) return yield* new ContractError({ message: contract.left })
               yield* insertChild(runId, parentId, contract.right, at)
@@ -442,7 +442,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           // The store is the truth wherever the child runs: wait on it.
           const result: Effect.Effect<RunResult> = Effect.gen(function* () {
             for (;;) {
-              const row = yield* Effect.promise(() => getRun(db, runId))
+              const row = yield* storeCall('load the child run', () => getRun(db, runId)).pipe(Effect.orElseSucceed(() => undefined))
               if (row !== undefined && ended(row.status)) {
                 return {
                   runId,
@@ -455,7 +455,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             }
           })
           const cancel = Effect.gen(function* () {
-            yield* Effect.promise(() => requestCancel(db, runId, new Date().toISOString()))
+            yield* storeCall('request a cancel', () => requestCancel(db, runId, new Date().toISOString())).pipe(Effect.ignore)
             yield* bus.control(runId, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
           })
           return { runId, result, cancel } satisfies RunHandle
