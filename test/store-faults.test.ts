@@ -1,9 +1,11 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import * as path from 'node:path'
+import pg from 'pg'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, inject, it } from 'vitest'
 import { lastJson, mockTask, runCli, tempDir, writeTask } from './support/cli.js'
+import { freshDatabase } from './support/pg.js'
 
 let mock: MockLlm | undefined
 const mounted: string[] = []
@@ -72,4 +74,42 @@ describe('a store that fails mid-run', () => {
     expect(trace.transitions.map((t) => t.seq)).toEqual(trace.transitions.map((_, i) => i + 1))
     expect(trace.transitions.filter((t) => t.to.startsWith('finished'))).toEqual([expect.objectContaining({ to: 'finished.succeeded' })])
   })
+
+  it('leaves the run interrupted when PostgreSQL stops taking its connections mid-run; resume finishes it once it is back', async () => {
+    const dir = tempDir()
+    const db = await freshDatabase()
+    const name = new URL(db.url).pathname.slice(1)
+    const cut = path.join(dir, 'cut')
+    mock = await startMockLlm({ scenarios: { models: { m: [exec('echo once >> log.txt'), { toolCalls: [writeDone] }] } } as never, port: 0 })
+    // The verification after step 1 shuts the run's database to new connections and ends the open
+    // ones (once): the run's next commit finds no store.
+    const shut = `psql "${inject('pgUrl')}" -q -c 'ALTER DATABASE "${name}" ALLOW_CONNECTIONS false' -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'" > /dev/null`
+    const task = writeTask(dir, mockTask(mock.url, { verify: { command: { run: `[ -e ${cut} ] || { touch ${cut}; ${shut}; }; grep -q DONE out.txt` } } }))
+    const env = { AGENTVISOR_DB: '' }
+    const first = await runCli(['run', task, '--json', '--db', db.url], { cwd: dir, env })
+    expect(existsSync(cut)).toBe(true)
+    expect(first.code, first.stderr).toBe(1)
+    const stopped = lastJson<{ runId: string; status: string; error: { message: string } }>(first)
+    expect(stopped.status).toBe('running')
+    expect(stopped.error.message).toContain(`agentvisor resume ${stopped.runId}`)
+
+    await runSql(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`)
+    expect(await db.query('select status from runs')).toEqual([{ status: 'running' }])
+    const resumed = await runCli(['resume', stopped.runId, '--json', '--db', db.url], { cwd: dir, env })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(lastJson<{ status: string }>(resumed).status).toBe('succeeded')
+    expect(readFileSync(path.join(dir, 'ws', 'log.txt'), 'utf8')).toBe('once\n')
+    expect(await db.query("select count(*)::int as n from tool_effects where name = 'exec'")).toEqual([{ n: 1 }])
+  })
 })
+
+/** One statement as the test server's superuser. */
+const runSql = async (sql: string): Promise<void> => {
+  const client = new pg.Client({ connectionString: inject('pgUrl') })
+  await client.connect()
+  try {
+    await client.query(sql)
+  } finally {
+    await client.end()
+  }
+}
