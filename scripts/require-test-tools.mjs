@@ -1,5 +1,6 @@
 // The tests use real components: a nats-server, a PostgreSQL server (started by the tests
-// themselves from Debian's binaries), and Debian's chromium for the inspector's end-to-end test.
+// themselves from Debian's binaries), Debian's chromium for the inspector's end-to-end test, and
+// bubblewrap (`bwrap`) for the sandboxed exec tests.
 // This makes sure all are installed (with apt-get where that is possible, as root) and fails
 // loudly otherwise: those tests never skip.
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -13,7 +14,8 @@ const hasPostgres = () =>
 const missing = [
   ...(has('nats-server') ? [] : ['nats-server']),
   ...(hasPostgres() ? [] : ['postgresql']),
-  ...(existsSync('/usr/bin/chromium') ? [] : ['chromium'])
+  ...(existsSync('/usr/bin/chromium') ? [] : ['chromium']),
+  ...(has('bwrap') ? [] : ['bubblewrap'])
 ]
 
 if (missing.length > 0) {

@@ -1,4 +1,4 @@
-import { ContractError, flattenChain, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract } from '@agentvisor/core'
 import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
@@ -88,9 +88,15 @@ export class Agentvisor {
     return parsed.right
   }
 
-  /** Starts a run and returns at once; `result` settles when it finishes or pauses. */
+  /**
+   * Starts a run and returns at once; `result` settles when it finishes or pauses. Throws
+   * `ContractError` when the task asks for a sandbox this host cannot provide: such a task
+   * never runs unconfined (docs/task-file.md, "sandbox").
+   */
   async start(task: unknown, options: StartOptions = {}): Promise<StartedRun> {
     const contract = Agentvisor.contract(task)
+    const unconfinable = await sandboxUnavailable(contract.sandbox)
+    if (unconfinable !== undefined) throw new ContractError({ message: `sandbox.exec: ${unconfinable}`, field: 'sandbox.exec' })
     return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.start(contract, options))))
   }
 

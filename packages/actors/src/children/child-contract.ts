@@ -24,8 +24,8 @@ const narrowLimits = (parent: Limits, asked: unknown): Limits => {
 }
 
 /**
- * The contract of a child run from a `spawn_child` call: the parent's providers and policy
- * (a child can never do what its parent may not), limits no larger than the parent's, and a
+ * The contract of a child run from a `spawn_child` call: the parent's providers, policy and
+ * sandbox (a child can never do what its parent may not), limits no larger than the parent's, and a
  * workspace inside the parent's (`children/<n>` by default). Left: why the call is refused.
  */
 export const childContract = (
@@ -65,6 +65,8 @@ export const childContract = (
     // Nobody sits at a worker's terminal: a child's asks wait for `approve` instead.
     approval: parent.approval === 'prompt' ? 'defer' : parent.approval,
     children: parent.children ?? DEFAULT_CHILD_LIMITS,
+    // The parent's confinement, as is: nothing in the call can loosen it (docs/task-file.md, "sandbox").
+    ...(parent.sandbox !== undefined ? { sandbox: parent.sandbox } : {}),
     lineage
   }
   return Either.mapLeft(parseTaskContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)

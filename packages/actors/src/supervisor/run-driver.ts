@@ -1,6 +1,7 @@
 import {
   type CompiledPolicy,
   type ChatMessage,
+  type CommandSettings,
   type Provider,
   ProviderError,
   type RetryPolicy,
@@ -10,6 +11,7 @@ import {
   type Workspace,
   retryDelayMs,
   runErrorFromProvider,
+  runCommandSettings,
   runTool,
   verify,
   verifyRunsCommands,
@@ -136,6 +138,10 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
 
   /** Writes outside a transition (an attempt row, a journal entry), fenced like a transition. */
   const fenced = (what: string, ...writes: RunWrite[]) => store(what, () => writer.write(runId, deps.leaseToken, writes))
+
+  // Built on the first command: the environment without the contract's keys, and its sandbox.
+  let commandSettings: CommandSettings | undefined
+  const commands = () => (commandSettings ??= runCommandSettings(contract))
 
   const childRuns = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => lastToolCalls, endUndriven: deps.endUndrivenChild })
   const offeredTools = childRuns.canSpawn ? [...WORKSPACE_TOOLS, SPAWN_CHILD_TOOL] : WORKSPACE_TOOLS
@@ -443,7 +449,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
             row: { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: startedAt }
           })
         }
-        const outcome = yield* runTool(deps.workspace, call)
+        const outcome = yield* runTool(deps.workspace, call, commands())
         const output = note === undefined ? outcome.output : `${note}\n${outcome.output}`
         result = { ok: outcome.ok, output, ...(outcome.refusal !== undefined ? { refusal: outcome.refusal } : {}) }
       }
@@ -613,7 +619,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
         // Without a contract the run is done when the model stops asking for tools.
         return { event: { type: ctx.lastHadToolCalls ? 'VERIFY_FAILED' : 'VERIFY_PASSED' } } satisfies Work
       }
-      const result = yield* verify(deps.workspace, contract.verify)
+      const result = yield* verify(deps.workspace, contract.verify, commands())
       if (result.passed) return { event: { type: 'VERIFY_PASSED' } } satisfies Work
       if (ctx.lastHadToolCalls) return { event: { type: 'VERIFY_FAILED' } } satisfies Work
       // The model thinks it is done but the contract disagrees: tell it why.

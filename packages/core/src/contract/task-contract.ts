@@ -92,6 +92,17 @@ export const Lineage = Schema.Struct({
 })
 export type Lineage = typeof Lineage.Type
 
+/** How `exec` and `verify.command` are confined (docs/task-file.md, "sandbox"). */
+export const SandboxSpec = Schema.Struct({ exec: Schema.Literal('bwrap', 'none'), network: Schema.optional(Schema.Boolean) }).pipe(
+  // `network` is a bubblewrap setting: `"network": false` without it would promise what nothing enforces.
+  Schema.filter((s) => (s.exec === 'none' && s.network !== undefined ? { path: ['network'], message: 'applies only with exec "bwrap"' } : undefined))
+)
+/** A contract's confinement, defaults applied; a contract without one runs its commands unconfined. */
+export interface CommandSandbox {
+  readonly exec: 'bwrap'
+  readonly network: boolean
+}
+
 export const ApprovalMode = Schema.Literal('prompt', 'defer', 'auto')
 export type ApprovalMode = typeof ApprovalMode.Type
 
@@ -105,6 +116,7 @@ export const TaskFile = Schema.Struct({
   policy: Schema.optional(Schema.Struct({ layers: Schema.Array(PolicyLayer) })),
   approval: Schema.optional(ApprovalMode),
   children: Schema.optional(ChildLimits),
+  sandbox: Schema.optional(SandboxSpec),
   lineage: Schema.optional(Lineage)
 }).pipe(
   Schema.filter((t) => {
@@ -128,6 +140,8 @@ export interface TaskContract {
   readonly policy: { readonly layers: ReadonlyArray<PolicyLayer> }
   readonly approval: ApprovalMode
   readonly children: ChildLimits
+  /** Absent when commands run unconfined (`exec: "none"`, the default). */
+  readonly sandbox?: CommandSandbox | undefined
   /** Absent for a root run. */
   readonly lineage?: Lineage | undefined
 }
@@ -170,6 +184,7 @@ export const parseTaskContract = (
         policy: file.policy ?? { layers: [] },
         approval: file.approval ?? 'prompt',
         children: { ...DEFAULT_CHILD_LIMITS, ...file.children },
+        ...(file.sandbox?.exec === 'bwrap' ? { sandbox: { exec: 'bwrap', network: file.sandbox.network ?? false } } : {}),
         ...(file.lineage !== undefined ? { lineage: file.lineage } : {})
       })
     }

@@ -1,5 +1,5 @@
 import { Effect } from 'effect'
-import { commandEnv } from './command-env.js'
+import { commandEnv, type CommandSettings } from './command-env.js'
 import { type CommandResult, runCommand } from './exec.js'
 import type { ExecArgs } from './tool-arguments.js'
 import type { ToolOutcome } from './tool-outcome.js'
@@ -24,16 +24,14 @@ export const formatCommandResult = (result: CommandResult, timeoutMs: number): s
 }
 
 /**
- * `exec`: runs the command in the workspace root with credentials stripped from its environment.
- * The model's `timeoutMs` is capped so it cannot hold a step open indefinitely.
+ * `exec`: runs the command in the workspace root with credentials stripped from its environment,
+ * confined when `settings` carries a sandbox. The model's `timeoutMs` is capped so it cannot hold
+ * a step open indefinitely.
  */
-export const execTool = (
-  ws: Workspace,
-  args: ExecArgs,
-  env: NodeJS.ProcessEnv = commandEnv()
-): Effect.Effect<ToolOutcome> => {
+export const execTool = (ws: Workspace, args: ExecArgs, settings: CommandSettings = {}): Effect.Effect<ToolOutcome> => {
   const timeoutMs = Math.min(args.timeoutMs ?? EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS)
-  return runCommand({ command: args.command, cwd: ws.root, timeoutMs, env }).pipe(
+  const env = settings.env ?? commandEnv()
+  return runCommand({ command: args.command, cwd: ws.root, timeoutMs, env, sandbox: settings.sandbox }).pipe(
     Effect.map((result) => ({
       ok: result.exitCode === 0 && !result.timedOut,
       output: formatCommandResult(result, timeoutMs)

@@ -1,7 +1,9 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
-import { Effect } from 'effect'
+import { Effect, Either } from 'effect'
+import type { CommandSandbox } from '../contract/task-contract.js'
+import { shellLaunch } from './sandbox.js'
 
 /** How a shell command ended and what it printed. */
 export interface CommandResult {
@@ -29,6 +31,8 @@ export interface RunCommandOptions {
   readonly env?: NodeJS.ProcessEnv | undefined
   /** How long the group gets between SIGTERM and SIGKILL; 2000 ms when omitted. */
   readonly killGraceMs?: number | undefined
+  /** Runs the shell under bubblewrap, `cwd` its only writable folder besides a private /tmp (docs/task-file.md, "sandbox"). */
+  readonly sandbox?: CommandSandbox | undefined
 }
 
 const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024
@@ -150,7 +154,8 @@ const notStarted = (error: unknown): CommandResult => ({
 })
 
 /**
- * Runs `/bin/sh -c command` as the leader of a new process group, with stdin closed.
+ * Runs `/bin/sh -c command` as the leader of a new process group, with stdin closed; with
+ * `sandbox`, bwrap leads the group and the shell runs inside it, in the same group.
  *
  * On timeout, on Effect interruption, and when the shell exits leaving background jobs behind,
  * the whole group gets SIGTERM, then SIGKILL after `killGraceMs`. Interruption completes only
@@ -171,9 +176,15 @@ export const runCommand = (options: RunCommandOptions): Effect.Effect<CommandRes
     let timedOut = false
     let finished = false
 
+    const launch = shellLaunch(options.command, options.cwd, options.sandbox)
+    if (Either.isLeft(launch)) {
+      // Failing closed: a command the task wants confined never runs unconfined.
+      resume(Effect.succeed(notStarted(launch.left)))
+      return
+    }
     let child: ChildProcessByStdio<null, Readable, Readable>
     try {
-      child = spawn('/bin/sh', ['-c', options.command], {
+      child = spawn(launch.right.file, launch.right.args, {
         cwd: options.cwd,
         env: options.env ?? process.env,
         detached: true,

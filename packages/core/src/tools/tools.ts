@@ -1,4 +1,5 @@
 import { Effect, Either } from 'effect'
+import type { CommandSettings } from './command-env.js'
 import { execTool } from './exec-tool.js'
 import { listDirTool, readFileTool, writeFileTool } from './file-tools.js'
 import { decodeExecArgs, decodeListDirArgs, decodeReadFileArgs, decodeWriteFileArgs } from './tool-arguments.js'
@@ -8,7 +9,8 @@ import type { Workspace } from './workspace.js'
 
 export type { ToolOutcome } from './tool-outcome.js'
 export { SPAWN_CHILD_TOOL, WORKSPACE_TOOLS, WORKSPACE_TOOL_NAMES, type WorkspaceToolName } from './tool-specs.js'
-export { commandEnv } from './command-env.js'
+export { commandEnv, contractSecretNames, runCommandSettings, type CommandSettings } from './command-env.js'
+export { findBwrap, sandboxUnavailable } from './sandbox.js'
 
 /** A tool call as the model sent it: `arguments` is the raw JSON text, possibly malformed. */
 export interface ToolCallRequest {
@@ -16,10 +18,8 @@ export interface ToolCallRequest {
   readonly arguments: string
 }
 
-export interface RunToolOptions {
-  /** Environment for `exec`; the host's minus credential-like variables when omitted. */
-  readonly env?: NodeJS.ProcessEnv | undefined
-}
+/** How `exec` runs: its environment (the host's minus credential-like variables when omitted) and its sandbox. */
+export type RunToolOptions = CommandSettings
 
 const withArgs = <A>(
   toolName: string,
@@ -51,7 +51,7 @@ export const runTool = (ws: Workspace, call: ToolCallRequest, options: RunToolOp
       case 'list_dir':
         return withArgs(call.name, decodeListDirArgs(call.arguments), (args) => listDirTool(ws, args))
       case 'exec':
-        return withArgs(call.name, decodeExecArgs(call.arguments), (args) => execTool(ws, args, options.env))
+        return withArgs(call.name, decodeExecArgs(call.arguments), (args) => execTool(ws, args, options))
       default:
         return Effect.succeed(
           failed(`Unknown tool ${JSON.stringify(call.name)}. Available tools: ${WORKSPACE_TOOL_NAMES.join(', ')}`)

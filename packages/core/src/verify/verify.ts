@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs'
 import { Effect } from 'effect'
 import type { VerifySpec } from '../contract/task-contract.js'
-import { commandEnv } from '../tools/command-env.js'
+import { commandEnv, type CommandSettings } from '../tools/command-env.js'
 import { runCommand } from '../tools/exec.js'
 import { describeFsError, fsErrorCode } from '../tools/tool-outcome.js'
 import { resolveInside, type Workspace } from '../tools/workspace.js'
@@ -61,8 +61,8 @@ const tail = (text: string): string => {
   return trimmed.length > OUTPUT_TAIL_CHARS ? `...${trimmed.slice(-OUTPUT_TAIL_CHARS)}` : trimmed
 }
 
-const verifyCommand = (ws: Workspace, run: string, expected: number): Effect.Effect<VerifyResult> =>
-  runCommand({ command: run, cwd: ws.root, timeoutMs: VERIFY_COMMAND_TIMEOUT_MS, env: commandEnv() }).pipe(
+const verifyCommand = (ws: Workspace, run: string, expected: number, settings: CommandSettings): Effect.Effect<VerifyResult> =>
+  runCommand({ command: run, cwd: ws.root, timeoutMs: VERIFY_COMMAND_TIMEOUT_MS, env: settings.env ?? commandEnv(), sandbox: settings.sandbox }).pipe(
     Effect.map((result) => {
       const shown = `\`${run}\``
       if (result.timedOut) return fail(`${shown} timed out after ${VERIFY_COMMAND_TIMEOUT_MS / 1000} s`)
@@ -74,7 +74,8 @@ const verifyCommand = (ws: Workspace, run: string, expected: number): Effect.Eff
   )
 
 /**
- * Checks a contract's `verify` spec against the workspace (CONTRACT.md §1). Never fails:
+ * Checks a contract's `verify` spec against the workspace (docs/task-file.md, "verify"); a
+ * `command` runs with `settings`, like `exec`: the same environment and sandbox. Never fails:
  * every problem, a path escaping the workspace included, is a failed result whose `detail`
  * tells the model what is wrong, e.g. `out.txt does not contain "DONE"`.
  *
@@ -83,7 +84,7 @@ const verifyCommand = (ws: Workspace, run: string, expected: number): Effect.Eff
  * - `command`: the command, run in the workspace root (120 s timeout), exits with `exitCode` (0).
  * - `allOf`: every check passes, in order; the detail is the first failure's.
  */
-export const verify = (ws: Workspace, spec: VerifySpec): Effect.Effect<VerifyResult> => {
+export const verify = (ws: Workspace, spec: VerifySpec, settings: CommandSettings = {}): Effect.Effect<VerifyResult> => {
   if ('fileContains' in spec) {
     const { path, text } = spec.fileContains
     return readConfined(ws, path).pipe(
@@ -108,11 +109,11 @@ export const verify = (ws: Workspace, spec: VerifySpec): Effect.Effect<VerifyRes
       )
     )
   }
-  if ('command' in spec) return verifyCommand(ws, spec.command.run, spec.command.exitCode ?? 0)
+  if ('command' in spec) return verifyCommand(ws, spec.command.run, spec.command.exitCode ?? 0, settings)
   const checks = spec.allOf
   return Effect.gen(function* () {
     for (const check of checks) {
-      const result = yield* verify(ws, check)
+      const result = yield* verify(ws, check, settings)
       if (!result.passed) return result
     }
     return pass(checks.length === 1 ? 'the check passed' : `all ${checks.length} checks passed`)

@@ -1,0 +1,182 @@
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import * as path from 'node:path'
+import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { killMatching, processesMatching } from './support/processes.js'
+
+let mock: MockLlm | undefined
+let server: Server | undefined
+const markers: string[] = []
+const probes: string[] = []
+
+afterEach(async () => {
+  await mock?.close()
+  mock = undefined
+  await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())))
+  server = undefined
+  // Safety nets only: what a failing test may leave behind.
+  for (const marker of markers.splice(0)) killMatching(marker)
+  for (const file of probes.splice(0)) rmSync(file, { force: true })
+})
+
+const exec = (command: string) => ({ toolCalls: [{ name: 'exec', arguments: { command } }] })
+
+const setup = async (steps: unknown[], task: Record<string, unknown> | ((url: string) => Record<string, unknown>) = {}) => {
+  mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+  const overrides = typeof task === 'function' ? task(mock.url) : task
+  const dir = tempDir()
+  const file = writeTask(dir, {
+    goal: 'Write DONE into out.txt',
+    workspace: 'ws',
+    providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+    limits: { maxSteps: 5, timeoutMs: 60_000 },
+    approval: 'auto',
+    ...overrides
+  })
+  return { dir, file, db: path.join(dir, 'av.db'), ws: path.join(dir, 'ws') }
+}
+
+/** Every tool result the model was sent, in order (the last request carries the whole conversation). */
+const toolResults = (m: MockLlm): string[] => {
+  const last = m.requests.at(-1)!.body as { messages: Array<{ role: string; content: string }> }
+  return last.messages.filter((message) => message.role === 'tool').map((message) => message.content)
+}
+
+/** The SQLite files of a store: the database, its WAL and shared memory. */
+const storeBytes = (dir: string): Buffer[] =>
+  readdirSync(dir)
+    .filter((name) => name.startsWith('av.db'))
+    .map((name) => readFileSync(path.join(dir, name)))
+
+/** A TCP server on 127.0.0.1 that counts the connections it accepts. */
+const listen = async (): Promise<{ port: number; accepted: () => number }> => {
+  let accepted = 0
+  const s = createServer((socket) => {
+    accepted += 1
+    socket.end()
+  })
+  server = s
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+  const address = s.address()
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return { port: address.port, accepted: () => accepted }
+}
+
+/** A command that connects to 127.0.0.1:port and exits 0 on success, printing `connected` or the error code. */
+const connectTo = (port: number) =>
+  `${process.execPath} -e "require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(1) })"`
+
+describe('the environment of exec in a run', () => {
+  it("keeps every provider's key variable out of the command, the tool results and the store, while other variables reach it", async () => {
+    const key = 'sk-rt-llm-0123456789-never-shown'
+    const fallbackKey = 'llm-auth-9876543210-never-shown'
+    const visible = 'unrelated-variable-reaches-the-command'
+    const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
+    const { dir, file, db } = await setup([exec('env'), writeDone], (url) => ({
+      // The fallback is never dispatched to: it only names a second key variable.
+      providers: [
+        { name: 'primary', kind: 'openai', baseUrl: url, model: 'm', apiKeyEnv: 'RT_LLM_KEY' },
+        { name: 'fallback', kind: 'openai', baseUrl: url, model: 'm', apiKeyEnv: 'LLM_AUTH' }
+      ]
+    }))
+    const run = await runCli(['run', file, '--json', '--db', db], { env: { RT_LLM_KEY: key, LLM_AUTH: fallbackKey, AV_VISIBLE: visible } })
+    expect(run.code, run.stderr).toBe(0)
+    expect(mock!.requests[0]!.hasAuthorization).toBe(true)
+    const [envOutput] = toolResults(mock!)
+    expect(envOutput).toContain(`AV_VISIBLE=${visible}`)
+    expect(envOutput).not.toContain('RT_LLM_KEY')
+    expect(envOutput).not.toContain('LLM_AUTH')
+    const requests = JSON.stringify(mock!.requests.map((r) => r.body))
+    expect(requests).not.toContain(key)
+    expect(requests).not.toContain(fallbackKey)
+    const files = storeBytes(dir)
+    // The env output itself is stored: the check below looks where the key would be.
+    expect(files.some((bytes) => bytes.includes(visible))).toBe(true)
+    for (const bytes of files) {
+      expect(bytes.includes(key)).toBe(false)
+      expect(bytes.includes(fallbackKey)).toBe(false)
+    }
+  })
+})
+
+describe('a run under sandbox exec "bwrap"', () => {
+  it('cannot write /etc or reach a server on 127.0.0.1 from exec or verify.command, while it writes its workspace', async () => {
+    const { port, accepted } = await listen()
+    const etc = `/etc/agentvisor-run-probe-${process.pid}`
+    probes.push(etc)
+    const { file, db, ws } = await setup([exec(`echo x > ${etc}`), exec(connectTo(port)), exec('echo DONE > out.txt'), { text: 'done' }], {
+      sandbox: { exec: 'bwrap' },
+      verify: { allOf: [{ fileContains: { path: 'out.txt', text: 'DONE' } }, { command: { run: connectTo(port) } }] },
+      limits: { maxSteps: 4, timeoutMs: 60_000 }
+    })
+    const run = await runCli(['run', file, '--json', '--db', db])
+    expect(run.code, run.stderr).toBe(1)
+    expect(lastJson(run)).toMatchObject({ status: 'step_cap' })
+    const [etcWrite, connect, workspaceWrite] = toolResults(mock!)
+    expect(etcWrite).toContain('Read-only file system')
+    expect(existsSync(etc)).toBe(false)
+    expect(connect).toContain('ECONNREFUSED')
+    expect(workspaceWrite).toMatch(/^exit code: 0/)
+    expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE\n')
+    // The model was told why the contract is not met: the verify command could not connect either.
+    const last = mock!.requests.at(-1)!.body as { messages: Array<{ role: string; content: string }> }
+    expect(JSON.stringify(last.messages)).toContain('ECONNREFUSED')
+    expect(accepted()).toBe(0)
+  })
+
+  it('without the sandbox, the same connections from exec and verify.command work', async () => {
+    const { port, accepted } = await listen()
+    const { file, db } = await setup([exec(connectTo(port)), exec('echo DONE > out.txt')], {
+      verify: { allOf: [{ fileContains: { path: 'out.txt', text: 'DONE' } }, { command: { run: connectTo(port) } }] }
+    })
+    const run = await runCli(['run', file, '--json', '--db', db])
+    expect(run.code, run.stderr).toBe(0)
+    expect(toolResults(mock!)[0]).toContain('connected')
+    // The exec, then the verify command after step 2 (after step 1, allOf stops at the missing out.txt).
+    expect(accepted()).toBe(2)
+  })
+
+  it('cancelled on SIGINT during an exec kills the sandboxed command and everything it started', async () => {
+    const marker = '30.0451'
+    markers.push(marker)
+    const { file, db, ws } = await setup([exec(`sleep ${marker} & setsid sleep ${marker} & sleep ${marker} && echo late > late.txt`)], { sandbox: { exec: 'bwrap' } })
+    let pid = 0
+    const done = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p) })
+    // The three sleeps; bwrap's and the shell's command lines carry the marker too.
+    await waitFor(() => (processesMatching(`sleep ${marker}`).length >= 3 ? true : undefined), 'the sandboxed sleeps')
+    process.kill(pid, 'SIGINT')
+    const result = await done
+    expect(result.code).toBe(1)
+    expect(lastJson(result)).toMatchObject({ status: 'cancelled', error: { kind: 'cancelled' } })
+    expect(processesMatching(`sleep ${marker}`)).toEqual([])
+    expect(existsSync(path.join(ws, 'late.txt'))).toBe(false)
+  })
+
+  it('timed out during an exec kills the sandboxed command and everything it started', async () => {
+    const marker = '30.0453'
+    markers.push(marker)
+    const { file, db, ws } = await setup([exec(`sleep ${marker} & echo started > started.txt; sleep ${marker}`)], {
+      sandbox: { exec: 'bwrap' },
+      limits: { timeoutMs: 1500 }
+    })
+    const result = await runCli(['run', file, '--json', '--db', db])
+    expect(result.code).toBe(1)
+    expect(lastJson(result)).toMatchObject({ status: 'timed_out', error: { kind: 'timeout' } })
+    expect(readFileSync(path.join(ws, 'started.txt'), 'utf8')).toBe('started\n')
+    expect(processesMatching(`sleep ${marker}`)).toEqual([])
+  })
+
+  it('exits 2 with one line and runs nothing on a host without bwrap', async () => {
+    const { dir, file, db, ws } = await setup([exec('echo ran > ran.txt')], { sandbox: { exec: 'bwrap' } })
+    const run = await runCli(['run', file, '--json', '--db', db], { env: { PATH: path.join(dir, 'no-bin') } })
+    expect(run.code).toBe(2)
+    const lines = run.stderr.trim().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/^agentvisor: sandbox\.exec: bwrap \(bubblewrap\) is not installed/)
+    expect(mock!.requests).toHaveLength(0)
+    expect(existsSync(path.join(ws, 'ran.txt'))).toBe(false)
+  })
+})
