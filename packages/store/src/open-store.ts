@@ -12,6 +12,7 @@ import { isCurrentSchema } from './migrations/names.js'
 import { BUSY_TIMEOUT_MS } from './sqlite/sqlite-reader.js'
 import { cacheStatements } from './sqlite/statement-cache.js'
 import { ImmediateSqliteDialect } from './sqlite/immediate-sqlite-dialect.js'
+import { withTextCodec } from './text-codec-dialect.js'
 
 
 /**
@@ -72,7 +73,7 @@ async function openSqliteStore(file: string): Promise<Store> {
     throw new StoreError({ message: `Cannot open the store ${resolved}: ${messageOf(cause)}`, cause })
   }
   const db = new Kysely<Database>({
-    dialect: new ImmediateSqliteDialect({ database: cacheStatements(sqlite) })
+    dialect: withTextCodec(new ImmediateSqliteDialect({ database: cacheStatements(sqlite) }))
   })
 
   try {
@@ -101,7 +102,7 @@ async function openPostgresStore(url: string): Promise<Store> {
   let db: Kysely<Database> | undefined
   try {
     const pool = await createPostgresPool(url)
-    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    db = new Kysely<Database>({ dialect: withTextCodec(new PostgresDialect({ pool })) })
     if (!(await isUpToDate(db).catch(rethrowUnlessUndefinedTable))) await migratePostgres(db, location)
   } catch (cause) {
     await db?.destroy().catch(() => undefined)
