@@ -35,7 +35,7 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
   // A current SQLite store is read with better-sqlite3 alone; anything else (PostgreSQL, a new
   // or outdated file) is opened the long way, which loads Kysely and migrates if need be.
   const sqlite = isPostgresUrl(location) ? undefined : openCurrentSqlite(location)
-  const store = sqlite === undefined ? await (await import('@agentvisor/store/open')).openStore(location) : undefined
+  const store = sqlite === undefined ? await (await import('@agentvisor/store/open')).openStore(location, { readOnly: true }) : undefined
   const reader = sqlite ?? store!.sqlite
   try {
     if (values.json === true) {
