@@ -1,11 +1,15 @@
 import { execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
+import pg from 'pg'
 import { insertRun, openStore } from '@agentvisor/store'
 import { afterAll, describe, expect, it } from 'vitest'
 import { MIGRATION_NAMES } from '../packages/store/src/migrations/names.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { freshDatabase } from './support/pg.js'
+import { admin } from '../packages/store/test/support/temp-store.js'
 
 // A read-only mount, as root sees one: chmod does not stop root, a `ro` bind mount does (EROFS).
 const mounts: string[] = []
@@ -140,6 +144,52 @@ describe('the read commands on a read-only store (docs/cli.md, "Read-only stores
       expect(result.stderr.trim().split('\n')).toEqual([
         `agentvisor: The store ${view} is read-only and was written by an older agentvisor: it must be migrated first by a command that writes (run, resume, approve) where it is writable`
       ])
+    }
+  })
+})
+
+describe('the read commands on PostgreSQL', () => {
+  it('list and show runs as a role that may only read, since a current schema is never migrated', async () => {
+    const dir = tempDir('agentvisor-pg-ro-')
+    const db = await freshDatabase()
+    const env = { AGENTVISOR_DB: '' }
+    const task = writeTask(dir, {
+      goal: 'read me back',
+      workspace: 'ws',
+      providers: [{ name: 'script', kind: 'scripted', steps: [done] }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto'
+    })
+    const ran = await runCli(['run', task, '--json', '--db', db.url], { cwd: dir, env })
+    expect(ran.code, ran.stderr).toBe(0)
+    const { runId } = lastJson<{ runId: string }>(ran)
+
+    const role = `agentvisor_reader_${randomBytes(4).toString('hex')}`
+    await admin().query(`create role "${role}" login password 'reader-pass'`)
+    try {
+      await db.query(`grant usage on schema public to "${role}"`)
+      await db.query(`grant select on all tables in schema public to "${role}"`)
+      const url = new URL(db.url)
+      url.username = role
+      url.password = 'reader-pass'
+      // The role can read and nothing else: a write through it is refused.
+      const client = new pg.Client({ connectionString: url.toString() })
+      await client.connect()
+      try {
+        await expect(client.query("update runs set goal = 'x'")).rejects.toThrow(/permission denied/)
+      } finally {
+        await client.end()
+      }
+
+      const listed = await runCli(['runs', '--json', '--db', url.toString()], { cwd: dir, env })
+      expect(listed.code, listed.stderr).toBe(0)
+      expect(lastJson(listed)).toEqual([expect.objectContaining({ id: runId, status: 'succeeded', goal: 'read me back' })])
+      const show = await runCli(['show', runId, '--json', '--db', url.toString()], { cwd: dir, env })
+      expect(show.code, show.stderr).toBe(0)
+      expect(lastJson<{ run: { id: string; status: string } }>(show).run).toMatchObject({ id: runId, status: 'succeeded' })
+    } finally {
+      await db.query(`drop owned by "${role}"`).catch(() => undefined)
+      await admin().query(`drop role if exists "${role}"`).catch(() => undefined)
     }
   })
 })
