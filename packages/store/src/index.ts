@@ -1,7 +1,7 @@
 export type { Database } from './database.js'
 export type { Executor } from './executor.js'
 export { LeaseConflictError, LeaseLostError, StoreError } from './errors.js'
-export { openStore, type Store } from './open-store.js'
+export { openStore, type OpenStoreOptions, type Store } from './open-store.js'
 export { resolveDbPath, DB_ENV_VAR } from './resolve-db-path.js'
 export { migrations, migrationProvider } from './migrations/index.js'
 

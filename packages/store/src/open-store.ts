@@ -1,3 +1,4 @@
+import { accessSync, constants, existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -8,10 +9,11 @@ import { StoreError } from './errors.js'
 import { migrationProvider } from './migrations/index.js'
 import { createPostgresPool } from './postgres/postgres-pool.js'
 import { isPostgresUrl, redactPassword } from './postgres/postgres-location.js'
-import { isCurrentSchema } from './migrations/names.js'
-import { BUSY_TIMEOUT_MS } from './sqlite/sqlite-reader.js'
+import { isCurrentSchema, MIGRATION_NAMES } from './migrations/names.js'
+import { appliedMigrations, BUSY_TIMEOUT_MS, openReadOnlySqlite } from './sqlite/sqlite-reader.js'
 import { cacheStatements } from './sqlite/statement-cache.js'
 import { ImmediateSqliteDialect } from './sqlite/immediate-sqlite-dialect.js'
+import { withTextCodec } from './text-codec-dialect.js'
 
 
 /**
@@ -50,8 +52,88 @@ export interface Store {
  * const store = await openStore(resolveDbPath(flags.db))
  * try { await listRuns(store.db, { status: 'running' }) } finally { await store.close() }
  */
-export async function openStore(location: string): Promise<Store> {
-  return isPostgresUrl(location) ? openPostgresStore(location) : openSqliteStore(location)
+export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<Store> {
+  if (isPostgresUrl(location)) return openPostgresStore(location)
+  const readOnly = options.readOnly ?? false
+  if (readOnly !== false && location !== ':memory:') {
+    const resolved = path.resolve(location)
+    if (readOnly === true || !canWrite(resolved)) {
+      const store = await openReadOnlySqliteStore(resolved, readOnly === true)
+      if (store !== undefined) return store
+    }
+  }
+  return openSqliteStore(location)
+}
+
+/** How `openStore` opens a SQLite store (a PostgreSQL one is opened alike either way). */
+export interface OpenStoreOptions {
+  /**
+   * `true`: read-only, for commands that only read (`runs`, `show`); a store that needs migrating
+   * is opened writable to migrate it, unless its location cannot be written, which is an error.
+   * `'if-unwritable'`: writable where the location can be written, read-only elsewhere (the
+   * inspector, whose decisions write). Default `false`: writable, created and migrated.
+   */
+  readonly readOnly?: boolean | 'if-unwritable'
+}
+
+/**
+ * An existing, current store opened read-only (docs/cli.md, "Read-only stores"), its schema
+ * checked with one query and no migration. Undefined when a writable open should handle it
+ * instead: the file is missing, or it needs migrating and can be migrated here.
+ */
+async function openReadOnlySqliteStore(file: string, writableFallback: boolean): Promise<Store | undefined> {
+  const writable = canWrite(file)
+  if (!existsSync(file)) {
+    if (writable) return undefined
+    throw new StoreError({ message: `There is no store at ${file}, and its folder is read-only` })
+  }
+  let sqlite: BetterSqlite3.Database
+  let applied: string[]
+  try {
+    sqlite = openReadOnlySqlite(file)
+  } catch (cause) {
+    if (writableFallback && writable) return undefined
+    throw new StoreError({ message: `Cannot open the store ${file} read-only: ${messageOf(cause)}`, cause })
+  }
+  try {
+    applied = appliedMigrations(sqlite)
+  } catch (cause) {
+    sqlite.close()
+    if (writable) return undefined // not a store yet, or not one: the writable open reports it
+    throw new StoreError({ message: `Cannot open the store ${file}: ${messageOf(cause)}`, cause })
+  }
+  if (!isCurrentSchema(applied)) {
+    sqlite.close()
+    if (writable) return undefined
+    const newer = applied.some((name) => !MIGRATION_NAMES.includes(name))
+    throw new StoreError({
+      message: newer
+        ? `The store ${file} was migrated by a newer agentvisor; upgrade this one to read it`
+        : `The store ${file} is read-only and was written by an older agentvisor: it must be migrated first by a command that writes (run, resume, approve) where it is writable`
+    })
+  }
+  const db = new Kysely<Database>({
+    dialect: withTextCodec(new ImmediateSqliteDialect({ database: cacheStatements(sqlite) }))
+  })
+  return { db, dialect: 'sqlite', sqlite, file, close: closeOnce(db) }
+}
+
+/**
+ * Whether this process may write the store at `file` and the files SQLite keeps beside it
+ * (`-wal`, `-shm`): its folder, and the file itself when it exists. A read-only mount says no
+ * even to root (EROFS), as does an immutable file (EPERM).
+ */
+function canWrite(file: string): boolean {
+  let target = existsSync(file) ? file : path.dirname(file)
+  // A folder yet to be created is writable when its nearest existing ancestor is.
+  while (!existsSync(target) && path.dirname(target) !== target) target = path.dirname(target)
+  try {
+    accessSync(target, constants.W_OK)
+    if (target === file) accessSync(path.dirname(file), constants.W_OK)
+    return true
+  } catch {
+    return false
+  }
 }
 
 async function openSqliteStore(file: string): Promise<Store> {
@@ -72,7 +154,7 @@ async function openSqliteStore(file: string): Promise<Store> {
     throw new StoreError({ message: `Cannot open the store ${resolved}: ${messageOf(cause)}`, cause })
   }
   const db = new Kysely<Database>({
-    dialect: new ImmediateSqliteDialect({ database: cacheStatements(sqlite) })
+    dialect: withTextCodec(new ImmediateSqliteDialect({ database: cacheStatements(sqlite) }))
   })
 
   try {
@@ -101,7 +183,7 @@ async function openPostgresStore(url: string): Promise<Store> {
   let db: Kysely<Database> | undefined
   try {
     const pool = await createPostgresPool(url)
-    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    db = new Kysely<Database>({ dialect: withTextCodec(new PostgresDialect({ pool })) })
     if (!(await isUpToDate(db).catch(rethrowUnlessUndefinedTable))) await migratePostgres(db, location)
   } catch (cause) {
     await db?.destroy().catch(() => undefined)

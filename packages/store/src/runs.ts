@@ -7,5 +7,6 @@ export { getRun, listRuns, type ListRunsOptions } from './repositories/runs.repo
 export { toRunRecord, type RunRecord } from './records/run-record.js'
 export { isInterrupted } from './repositories/lease-owner.js'
 export { openCurrentSqlite } from './sqlite/sqlite-reader.js'
+export { decodeJsonText, decodeRows } from './text-codec.js'
 export { resolveDbPath, DB_ENV_VAR } from './resolve-db-path.js'
 export { isPostgresUrl } from './postgres/postgres-location.js'

@@ -47,7 +47,7 @@ export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promis
   const db = resolveDbPath(values.db)
   const runId = positionals[0]
   if (runId !== undefined) {
-    const store = await openStore(db)
+    const store = await openStore(db, { readOnly: true })
     try {
       if ((await getRun(store.db, runId)) === undefined) throw new UsageError(`no run with id ${runId}`)
     } finally {

@@ -1,5 +1,7 @@
 import type { Store } from '@agentvisor/store/open'
 import {
+  decodeJsonText,
+  decodeRows,
   isInterrupted,
   isPostgresUrl,
   listRuns,
@@ -33,7 +35,7 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
   // A current SQLite store is read with better-sqlite3 alone; anything else (PostgreSQL, a new
   // or outdated file) is opened the long way, which loads Kysely and migrates if need be.
   const sqlite = isPostgresUrl(location) ? undefined : openCurrentSqlite(location)
-  const store = sqlite === undefined ? await (await import('@agentvisor/store/open')).openStore(location) : undefined
+  const store = sqlite === undefined ? await (await import('@agentvisor/store/open')).openStore(location, { readOnly: true }) : undefined
   const reader = sqlite ?? store!.sqlite
   try {
     if (values.json === true) {
@@ -64,7 +66,7 @@ const selectRuns = (sqlite: Sqlite, columns: string, status: string | undefined)
   sqlite.prepare(`SELECT ${columns} FROM runs ${status === undefined ? '' : 'WHERE status = ?'} ORDER BY created_at, id`).bind(...(status === undefined ? [] : [status]))
 
 /** `listRuns` on SQLite, in prepared SQL: the same rows in the same order. */
-const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] => selectRuns(sqlite, '*', status).all() as RunRow[]
+const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] => decodeRows(selectRuns(sqlite, '*', status).all() as RunRow[])
 
 /**
  * The `runs --json` array, serialised: what `JSON.stringify(listRuns(...).map(toRunRecord))`
@@ -79,7 +81,8 @@ const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] => sel
 const sqliteRecordsJson = (sqlite: Sqlite, status: string | undefined): string => {
   const record = `json_object('id', id, 'status', status, 'goal', goal, 'parentId', parent_id, 'createdAt', created_at, 'updatedAt', updated_at)`
   const objects = selectRuns(sqlite, record, status).pluck().all() as string[]
-  return `[${objects.join(',')}]`
+  // A goal is stored encoded (docs/deploy.md, "Text in the store"): undone in the JSON itself.
+  return decodeJsonText(`[${objects.join(',')}]`)
 }
 
 /** The same array on other dialects: the six columns read under their `RunRecord` names, in order. */

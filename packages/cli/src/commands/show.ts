@@ -1,5 +1,5 @@
 import { loadRunTrace, type RunTrace } from '@agentvisor/actors'
-import { openCliStore } from '../open-store.js'
+import { openCliReader } from '../open-store.js'
 import { printJson } from '../output.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
@@ -11,7 +11,7 @@ export const showCommand = async (argv: string[]): Promise<number> => {
     { min: 1, max: 1, names: 'RUN (the id of the run to show)' }
   )
   const runId = positionals[0]!
-  const store = await openCliStore(values.db)
+  const store = await openCliReader(values.db)
   try {
     const trace = await loadRunTrace(store.db, runId)
     if (trace === undefined) throw new UsageError(`no run with id ${runId}`)

@@ -64,7 +64,8 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
   // Reads go through this store. Its one write (a decision) is a single transaction that runs
   // between two I/O callbacks, like every write of the Agentvisor's own store below, so the two
   // connections of this process never wait on each other's lock (see openStore's notes).
-  const store: Store = await openStore(options.db)
+  // Read-only where the store cannot be written (docs/cli.md, "Read-only stores"): decisions then fail.
+  const store: Store = await openStore(options.db, { readOnly: 'if-unwritable' })
   const feed = makeChangeFeed(store.db, options.pollMs ?? 300)
   const streams = new Set<ServerResponse>()
 

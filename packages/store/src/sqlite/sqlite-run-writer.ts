@@ -10,6 +10,7 @@ import type { StepRow } from '../tables/steps.table.js'
 import type { TransitionRow } from '../tables/transitions.table.js'
 import type { ApprovalRow } from '../tables/approvals.table.js'
 import type { ToolEffectRow } from '../tables/tool-effects.table.js'
+import { decodeRow, decodeRows, encodeParams, encodeText } from '../text-codec.js'
 import { startCheckpointer } from './checkpointer.js'
 
 type Params = ReadonlyArray<string | number | bigint | null>
@@ -41,12 +42,12 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const insert = (table: string, row: object, conflict = ''): void => {
     const columns = Object.keys(row)
     const sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})${conflict}`
-    run(sql, Object.values(row).map(bindable))
+    run(sql, bindColumns(columns, row))
   }
   const update = (table: string, set: object, where: string, params: Params): number => {
     const columns = Object.keys(set)
     const sql = `UPDATE ${table} SET ${columns.map((c) => `${c} = ?`).join(', ')} WHERE ${where}`
-    return run(sql, [...Object.values(set).map(bindable), ...params])
+    return run(sql, [...bindColumns(columns, set), ...encodeParams(params)])
   }
 
   const apply = (write: RunWrite): void => {
@@ -209,7 +210,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       if (run === undefined) return undefined
       const last = statement('SELECT * FROM transitions WHERE run_id = ? ORDER BY seq DESC LIMIT 1').get(runId) as TransitionRow | undefined
       const steps = statement('SELECT * FROM steps WHERE run_id = ? ORDER BY step').all(runId) as StepRow[]
-      return { run, last, steps }
+      return { run: decodeRow(run), last: decodeRow(last), steps: decodeRows(steps) }
     },
     acquireLease: (input) => whenFree(() => acquireNow(input)),
     attemptRecorded: (runId, step, attempt) =>
@@ -220,8 +221,9 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     commit: (commit, options) => (options?.batch === true ? enqueue(commit) : whenFree(() => commitNow(commit))),
     write: (runId, leaseToken, writes) => whenFree(() => writeNow(runId, leaseToken, writes)),
     approvals: (runId, step) =>
-      statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at, id').all(runId, step) as ApprovalRow[],
-    toolEffects: (runId, step) => statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as ToolEffectRow[],
+      decodeRows(statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at, id').all(runId, step) as ApprovalRow[]),
+    toolEffects: (runId, step) =>
+      decodeRows(statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as ToolEffectRow[]),
     close: async () => {
       if (checkpointer === undefined) return
       await checkpointer.stop()
@@ -229,6 +231,17 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     }
   }
 }
+
+/**
+ * A row's values in `columns` order, bound as the store holds them (text encoded, see
+ * text-codec.ts). `*_json` columns are left as they are: they hold `JSON.stringify` output, which
+ * the encoding never changes, and a tool's long output would otherwise be scanned for nothing.
+ */
+const bindColumns = (columns: ReadonlyArray<string>, row: object): Array<string | number | bigint | null> =>
+  columns.map((column) => {
+    const value = (row as Record<string, unknown>)[column]
+    return typeof value === 'string' && !column.endsWith('_json') ? encodeText(value) : bindable(value)
+  })
 
 /** better-sqlite3 binds no `undefined` or booleans: the rows' optional columns become NULL. */
 const bindable = (value: unknown): string | number | bigint | null => {

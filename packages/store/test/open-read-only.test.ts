@@ -1,0 +1,69 @@
+import * as path from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
+import { describe, expect, it } from 'vitest'
+import { insertRun, listRuns, openStore } from '@agentvisor/store'
+import { MIGRATION_NAMES } from '../src/migrations/names.js'
+import { run, tempDir } from './support/temp-store.js'
+
+const migrationsOf = (file: string): string[] => {
+  const raw = new BetterSqlite3(file, { readonly: true })
+  try {
+    return raw.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all() as string[]
+  } finally {
+    raw.close()
+  }
+}
+
+describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
+  it('reads a current store through a connection that cannot write', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    const writable = await openStore(file)
+    await insertRun(writable.db, run({ id: 'run-a' }))
+    await writable.close()
+
+    const store = await openStore(file, { readOnly: true })
+    try {
+      expect(store.sqlite!.readonly).toBe(true)
+      expect((await listRuns(store.db)).map((r) => r.id)).toEqual(['run-a'])
+      await expect(insertRun(store.db, run({ id: 'run-b' }))).rejects.toThrow(/readonly/i)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('migrates an older store where it can be written, then reads it', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    await (await openStore(file)).close()
+    const raw = new BetterSqlite3(file)
+    raw.prepare('DELETE FROM kysely_migration WHERE name = ?').run(MIGRATION_NAMES.at(-1))
+    raw.close()
+
+    const store = await openStore(file, { readOnly: true })
+    await store.close()
+    expect(migrationsOf(file)).toEqual([...MIGRATION_NAMES])
+  })
+
+  it('creates a missing store where it can be written, as a writable open does', async () => {
+    const file = path.join(tempDir(), 'new', 'agentvisor.db')
+    const store = await openStore(file, { readOnly: true })
+    try {
+      expect(await listRuns(store.db)).toEqual([])
+    } finally {
+      await store.close()
+    }
+    expect(migrationsOf(file)).toEqual([...MIGRATION_NAMES])
+  })
+
+  it('opens writable where it can write when asked for read-only only if the store is unwritable', async () => {
+    const file = path.join(tempDir(), 'agentvisor.db')
+    await (await openStore(file)).close()
+    const store = await openStore(file, { readOnly: 'if-unwritable' })
+    try {
+      expect(store.sqlite!.readonly).toBe(false)
+      await insertRun(store.db, run({ id: 'run-w' }))
+      expect((await listRuns(store.db)).map((r) => r.id)).toEqual(['run-w'])
+    } finally {
+      await store.close()
+    }
+  })
+})
