@@ -120,6 +120,30 @@ const openChildFolder = async (target: PinTarget, parent: PinnedFolder, name: st
 }
 
 /**
+ * Without fd links, missing folders are created by path one at a time, each only after its
+ * parent was seen to be a real folder inside: `mkdir -p` would follow a swapped symlink.
+ * A swap between that look and the `mkdir` still wins; see the module comment.
+ */
+const makeFoldersByPath = async (target: PinTarget, components: readonly string[]): Promise<void> => {
+  let current = target.root
+  for (const name of components) {
+    const next = path.join(current, name)
+    const seen = await fs.lstat(next).catch((error: unknown) => {
+      if (fsErrorCode(error) === 'ENOENT') return undefined
+      throw error
+    })
+    if (seen?.isSymbolicLink() === true) throw target.refuse()
+    if (seen === undefined) {
+      if ((await fs.realpath(current)) !== current) throw target.refuse()
+      await fs.mkdir(next).catch((error: unknown) => {
+        if (fsErrorCode(error) !== 'EEXIST') throw error
+      })
+    }
+    current = next
+  }
+}
+
+/**
  * Opens the folder at real path `root/components...`, each component relative to the previous
  * folder's fd, creating missing ones when `create` is set. The result is confirmed inside the
  * root; the caller closes it.
@@ -131,8 +155,12 @@ const pinFolder = async (target: PinTarget, components: readonly string[], creat
   if (rootLink === undefined) {
     // No fd links: open the folder by its path and check the handle against it afterwards.
     await closeQuietly(rootHandle)
-    if (create) await fs.mkdir(real, { recursive: true })
-    const handle = await fs.open(real, FOLDER_FLAGS)
+    if (create) await makeFoldersByPath(target, components)
+    const handle = await fs.open(real, FOLDER_FLAGS).catch(async (error: unknown) => {
+      const code = fsErrorCode(error)
+      if ((code === 'ENOTDIR' || code === 'ELOOP') && (await isSymlink(real))) throw target.refuse()
+      throw error
+    })
     try {
       await confirmHandle(target, handle, real, false)
     } catch (error) {
