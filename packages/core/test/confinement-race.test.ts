@@ -66,8 +66,9 @@ interface Swapper {
 }
 
 /** Starts the swapper process and waits until it has made its first full cycle. */
-const startSwapper = async (mode: 'folder' | 'file', target: string, text = ''): Promise<Swapper> => {
-  const child: ChildProcess = spawn(process.execPath, [SWAPPER, mode, ws.root, target, '50000000', '60000', text], {
+const startSwapper = async (mode: 'folder' | 'file', target: string, text = '', dwellUs = 0): Promise<Swapper> => {
+  const args = [mode, ws.root, target, '50000000', '60000', text, String(dwellUs)]
+  const child: ChildProcess = spawn(process.execPath, [SWAPPER, ...args], {
     stdio: ['ignore', 'pipe', 'inherit']
   })
   let output = ''
@@ -162,7 +163,9 @@ describe('file tools racing a symlink swap', () => {
   it(`never return outside content nor change the outside file while ${CALLS} reads and writes go through a file flipped with a symlink to it`, async () => {
     const target = path.join(outside, 'secret.txt')
     writeFileSync(path.join(ws.root, 'link'), INSIDE)
-    const swapper = await startSwapper('file', target, INSIDE)
+    // Each state held 100 µs: a swap at full speed leaves the file there too briefly for a read
+    // to ever be both checked and opened while it is, and this test wants to see both outcomes.
+    const swapper = await startSwapper('file', target, INSIDE, 100)
     let all: ToolOutcome[]
     try {
       const calls = Array.from({ length: CALLS }, (_, i) => [

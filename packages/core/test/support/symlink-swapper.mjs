@@ -7,11 +7,14 @@
 //           moved aside to `.intruder-N` (still inside the workspace).
 //   file    `link` is a regular file inside (text `<text>`) or a symlink to the file `<outside>`,
 //           each put in place with one atomic rename.
+// `dwellUs` (default 0) holds each state that long, so that a call fast enough to fit in one
+// state is as likely as one that straddles a swap.
 // Prints `{"ready":true}` after the first full cycle; on an unexpected error prints it and exits 1.
 import { renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 
-const [mode, ws, outside, maxSwapsText, maxMsText, text = ''] = process.argv.slice(2)
+const [mode, ws, outside, maxSwapsText, maxMsText, text = '', dwellUsText = '0'] = process.argv.slice(2)
+const dwellNs = BigInt(Math.round(Number(dwellUsText) * 1000))
 const maxSwaps = Number(maxSwapsText)
 const deadline = Date.now() + Number(maxMsText)
 const link = path.join(ws, 'link')
@@ -58,6 +61,12 @@ const swaps = {
   ]
 }[mode]
 
+const dwell = () => {
+  if (dwellNs === 0n) return
+  const until = process.hrtime.bigint() + dwellNs
+  while (process.hrtime.bigint() < until) {}
+}
+
 try {
   const [toOutside, toInside] = swaps
   let count = 0
@@ -66,7 +75,9 @@ try {
   process.stdout.write(`${JSON.stringify({ ready: true })}\n`)
   while (count < maxSwaps && Date.now() < deadline) {
     toOutside()
+    dwell()
     toInside()
+    dwell()
     count += 2
   }
   process.stdout.write(`${JSON.stringify({ done: count })}\n`)
