@@ -18,7 +18,7 @@ import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Effect } from 'effect'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openWorkspace, runTool, workspaceEscape, type ToolOutcome, type Workspace } from '@agentvisor/core'
+import { openWorkspace, runTool, verify, workspaceEscape, type ToolOutcome, type Workspace } from '@agentvisor/core'
 import { listPinned, readPinned, writePinned, type PinOptions, type PinTarget } from '../src/tools/pinned-fs.js'
 
 const INSIDE = 'inside-content'
@@ -188,6 +188,27 @@ describe('file tools racing a symlink swap', () => {
     }
     expect(reads.some((outcome) => outcome.ok)).toBe(true)
     expect(reads.some((outcome) => outcome.refusal !== undefined)).toBe(true)
+  })
+
+  it(`never let ${CALLS} verify checks pass on outside content while the folder they read is flipped with a symlink to outside`, async () => {
+    mkdirSync(path.join(ws.root, 'link'))
+    writeFileSync(path.join(ws.root, 'link', 'secret.txt'), INSIDE)
+    const swapper = await startSwapper('folder', outside)
+    let results: Array<{ passed: boolean; detail: string }>
+    try {
+      const spec = { fileContains: { path: 'link/secret.txt', text: OUTSIDE } }
+      results = await Effect.runPromise(
+        Effect.forEach(Array.from({ length: CALLS }), () => verify(ws, spec), { concurrency: 8 })
+      )
+      expect(swapper.running(), swapper.output()).toBe(true)
+    } finally {
+      await swapper.stop()
+    }
+    const details = new Set(results.map((result) => result.detail))
+    expect(results.filter((result) => result.passed)).toEqual([])
+    // Read inside, refused, or caught between two states; never the outside file.
+    expect(details.has(`link/secret.txt does not contain ${JSON.stringify(OUTSIDE)}`)).toBe(true)
+    expect(details.has('Path escapes the workspace boundary: link/secret.txt')).toBe(true)
   })
 
   it('still writes through a symlink that stays inside, to a folder and to a file', async () => {
