@@ -211,6 +211,44 @@ describe('file tools racing a symlink swap', () => {
     expect(details.has('Path escapes the workspace boundary: link/secret.txt')).toBe(true)
   })
 
+  it('closes every descriptor it opens, whether the call succeeds, fails or is refused', async () => {
+    mkdirSync(path.join(ws.root, 'in', 'deep'), { recursive: true })
+    writeFileSync(path.join(ws.root, 'in', 'deep', 'a.txt'), INSIDE)
+    writeFileSync(path.join(ws.root, 'in', 'file'), INSIDE)
+    symlinkSync(outside, path.join(ws.root, 'link'))
+    const calls: Array<[string, unknown]> = [
+      ['read_file', { path: 'in/deep/a.txt' }],
+      ['read_file', { path: 'in/deep/missing.txt' }],
+      ['read_file', { path: 'in/file/below.txt' }],
+      ['read_file', { path: 'in' }],
+      ['write_file', { path: 'in/deep/new/b.txt', content: 'x' }],
+      ['write_file', { path: 'in/file/below.txt', content: 'x' }],
+      ['write_file', { path: 'in/deep', content: 'x' }],
+      ['list_dir', { path: 'in/deep' }],
+      ['list_dir', { path: 'in/file' }]
+    ]
+    const openFds = () => readdirSync('/proc/self/fd').length
+    await call('list_dir', { path: '.' })
+    const before = openFds()
+    for (let round = 0; round < 20; round += 1) {
+      for (const [name, args] of calls) await call(name, args)
+    }
+    expect(openFds()).toBe(before)
+    // The same calls through handles checked after opening, as where /proc is missing.
+    const fallback = (requested: string): PinTarget => ({
+      root: ws.root,
+      refuse: () => workspaceEscape(requested),
+      options: { fdLinks: '/nonexistent-fd-links' }
+    })
+    for (let round = 0; round < 20; round += 1) {
+      await readPinned(fallback('in/deep/a.txt'), path.join(ws.root, 'in', 'deep', 'a.txt'), 10)
+      await readPinned(fallback('link/secret.txt'), path.join(ws.root, 'link', 'secret.txt'), 10).catch(() => undefined)
+      await writePinned(fallback('in/file/x'), path.join(ws.root, 'in', 'file', 'x'), 'x').catch(() => undefined)
+      await listPinned(fallback('in'), path.join(ws.root, 'in'), 10)
+    }
+    expect(openFds()).toBe(before)
+  })
+
   it('still writes through a symlink that stays inside, to a folder and to a file', async () => {
     mkdirSync(path.join(ws.root, 'real'))
     writeFileSync(path.join(ws.root, 'real', 'data.txt'), 'old')
