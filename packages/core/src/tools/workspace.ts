@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs'
 import * as path from 'node:path'
 import { Effect } from 'effect'
 import { WorkspaceError, WorkspaceEscapeError } from '../errors.js'
+import { isInside } from './pinned-fs.js'
 
 /**
  * The folder a run's tools are confined to. `root` is a real path (symlinks resolved), so every
@@ -29,14 +30,9 @@ export const openWorkspace = (dir: string): Effect.Effect<Workspace, WorkspaceEr
       })
   })
 
-/**
- * Whether `candidate` is `root` or lies below it. Compared with `path.relative` rather than a
- * string prefix so that a sibling such as `/ws-evil` never passes for `/ws`.
- */
-const isInside = (root: string, candidate: string): boolean => {
-  const rel = path.relative(root, candidate)
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel))
-}
+/** The refusal every confined tool gives for `requested`, whatever check caught it. */
+export const workspaceEscape = (requested: string): WorkspaceEscapeError =>
+  new WorkspaceEscapeError({ path: requested, message: `Path escapes the workspace boundary: ${requested}` })
 
 /** Linux's own limit on symlinks followed while resolving one path. */
 const MAX_SYMLINK_HOPS = 40
@@ -85,7 +81,8 @@ const realpathLoose = async (target: string, hops: { count: number }): Promise<s
  *
  * Reads and writes follow the same rule; `purpose` records the caller's intent and keeps the
  * call sites explicit. Callers must use the returned path, never the requested one, so that the
- * checked path is the one acted on.
+ * checked path is the one acted on, and act on it through `pinned-fs.ts` (the file tools do), so
+ * that a symlink swapped in after this check is refused rather than followed.
  *
  * @example
  * resolveInside(ws, 'src/index.ts', 'read') // Effect succeeding with `${ws.root}/src/index.ts`
@@ -96,8 +93,7 @@ export const resolveInside = (
   requested: string,
   purpose: WorkspacePurpose
 ): Effect.Effect<string, WorkspaceEscapeError> => {
-  const refuse = () =>
-    new WorkspaceEscapeError({ path: requested, message: `Path escapes the workspace boundary: ${requested}` })
+  const refuse = () => workspaceEscape(requested)
   if (requested.includes('\0') || path.isAbsolute(requested)) return Effect.fail(refuse())
   // Checked segment by segment: `a/../../ws/x` leaves the root on the way even though its
   // normalised form may land back inside, and a path that ever points outside is refused.

@@ -1,10 +1,11 @@
-import { promises as fs } from 'node:fs'
 import { Effect } from 'effect'
 import type { VerifySpec } from '../contract/task-contract.js'
+import { WorkspaceEscapeError } from '../errors.js'
 import { commandEnv, type CommandSettings } from '../tools/command-env.js'
 import { runCommand } from '../tools/exec.js'
+import { readPinned } from '../tools/pinned-fs.js'
 import { describeFsError, fsErrorCode } from '../tools/tool-outcome.js'
-import { resolveInside, type Workspace } from '../tools/workspace.js'
+import { resolveInside, workspaceEscape, type Workspace } from '../tools/workspace.js'
 
 /** Whether the contract's check passed, and a short sentence saying why, fed back to the model. */
 export interface VerifyResult {
@@ -26,17 +27,25 @@ const quote = (text: string): string => {
   return quoted.length > QUOTE_MAX_CHARS ? `${quoted.slice(0, QUOTE_MAX_CHARS - 4)}..."` : quoted
 }
 
-/** The file's text, or the sentence explaining why it could not be read (escape included). */
+/**
+ * The file's text, or the sentence explaining why it could not be read (escape included). Read
+ * through pinned folders like `read_file` (docs/task-file.md), so a symlink swapped in after the
+ * check cannot make the check read a file outside.
+ */
 const readConfined = (ws: Workspace, file: string): Effect.Effect<{ text: string } | { failure: VerifyResult }> =>
   resolveInside(ws, file, 'read').pipe(
     Effect.flatMap((real) =>
       Effect.promise(() =>
-        fs.readFile(real, 'utf8').then(
-          (text) => ({ text }),
+        readPinned({ root: ws.root, refuse: () => workspaceEscape(file) }, real, undefined).then(
+          (found) => {
+            if (found.kind === 'folder') return { failure: fail(`${file} is a folder, not a file`) }
+            if (found.kind === 'special') return { failure: fail(`${file} cannot be read: it is not a regular file`) }
+            return { text: found.head.toString('utf8') }
+          },
           (error: unknown) => {
+            if (error instanceof WorkspaceEscapeError) return { failure: fail(error.message) }
             const code = fsErrorCode(error)
             if (code === 'ENOENT' || code === 'ENOTDIR') return { failure: fail(`${file} does not exist`) }
-            if (code === 'EISDIR') return { failure: fail(`${file} is a folder, not a file`) }
             return { failure: fail(`${file} cannot be read: ${describeFsError(error)}`) }
           }
         )
