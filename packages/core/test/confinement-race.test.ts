@@ -100,36 +100,30 @@ const startSwapper = async (mode: 'folder' | 'file', target: string, text = '', 
 const race = (calls: ReadonlyArray<() => Promise<ToolOutcome>>): Promise<ToolOutcome[]> =>
   Effect.runPromise(Effect.forEach(calls, (run) => Effect.promise(run), { concurrency: 8 }))
 
-describe('file tools racing a symlink swap', () => {
-  it(`never write or read outside while ${CALLS} writes, reads and listings go through a folder flipped between inside and a symlink to outside`, async () => {
-    mkdirSync(path.join(ws.root, 'link'))
-    writeFileSync(path.join(ws.root, 'link', 'secret.txt'), INSIDE)
-    const swapper = await startSwapper('folder', outside)
-    let outcomes: { writes: ToolOutcome[]; reads: ToolOutcome[]; lists: ToolOutcome[] }
-    try {
-      const calls = Array.from({ length: CALLS }, (_, i) => [
-        () => call('write_file', { path: `link/w-${i}.txt`, content: `payload-${i}` }),
-        () => call('read_file', { path: 'link/secret.txt' }),
-        () => call('list_dir', { path: 'link' })
-      ]).flat()
-      const all = await race(calls)
-      outcomes = {
-        writes: all.filter((_, i) => i % 3 === 0),
-        reads: all.filter((_, i) => i % 3 === 1),
-        lists: all.filter((_, i) => i % 3 === 2)
-      }
-      // The race was live for every call, not over before they started.
-      expect(swapper.running(), swapper.output()).toBe(true)
-    } finally {
-      await swapper.stop()
-    }
+/** How many rounds of calls at most, until both sides of the swap were seen (a loaded host may need more than one). */
+const MAX_ROUNDS = 6
 
-    expect(readdirSync(outside).sort()).toEqual(['outside-only.txt', 'secret.txt'])
-    expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE)
+/**
+ * Plays `round` until `live` says both sides of the swap were met (so the calls really raced it),
+ * at most MAX_ROUNDS times; returns every round's results, each to be checked.
+ */
+const raceUntil = async <A>(round: () => Promise<A[]>, live: (all: A[]) => boolean): Promise<A[][]> => {
+  const rounds: A[][] = []
+  while (rounds.length < MAX_ROUNDS && !live(rounds.flat())) rounds.push(await round())
+  return rounds
+}
 
-    const inside = filesBelow(ws.root)
-    expect(inside.filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
-    outcomes.writes.forEach((outcome, i) => {
+/** Whether some calls acted and some were refused: both states of the swap were met. */
+const bothSides = (outcomes: ToolOutcome[]): boolean => outcomes.some((o) => o.ok) && outcomes.some((o) => o.refusal !== undefined)
+
+/** One round of the folder race: every call acted inside, failed, or was refused; none outside. */
+const checkFolderRound = (all: ToolOutcome[], inside: string[]): void => {
+  const outcomes = {
+    writes: all.filter((_, i) => i % 3 === 0),
+    reads: all.filter((_, i) => i % 3 === 1),
+    lists: all.filter((_, i) => i % 3 === 2)
+  }
+  outcomes.writes.forEach((outcome, i) => {
       const requested = `link/w-${i}.txt`
       if (outcome.ok) {
         expect(outcome.output).toBe(`Wrote ${`payload-${i}`.length} bytes to ${requested}`)
@@ -153,11 +147,38 @@ describe('file tools racing a symlink swap', () => {
       expect(outcome.output).not.toContain('outside-only.txt')
       if (!outcome.ok && outcome.refusal !== undefined) expect(outcome).toEqual(refusal('link'))
     }
-    // Both sides of the swap were seen, so the calls really raced it.
-    for (const kind of [outcomes.writes, outcomes.reads]) {
-      expect(kind.some((outcome) => outcome.ok)).toBe(true)
-      expect(kind.some((outcome) => outcome.refusal !== undefined)).toBe(true)
+}
+
+describe('file tools racing a symlink swap', () => {
+  it(`never write or read outside while ${CALLS} writes, reads and listings go through a folder flipped between inside and a symlink to outside`, async () => {
+    mkdirSync(path.join(ws.root, 'link'))
+    writeFileSync(path.join(ws.root, 'link', 'secret.txt'), INSIDE)
+    const swapper = await startSwapper('folder', outside)
+    let rounds: ToolOutcome[][]
+    try {
+      const calls = Array.from({ length: CALLS }, (_, i) => [
+        () => call('write_file', { path: `link/w-${i}.txt`, content: `payload-${i}` }),
+        () => call('read_file', { path: 'link/secret.txt' }),
+        () => call('list_dir', { path: 'link' })
+      ]).flat()
+      rounds = await raceUntil(
+        () => race(calls),
+        (all) => [0, 1].every((kind) => bothSides(all.filter((_, i) => i % 3 === kind)))
+      )
+      // The race was live for every call, not over before they started.
+      expect(swapper.running(), swapper.output()).toBe(true)
+    } finally {
+      await swapper.stop()
     }
+
+    expect(readdirSync(outside).sort()).toEqual(['outside-only.txt', 'secret.txt'])
+    expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE)
+
+    const inside = filesBelow(ws.root)
+    expect(inside.filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
+    // Both sides of the swap were seen, so the calls really raced it.
+    expect([0, 1].map((kind) => bothSides(rounds.flat().filter((_, i) => i % 3 === kind)))).toEqual([true, true])
+    for (const all of rounds) checkFolderRound(all, inside)
   })
 
   it(`never return outside content nor change the outside file while ${CALLS} reads and writes go through a file flipped with a symlink to it`, async () => {
@@ -172,7 +193,7 @@ describe('file tools racing a symlink swap', () => {
         () => call('read_file', { path: 'link' }),
         () => call('write_file', { path: 'link', content: `payload-${i}` })
       ]).flat()
-      all = await race(calls)
+      all = (await raceUntil(() => race(calls), (done) => bothSides(done.filter((_, i) => i % 2 === 0)))).flat()
       expect(swapper.running(), swapper.output()).toBe(true)
     } finally {
       await swapper.stop()
@@ -186,8 +207,7 @@ describe('file tools racing a symlink swap', () => {
       if (outcome.ok) expect(outcome.output).toMatch(/^(inside-content|payload-\d+)$/)
       else expect(outcome).toEqual(refusal('link'))
     }
-    expect(reads.some((outcome) => outcome.ok)).toBe(true)
-    expect(reads.some((outcome) => outcome.refusal !== undefined)).toBe(true)
+    expect(bothSides(reads)).toBe(true)
   })
 
   it(`never let ${CALLS} verify checks pass on outside content while the folder they read is flipped with a symlink to outside`, async () => {
@@ -197,9 +217,12 @@ describe('file tools racing a symlink swap', () => {
     let results: Array<{ passed: boolean; detail: string }>
     try {
       const spec = { fileContains: { path: 'link/secret.txt', text: OUTSIDE } }
-      results = await Effect.runPromise(
-        Effect.forEach(Array.from({ length: CALLS }), () => verify(ws, spec), { concurrency: 8 })
-      )
+      const seenBoth = (done: Array<{ detail: string }>) => {
+        const details = new Set(done.map((result) => result.detail))
+        return details.has(`link/secret.txt does not contain ${JSON.stringify(OUTSIDE)}`) && details.has('Path escapes the workspace boundary: link/secret.txt')
+      }
+      const round = () => Effect.runPromise(Effect.forEach(Array.from({ length: CALLS }), () => verify(ws, spec), { concurrency: 8 }))
+      results = (await raceUntil(round, seenBoth)).flat()
       expect(swapper.running(), swapper.output()).toBe(true)
     } finally {
       await swapper.stop()
