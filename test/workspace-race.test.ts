@@ -98,8 +98,8 @@ describe('a run whose workspace folder is swapped for a symlink to outside while
           expect(result.output).toMatch(/^(No such file: link\/secret\.txt|Cannot write link\/s\d+-\d+\.txt: .+)$/)
         }
       }
-      expect(refused).toBeGreaterThan(0)
-      expect(results.some((result) => result.ok)).toBe(true)
+      // Which side of the swap each call met is up to the scheduler; packages/core's race tests
+      // play rounds until both were met. Here every refusal must be in the audit trail.
       const refusals = (await listPolicyEvents(store.db, runId)).filter((event) => event.kind === 'refusal')
       expect(refusals).toHaveLength(refused)
       expect(new Set(refusals.map((event) => `${event.rule}/${event.layer}`))).toEqual(new Set(['workspace/sandbox']))
