@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Msg, NatsConnection, NodeConnectionOptions, Subscription } from '@nats-io/transport-node'
 import { connect, credsAuthenticator, RequestError, TimeoutError } from '@nats-io/transport-node'
+import { maskUrlCredentials } from '@agentvisor/core'
 import type { Scope } from 'effect'
 import { Effect, FiberSet } from 'effect'
 import type { Bus } from './bus.js'
@@ -82,7 +83,8 @@ const positive = (value: string | undefined): number | undefined => {
   return Number.isInteger(n) && n > 0 ? n : undefined
 }
 
-const serverList = (servers: string | readonly string[]): string => (typeof servers === 'string' ? servers : servers.join(','))
+/** The servers as messages name them: credentials in a URL shown as `***` (docs/nats.md). */
+export const serverList = (servers: string | readonly string[]): string => maskUrlCredentials(typeof servers === 'string' ? servers : servers.join(','))
 
 const connectionOptions = (options: NatsBusOptions): Effect.Effect<NodeConnectionOptions, BusError> =>
   Effect.try({

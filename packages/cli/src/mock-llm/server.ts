@@ -198,7 +198,10 @@ const play = async (
       headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000))
       headers['retry-after-ms'] = String(retryAfterMs)
     }
-    return sendError(res, dialect, status, message ?? `mock-llm scripted HTTP ${status}`, headers)
+    const text = message ?? `mock-llm scripted HTTP ${status}`
+    const credential = req.headers.authorization ?? req.headers['x-api-key']
+    const echo = step.error.echoAuthorization === true ? ` (received ${req.headers.authorization !== undefined ? 'Authorization' : 'x-api-key'}: ${String(credential ?? '')})` : ''
+    return sendError(res, dialect, status, `${text}${echo}`, headers)
   }
   const model = entry.model ?? 'mock'
   const answer: MockAnswer = answerOf(step, number, dialect === 'openai' ? 'call' : 'toolu', body)
