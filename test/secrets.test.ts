@@ -1,10 +1,12 @@
+import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
+import { createConnection } from 'node:net'
 import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { freePort } from './support/free-port.js'
-import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 
 let mock: MockLlm | undefined
 afterEach(async () => {
@@ -99,4 +101,41 @@ describe('URLs with credentials', () => {
       expect(result.stderr).not.toMatch(/\n\s+at /)
     })
   }
+})
+
+const accepts = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+
+describe('NATS credentials in the URL', () => {
+  it('authenticate a worker to a server that requires them, and its log line masks the password', async () => {
+    const port = await freePort()
+    const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', tempDir('agentvisor-nats-auth-'), '--user', 'svc', '--pass', 's3cretpw'], { stdio: 'ignore' })
+    try {
+      await waitFor(async () => ((await accepts(port)) ? true : undefined), 'the authenticating nats-server')
+      const dir = tempDir()
+      let workerPid: number | undefined
+      const worker = runCli(['worker', '--nats', `nats://svc:s3cretpw@127.0.0.1:${port}`, '--db', path.join(dir, 'av.db')], {
+        // Its own subjects and queue: the shared server of the other tests is not this one anyway.
+        env: { AGENTVISOR_NATS_PREFIX: 'secrets', AGENTVISOR_NATS_STREAM: 'SECRETS_RUNS' },
+        onSpawn: (pid) => (workerPid = pid),
+        onStderr: (text) => {
+          // Serving means connected: nats-server refuses a connection without the credentials.
+          // It is stopped as soon as it serves; whether its exit is clean is another test's business.
+          if (text.includes('serving child runs')) process.kill(workerPid!, 'SIGKILL')
+        }
+      })
+      const result = await worker
+      expect(result.stderr).toContain(`serving child runs and control requests from nats://svc:***@127.0.0.1:${port}`)
+      expect(result.stdout + result.stderr).not.toContain('s3cretpw')
+    } finally {
+      server.kill('SIGTERM')
+    }
+  })
 })
