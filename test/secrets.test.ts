@@ -26,12 +26,13 @@ const storeBytes = (db: string): string =>
     .join('\n')
 
 describe('an API key never leaves the process', () => {
-  for (const [label, suffix] of [
-    ['a newline', '\n'],
-    ['a space', ' '],
-    ['a tab', '\t']
+  for (const [kind, label, suffix] of [
+    ['openai', 'a newline', '\n'],
+    ['openai', 'a space', ' '],
+    ['openai', 'a tab', '\t'],
+    ['anthropic', 'a newline', '\n']
   ] as const) {
-    it(`is in no store file, no show output and no run output when a 401 body echoes a key ending in ${label}`, async () => {
+    it(`is in no store file, no show output and no run output when a 401 body echoes a key ending in ${label} (${kind})`, async () => {
       // A `/` and a `+` make the key's JSON and URL forms differ from it.
       const key = `sk-test/${randomUUID()}+k`
       const raw = `${key}${suffix}`
@@ -52,7 +53,7 @@ describe('an API key never leaves the process', () => {
       const task = writeTask(dir, {
         goal: 'Report the environment',
         workspace: 'ws',
-        providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm', apiKeyEnv: KEY_ENV }],
+        providers: [{ name: 'p', kind, baseUrl: mock.url, model: 'm', apiKeyEnv: KEY_ENV }],
         limits: { maxSteps: 5, timeoutMs: 60_000 },
         approval: 'auto'
       })
@@ -63,6 +64,7 @@ describe('an API key never leaves the process', () => {
       // The server did see the key and echo it: what was stored is the redacted echo.
       expect(mock.requests.map((r) => r.hasAuthorization)).toEqual([true, true])
       expect(result).toMatchObject({ status: 'failed', error: { kind: 'auth', httpStatus: 401 } })
+      // Both SDKs send the key as a bearer token.
       expect(String((result['error'] as { message: string }).message)).toContain('Authorization: Bearer [redacted]')
 
       const show = await runCli(['show', String(result['runId']), '--db', db])

@@ -1,5 +1,6 @@
+import { Effect } from 'effect'
 import { describe, expect, it } from 'vitest'
-import { makeSecretSet, maskUrlCredentials, providerErrorFromStatus, providerErrorFromStreamCut, REDACTED, redactSecret, secretForms } from '@agentvisor/core'
+import { makeAnthropicProvider, makeOpenAIProvider, makeSecretSet, maskUrlCredentials, providerErrorFromStatus, providerErrorFromStreamCut, REDACTED, redactSecret, secretForms } from '@agentvisor/core'
 
 const KEY = 'sk-live/abc+def=123'
 
@@ -62,6 +63,19 @@ describe('secret redaction', () => {
     expect(cut.message).not.toContain(KEY)
     expect(redactSecret(`key ${KEY}`, `${KEY} `)).toBe(`key ${REDACTED}`)
   })
+})
+
+describe('provider adapters', () => {
+  for (const make of [makeOpenAIProvider, makeAnthropicProvider]) {
+    it(`never quote a key that fetch rejects as a header value (${make.name})`, async () => {
+      // fetch refuses a header value with a newline inside, and its message quotes the value.
+      const key = 'sk-inner\nline-key-123'
+      const provider = make({ name: 'p', model: 'm', baseUrl: 'http://127.0.0.1:9/v1', apiKey: key })
+      const error = await Effect.runPromise(Effect.flip(provider.chat({ messages: [{ role: 'user', content: 'hi' }], tools: [] })))
+      expect(error.message).not.toContain('sk-inner')
+      expect(error.message).not.toContain('line-key-123')
+    })
+  }
 })
 
 describe('URL credentials', () => {
