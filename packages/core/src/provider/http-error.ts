@@ -61,6 +61,12 @@ export const redactSecret = (text: string, secret: string | undefined): string =
 // No secrets: what a mapping without a set redacts with.
 const NO_SECRETS: SecretSet = makeSecretSet()
 
+/** What the mappings below redact with: a set, or (as before sets existed) the one key. */
+export type Redaction = SecretSet | string | undefined
+
+const asSecrets = (redaction: Redaction): SecretSet =>
+  redaction === undefined ? NO_SECRETS : typeof redaction === 'string' ? makeSecretSet([redaction]) : redaction
+
 /** The first line of an error text, bounded: provider messages end up in run traces and `--json` output. */
 const oneLine = (text: string): string => {
   const line = text.split('\n')[0]!.trim()
@@ -121,7 +127,8 @@ export interface HttpStatusFailure {
  * Maps an HTTP error status faithfully (CONTRACT.md §3): the status picks the kind, a context
  * overflow is a `request` error whatever the status, Retry-After is kept for the backoff.
  */
-export const providerErrorFromStatus = (provider: string, failure: HttpStatusFailure, secrets: SecretSet = NO_SECRETS): ProviderError => {
+export const providerErrorFromStatus = (provider: string, failure: HttpStatusFailure, redaction?: Redaction): ProviderError => {
+  const secrets = asSecrets(redaction)
   const overflow = failure.status !== 401 && failure.status !== 403 && failure.status !== 429 && isContextOverflow(failure.code, failure.message)
   // Redacted before it is cut: a key split by the cut would no longer be found.
   const message = oneLine(secrets.redact(failure.message))
@@ -143,13 +150,13 @@ export const providerErrorFromStatus = (provider: string, failure: HttpStatusFai
 export const providerErrorFromConnection = (
   provider: string,
   cause: unknown,
-  options: { readonly timedOut?: boolean | undefined; readonly secrets?: SecretSet | undefined } = {}
+  options: { readonly timedOut?: boolean | undefined; readonly secrets?: Redaction; readonly secret?: string | undefined } = {}
 ): ProviderError => {
   const code = networkErrorCode(cause)
   const neverConnected = code !== undefined && NEVER_CONNECTED.has(code)
   const what = options.timedOut === true ? 'request timed out' : 'connection failed'
   const inner = innermostMessage(cause)
-  const detail = code ?? (inner === undefined ? undefined : oneLine((options.secrets ?? NO_SECRETS).redact(inner)))
+  const detail = code ?? (inner === undefined ? undefined : oneLine(asSecrets(options.secrets ?? options.secret).redact(inner)))
   return new ProviderError({
     kind: 'transient',
     provider,
@@ -167,8 +174,9 @@ export const providerErrorFromStreamCut = (
   provider: string,
   cause: unknown,
   partialText: string,
-  secrets: SecretSet = NO_SECRETS
+  redaction?: Redaction
 ): ProviderError => {
+  const secrets = asSecrets(redaction)
   const code = networkErrorCode(cause)
   const inner = innermostMessage(cause)
   const detail = code ?? (inner === undefined ? undefined : oneLine(secrets.redact(inner)))

@@ -4,6 +4,16 @@ export const REDACTED = '[redacted]'
 // Shorter values would match ordinary text (and a one-letter "key" would shred every message).
 const MIN_SECRET_LENGTH = 4
 
+const urlForms = (value: string): ReadonlyArray<string> => {
+  try {
+    const encoded = encodeURIComponent(value)
+    return [encoded, encoded.replaceAll('%20', '+')]
+  } catch {
+    // A lone surrogate cannot be URL-encoded, so no server can echo it that way either.
+    return []
+  }
+}
+
 /**
  * The forms a server, an SDK or a command can echo a secret in, longest first. Only the
  * trimmed value's forms are needed: fetch strips a header value's surrounding whitespace before
@@ -22,8 +32,7 @@ export const secretForms = (value: string): ReadonlyArray<string> => {
     // Some encoders (PHP's, several loggers) also escape `/`.
     json.replaceAll('/', '\\/'),
     // A query string or a form body.
-    encodeURIComponent(trimmed),
-    encodeURIComponent(trimmed).replaceAll('%20', '+')
+    ...urlForms(trimmed)
   ])
   return [...forms].sort((a, b) => b.length - a.length)
 }

@@ -1,7 +1,8 @@
 // A URL in running text: its scheme, then everything up to whitespace or the next URL of a
 // comma-separated list (a NATS cluster). The authority is not cut at `/`, `?` or `#`: a raw one
-// in a password would otherwise leave the password's head outside the user-info.
-const URL_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)((?:(?!,[a-z][a-z0-9+.-]*:\/\/)\S)*)/gi
+// in a password would otherwise leave the password's head outside the user-info. Schemes are
+// bounded in length so that a long run of letters costs linear time, not quadratic.
+const URL_IN_TEXT = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)((?:(?!,[a-z][a-z0-9+.-]{0,31}:\/\/)\S)*)/gi
 
 // Schemes whose bare user-info (`nats://TOKEN@host`) is a token, not a user name.
 const TOKEN_SCHEMES = new Set(['nats://', 'tls://', 'ws://', 'wss://'])
