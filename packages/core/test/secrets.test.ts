@@ -22,7 +22,8 @@ describe('secret redaction', () => {
         JSON.stringify({ key: KEY }).replaceAll('/', '\\/'),
         `https://api.example/v1?key=${encodeURIComponent(KEY)}`,
         `https://api.example/v1?key=${encodeURIComponent(raw)}`,
-        `key=${encodeURIComponent(KEY).replaceAll('%20', '+')}`
+        `key=${encodeURIComponent(KEY).replaceAll('%20', '+')}`,
+        `key=${encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())}`
       ]
       for (const echo of echoes) {
         const redacted = secrets.redact(echo)

@@ -7,7 +7,8 @@ const MIN_SECRET_LENGTH = 4
 const urlForms = (value: string): ReadonlyArray<string> => {
   try {
     const encoded = encodeURIComponent(value)
-    return [encoded, encoded.replaceAll('%20', '+')]
+    // Upper-case hex is the norm, lower-case is legal and some servers echo it that way.
+    return [encoded, encoded.replaceAll('%20', '+'), encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())]
   } catch {
     // A lone surrogate cannot be URL-encoded, so no server can echo it that way either.
     return []
