@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module'
+import { maskUrlCredentials } from '@agentvisor/core/secrets'
 import { COMMAND_HELP } from './help.js'
+import { terminalSafe } from './terminal-text.js'
 import { ExitCode, UsageError } from './usage-error.js'
 
 const HELP = `agentvisor: a durable, supervised orchestrator for LLM agent runs
@@ -72,6 +74,12 @@ const isUserError = (error: unknown): error is Error =>
       String((error as { _tag: unknown })._tag)
     ))
 
+/**
+ * An error as the one line printed: a message can quote a field name, a path or a server URL
+ * from the input, so it is made terminal-safe and any URL's credentials read `***` (docs/cli.md).
+ */
+const errorLine = (message: string): string => terminalSafe(maskUrlCredentials(message.split('\n')[0]!))
+
 /** Runs one `agentvisor` command and returns its exit code. */
 export const main = async (argv: string[]): Promise<number> => {
   const [name, ...rest] = argv
@@ -86,18 +94,18 @@ export const main = async (argv: string[]): Promise<number> => {
     return 0
   }
   if (load === undefined) {
-    process.stderr.write(`agentvisor: unknown command "${name}" (try agentvisor --help)\n`)
+    process.stderr.write(`agentvisor: unknown command "${terminalSafe(name)}" (try agentvisor --help)\n`)
     return ExitCode.usage
   }
   try {
     return await (await load())(rest)
   } catch (error) {
     if (isUserError(error)) {
-      process.stderr.write(`agentvisor: ${error.message.split('\n')[0]}\n`)
+      process.stderr.write(`agentvisor: ${errorLine(error.message)}\n`)
       return ExitCode.usage
     }
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
-    process.stderr.write(`agentvisor: internal error: ${message}\n`)
+    process.stderr.write(`agentvisor: internal error: ${errorLine(message ?? '')}\n`)
     return ExitCode.failed
   }
 }

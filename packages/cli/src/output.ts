@@ -1,6 +1,11 @@
-/** Human progress goes to stderr; stdout is kept for `--json`. */
+import { terminalSafe, terminalSafeJson } from './terminal-text.js'
+
+/**
+ * Human progress goes to stderr; stdout is kept for `--json`. The line is made terminal-safe:
+ * it quotes goals, paths, targets and error messages nobody here wrote (docs/cli.md, "Output").
+ */
 export const say = (line: string): void => {
-  process.stderr.write(`${line}\n`)
+  process.stderr.write(`${terminalSafe(line)}\n`)
 }
 
 /** Prints the one JSON object that is the last line of stdout for `--json`. */
@@ -11,9 +16,10 @@ export const printJson = (value: unknown): void => {
 /**
  * `printJson` for a value already serialised (a large listing built by the database): one
  * write, the newline included, however long the text. Node flushes it before the process exits.
+ * The characters a terminal could act on that JSON leaves raw (C1, bidi controls) are escaped.
  */
 export const printJsonText = (json: string): void => {
-  process.stdout.write(`${json}\n`)
+  process.stdout.write(`${terminalSafeJson(json)}\n`)
 }
 
 export const elapsed = (startedAt: number): string => {

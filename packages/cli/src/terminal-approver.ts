@@ -1,5 +1,6 @@
 import { createInterface } from 'node:readline/promises'
 import type { Approver } from '@agentvisor/actors'
+import { terminalSafe } from './terminal-text.js'
 
 const ANSWERS: Readonly<Record<string, { decision: 'approve' | 'deny'; remember: boolean }>> = {
   y: { decision: 'approve', remember: false },
@@ -28,7 +29,9 @@ export const terminalApprover = (): Approver | undefined => {
         process.kill(process.pid, 'SIGINT')
       })
       try {
-        process.stderr.write(`\n${request.tool} wants to ${request.act}: ${request.target}\n  (rule "${request.rule}" in layer "${request.layer}" asks)\n`)
+        // The target is the model's (a command, a path): shown, never acted on by the terminal.
+        const safe = (text: string): string => terminalSafe(text)
+        process.stderr.write(`\n${safe(request.tool)} wants to ${safe(request.act)}: ${safe(request.target)}\n  (rule "${safe(request.rule)}" in layer "${safe(request.layer)}" asks)\n`)
         for (;;) {
           const line = (await rl.question('approve? [y]es, [n]o, [a]lways, [d]eny always: ')).trim().toLowerCase()
           const answer = ANSWERS[line]

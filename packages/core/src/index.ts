@@ -1,6 +1,7 @@
 export * from './errors.js'
 export * from './provider/provider.js'
 export * from './provider/http-error.js'
+export * from './secrets/index.js'
 export { ScriptedStep, ScriptedToolCall, ScriptedError, SCRIPT_EXHAUSTED_TEXT } from './provider/scripted-step.js'
 export * from './contract/task-contract.js'
 export * from './contract/task-file.js'

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Msg, NatsConnection, NodeConnectionOptions, Subscription } from '@nats-io/transport-node'
 import { connect, credsAuthenticator, RequestError, TimeoutError } from '@nats-io/transport-node'
+import { maskUrlCredentials } from '@agentvisor/core'
 import type { Scope } from 'effect'
 import { Effect, FiberSet } from 'effect'
 import type { Bus } from './bus.js'
@@ -8,6 +9,7 @@ import { BusError } from './bus.js'
 import { answerControl, encodeControlReply } from './control-answer.js'
 import type { RunDoneMessage, RunEventMessage } from './messages.js'
 import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
+import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
 import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, encodeControlBody, encodeJson } from './wire.js'
 
@@ -82,18 +84,25 @@ const positive = (value: string | undefined): number | undefined => {
   return Number.isInteger(n) && n > 0 ? n : undefined
 }
 
-const serverList = (servers: string | readonly string[]): string => (typeof servers === 'string' ? servers : servers.join(','))
+/** The servers as messages name them: credentials in a URL shown as `***` (docs/nats.md). */
+export const serverList = (servers: string | readonly string[]): string => maskUrlCredentials(typeof servers === 'string' ? servers : servers.join(','))
 
 const connectionOptions = (options: NatsBusOptions): Effect.Effect<NodeConnectionOptions, BusError> =>
   Effect.try({
     try: (): NodeConnectionOptions => {
       const tls = options.tls
+      const fromUrl = natsUrlAuth(options.servers)
+      // Credentials set explicitly win over those written into a URL.
+      const explicit = options.token !== undefined || options.user !== undefined || options.pass !== undefined || options.credsFile !== undefined
+      const token = explicit ? options.token : fromUrl.token
+      const user = explicit ? options.user : fromUrl.user
+      const pass = explicit ? options.pass : fromUrl.pass
       return {
-        servers: typeof options.servers === 'string' ? options.servers : [...options.servers],
+        servers: [...fromUrl.servers],
         ...(options.name !== undefined ? { name: options.name } : {}),
-        ...(options.token !== undefined ? { token: options.token } : {}),
-        ...(options.user !== undefined ? { user: options.user } : {}),
-        ...(options.pass !== undefined ? { pass: options.pass } : {}),
+        ...(token !== undefined ? { token } : {}),
+        ...(user !== undefined ? { user } : {}),
+        ...(pass !== undefined ? { pass } : {}),
         ...(options.credsFile !== undefined ? { authenticator: credsAuthenticator(new Uint8Array(readFileSync(options.credsFile))) } : {}),
         ...(tls !== undefined
           ? {

@@ -2,6 +2,7 @@ import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream'
 import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiError, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/transport-node'
+import { maskUrlCredentials } from '@agentvisor/core'
 import { Effect } from 'effect'
 import type { Bus, ChildDelivery } from './bus.js'
 import { BusError, handleInProgress } from './bus.js'
@@ -28,8 +29,8 @@ const PULL_EXPIRES_MS = 30_000
 // After a failed pull (server restarting, consumer deleted) a slot waits this long before retrying.
 const PULL_RETRY_MS = 1_000
 
-/** An error as one line, for messages that name what failed. */
-export const firstLine = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? ''
+/** An error as one line, for messages that name what failed; a URL in it keeps no credentials. */
+export const firstLine = (error: unknown): string => maskUrlCredentials((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '')
 
 /** Remembers a set-up that succeeded; one that failed is tried again on the next use. */
 const memoize = <A>(make: () => Promise<A>): { readonly get: () => Promise<A>; readonly reset: () => void } => {

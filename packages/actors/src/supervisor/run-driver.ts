@@ -6,6 +6,7 @@ import {
   ProviderError,
   type RetryPolicy,
   type RunError,
+  type SecretSet,
   type TaskContract,
   type ToolCall,
   type Workspace,
@@ -98,6 +99,12 @@ export interface RunDriverDeps {
   readonly concurrentRuns?: () => number
   /** Ends a child nobody drives once its cancel is requested (see child-runs.ts). */
   readonly endUndrivenChild?: (childId: string) => Effect.Effect<void>
+  /**
+   * The API keys in use: every text a provider or a tool hands the run (answers, error messages,
+   * partial output, tool results, verification feedback) is redacted with it before it is
+   * stored, published or shown (docs/task-file.md, "API keys").
+   */
+  readonly secrets?: SecretSet | undefined
 }
 
 /** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
@@ -134,6 +141,9 @@ const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
 export const makeRunDriver = (deps: RunDriverDeps) => {
   const { db, writer, runId, contract, actor, messages, observers } = deps
   let seq = deps.seq
+  const secrets = deps.secrets
+  // Where provider and tool text enters the run; free when no key is known.
+  const redact = (text: string): string => (secrets === undefined || secrets.isEmpty ? text : secrets.redact(text))
   let lastToolCalls: ReadonlyArray<ToolCall> = lastAssistantToolCalls(messages)
 
   /** Writes outside a transition (an attempt row, a journal entry), fenced like a transition. */
@@ -321,7 +331,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       const latency = settledAt - startedAt
       deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
       if (outcome._tag === 'Left') {
-        const error = outcome.left
+        const error = redactedError(outcome.left)
         return {
           event: { type: 'PROVIDER_ERROR', error: runErrorFromProvider(error), retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs) },
           writes: [
@@ -345,7 +355,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
             })
         } satisfies Work
       }
-      const reply = outcome.right
+      const reply = redactedReply(outcome.right)
       const step = { text: reply.text, toolCalls: reply.toolCalls }
       return {
         event: { type: 'PROVIDER_OK', hasToolCalls: reply.toolCalls.length > 0 },
@@ -390,6 +400,30 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
           })
       } satisfies Work
     })
+
+  /** A provider's error as the run keeps it: message and partial output redacted (any `Provider`, not only ours). */
+  const redactedError = (error: ProviderError): ProviderError => {
+    if (secrets === undefined || secrets.isEmpty) return error
+    const message = secrets.redact(error.message)
+    const partialText = error.partialText === undefined ? undefined : secrets.redact(error.partialText)
+    if (message === error.message && partialText === error.partialText) return error
+    const { kind, provider, httpStatus, retryAfterMs, possiblyDelivered, cause } = error
+    return new ProviderError({ kind, provider, httpStatus, retryAfterMs, possiblyDelivered, cause, message, partialText })
+  }
+
+  /** A model's answer as the run keeps it: a model can repeat whatever it was shown. */
+  const redactedReply = <R extends { readonly text: string; readonly toolCalls: ReadonlyArray<ToolCall> }>(reply: R): R => {
+    if (secrets === undefined || secrets.isEmpty) return reply
+    const text = secrets.redact(reply.text)
+    let changed = text !== reply.text
+    const toolCalls = reply.toolCalls.map((call) => {
+      const args = secrets.redact(call.arguments)
+      if (args === call.arguments) return call
+      changed = true
+      return { ...call, arguments: args }
+    })
+    return changed ? { ...reply, text, toolCalls } : reply
+  }
 
   /** Settles the receipt of the context's current attempt. */
   const settle = (ctx: RunContext, patch: AttemptSettlement): RunWrite => ({ op: 'settleAttempt', runId, step: ctx.step, attempt: ctx.attempt, patch })
@@ -450,7 +484,8 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
           })
         }
         const outcome = yield* runTool(deps.workspace, call, commands())
-        const output = note === undefined ? outcome.output : `${note}\n${outcome.output}`
+        // A command can print the key (`cat /proc/$PPID/environ`): redacted before anyone keeps it.
+        const output = redact(note === undefined ? outcome.output : `${note}\n${outcome.output}`)
         result = { ok: outcome.ok, output, ...(outcome.refusal !== undefined ? { refusal: outcome.refusal } : {}) }
       }
       if (journalled) {
@@ -623,7 +658,7 @@ export const makeRunDriver = (deps: RunDriverDeps) => {
       if (result.passed) return { event: { type: 'VERIFY_PASSED' } } satisfies Work
       if (ctx.lastHadToolCalls) return { event: { type: 'VERIFY_FAILED' } } satisfies Work
       // The model thinks it is done but the contract disagrees: tell it why.
-      const feedback = `The goal is not reached yet: ${result.detail}. Keep working.`
+      const feedback = `The goal is not reached yet: ${redact(result.detail)}. Keep working.`
       return {
         event: { type: 'VERIFY_FAILED' },
         writes: [{ op: 'setStepFeedback', runId, step: ctx.step, feedback }],

@@ -3,6 +3,8 @@ import {
   ContractError,
   DEFAULT_RETRY_POLICY,
   makeProvider,
+  makeSecretSet,
+  type SecretSet,
   openWorkspace,
   type Provider,
   type ProviderConfig,
@@ -101,7 +103,7 @@ export interface SupervisorOptions {
   /** Answers `ask`s of runs whose contract says `approval: prompt` (without one they pause). */
   readonly approver?: Approver
   /** Builds a provider from its config; the default reads the task file's kinds. */
-  readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv) => Provider
+  readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets: SecretSet) => Provider
 }
 
 /** A child run as code asks for one: the `spawn_child` arguments. */
@@ -190,6 +192,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // Failures a loop survives are logged with their cause: to the worker's log, else stderr.
       const warn = options.log ?? ((line: string) => void process.stderr.write(`agentvisor: ${line}\n`))
       const buildProvider = options.makeProvider ?? makeProvider
+      // Every key any run of this supervisor uses: a tool of one run can read another's key
+      // from this process's environment, so each run redacts them all (docs/task-file.md).
+      const secrets = makeSecretSet()
       const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
 
       // A run's observers: telemetry and the supervisor's, then the run's own, then the bus's.
@@ -251,7 +256,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           for (const error of Cause.failures(cause)) stoppedBy ??= letGoFor(error)
           if (stoppedBy !== undefined) return Effect.void
           return driver
-            .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: internalMessage(cause) } } })
+            .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: secrets.redact(internalMessage(cause)) } } })
             .pipe(Effect.catchAll((error) => Effect.sync(() => (stoppedBy = letGoFor(error)))))
         }
         const finished = Effect.sync(() => {
@@ -296,12 +301,15 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const workspace = yield* openWorkspace(contract.workspace)
           const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
           const observers = observersOf(startOptions)
+          // Known before the first step: a fallback's key can be printed by a tool before that
+          // provider is ever asked. A key read later (rotated) is added when it is read.
+          for (const config of contract.providers) if (config.apiKeyEnv !== undefined) secrets.add(env[config.apiKeyEnv])
           const driver = makeRunDriver({
             db,
             writer,
             runId,
             contract,
-            providers: contract.providers.map((config) => buildProvider(config, env)),
+            providers: contract.providers.map((config) => buildProvider(config, env, secrets)),
             workspace,
             actor,
             messages: steps === undefined ? openingMessages(contract) : rebuildConversation(contract, steps),
@@ -317,7 +325,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             leaseToken,
             bus: options.bus,
             concurrentRuns,
-            endUndrivenChild
+            endUndrivenChild,
+            secrets
           })
           const stop = makeStopSignal(runId)
           driving += 1

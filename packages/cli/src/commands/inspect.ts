@@ -1,6 +1,7 @@
 import { getRun, openStore, resolveDbPath } from '@agentvisor/store'
 import { DEFAULT_INSPECTOR_PORT, startInspector } from '../inspector/server.js'
 import { say } from '../output.js'
+import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 /** What the command needs from its process; tests pass their own. */
@@ -66,7 +67,7 @@ export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promis
   }
   const stop = io.stop ?? untilSignal()
   const url = `${inspector.url}${runId === undefined ? '' : `#/runs/${encodeURIComponent(runId)}`}`
-  ;(io.print ?? ((line: string) => process.stdout.write(`${line}\n`)))(`inspector on ${url}`)
+  ;(io.print ?? ((line: string) => process.stdout.write(`${terminalSafe(line)}\n`)))(`inspector on ${url}`)
   const log = io.log ?? say
   if (!['127.0.0.1', 'localhost', '::1'].includes(host)) log(`agentvisor: the inspector has no authentication and answers anyone who can reach ${host}`)
   log(`reading ${inspector.db}; Ctrl-C stops`)

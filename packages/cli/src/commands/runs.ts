@@ -13,6 +13,7 @@ import {
   toRunRecord
 } from '@agentvisor/store/runs'
 import { printJsonText } from '../output.js'
+import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 const STATUSES: ReadonlyArray<string> = Object.values(RunStatus)
@@ -52,7 +53,7 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
     }
     // One write for the whole table, not one per run.
     process.stdout.write(
-      runs.map((run) => `${run.id}  ${run.status.padEnd(23)}  ${run.createdAt}  ${run.goal.replace(/\s+/g, ' ').slice(0, 60)}\n`).join('')
+      runs.map((run) => `${terminalSafe(`${run.id}  ${run.status.padEnd(23)}  ${run.createdAt}  ${run.goal.replace(/\s+/g, ' ').slice(0, 60)}`)}\n`).join('')
     )
     return 0
   } finally {

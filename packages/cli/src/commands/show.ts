@@ -1,6 +1,7 @@
 import { loadRunTrace, type RunTrace } from '@agentvisor/actors'
 import { openCliReader } from '../open-store.js'
 import { printJson } from '../output.js'
+import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 /** `agentvisor show RUN [--json] [--db PATH]` */
@@ -23,7 +24,10 @@ export const showCommand = async (argv: string[]): Promise<number> => {
   }
 }
 
-/** The trace as a person reads it: the run, its transitions, and each step with its attempts. */
+/**
+ * The trace as a person reads it: the run, its transitions, and each step with its attempts.
+ * Each line is terminal-safe: goals, answers, results and errors are shown, never acted on.
+ */
 export const formatTrace = (trace: RunTrace): string => {
   const lines: string[] = []
   const { run } = trace
@@ -52,5 +56,5 @@ export const formatTrace = (trace: RunTrace): string => {
       if (result !== undefined) lines.push(`    -> ${result.replace(/\s+/g, ' ').slice(0, 160)}`)
     }
   }
-  return `${lines.join('\n')}\n`
+  return `${lines.map((line) => terminalSafe(line)).join('\n')}\n`
 }

@@ -1,6 +1,8 @@
 import { Agentvisor, natsBusOptionsFromEnv } from '@agentvisor/actors'
-import { redactPassword, resolveDbPath } from '@agentvisor/store'
+import { maskUrlCredentials } from '@agentvisor/core/secrets'
+import { resolveDbPath } from '@agentvisor/store'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
+import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 /**
@@ -20,12 +22,12 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive whole number (got "${values.concurrency}")`)
   const dbPath = resolveDbPath(values.db)
   const log = (line: string): void => {
-    process.stderr.write(`agentvisor worker: ${line}\n`)
+    process.stderr.write(`agentvisor worker: ${terminalSafe(line)}\n`)
   }
   const inspector = await startInspector(values.inspect, log)
   try {
     const av = await Agentvisor.open({ db: dbPath, nats, serveChildren: { concurrency }, serveControl: true, log, ...inspectOptions(inspector) })
-    log(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${redactPassword(dbPath)}, ${concurrency} at a time)`)
+    log(maskUrlCredentials(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${dbPath}, ${concurrency} at a time)`))
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve())
       process.once('SIGTERM', () => resolve())

@@ -1,5 +1,6 @@
 import { loadScenarios, type MockScenarios } from './scenarios.js'
 import { startMockLlm } from './server.js'
+import { terminalSafe } from '../terminal-text.js'
 
 /** The `agentvisor mock-llm` options, as parsed by the CLI. */
 export interface MockLlmCommandOptions {
@@ -23,14 +24,14 @@ export const runMockLlmCommand = async (options: MockLlmCommandOptions): Promise
   try {
     scenarios = await loadScenarios(options.scenarios)
   } catch (error) {
-    process.stderr.write(`agentvisor: ${oneLine(error)}\n`)
+    process.stderr.write(`agentvisor: ${terminalSafe(oneLine(error))}\n`)
     return 2
   }
   let mock: Awaited<ReturnType<typeof startMockLlm>>
   try {
     mock = await startMockLlm({ scenarios, port: options.port, recordFile: options.record })
   } catch (error) {
-    process.stderr.write(`agentvisor: mock-llm cannot listen on port ${options.port}: ${oneLine(error)}\n`)
+    process.stderr.write(`agentvisor: mock-llm cannot listen on port ${options.port}: ${terminalSafe(oneLine(error))}\n`)
     return 1
   }
   process.stdout.write(`mock-llm listening on ${mock.url}\n`)

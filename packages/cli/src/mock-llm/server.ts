@@ -7,6 +7,7 @@ import { answerOf, type MockAnswer } from './answer.js'
 import { openAiCompletion, openAiErrorBody, openAiStreamEvents } from './openai-wire.js'
 import { ANY_MODEL, makeScenarioPlayer, type MockScenarios } from './scenarios.js'
 import { writeSseEvents, writeSseHead, type SseEvent } from './sse.js'
+import { terminalSafe } from '../terminal-text.js'
 
 /**
  * One request as the mock saw it. Credentials are never kept: only whether an `Authorization`
@@ -74,7 +75,7 @@ export const startMockLlm = async (options: MockLlmOptions): Promise<MockLlm> =>
     if (options.recordFile !== undefined) {
       const file = options.recordFile
       recording = recording.then(() => appendFile(file, `${JSON.stringify(entry)}\n`)).catch((error: unknown) => {
-        process.stderr.write(`mock-llm: cannot append to ${file}: ${error instanceof Error ? error.message : String(error)}\n`)
+        process.stderr.write(`mock-llm: ${terminalSafe(`cannot append to ${file}: ${error instanceof Error ? error.message : String(error)}`)}\n`)
       })
     }
   }
@@ -198,7 +199,10 @@ const play = async (
       headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000))
       headers['retry-after-ms'] = String(retryAfterMs)
     }
-    return sendError(res, dialect, status, message ?? `mock-llm scripted HTTP ${status}`, headers)
+    const text = message ?? `mock-llm scripted HTTP ${status}`
+    const credential = req.headers.authorization ?? req.headers['x-api-key']
+    const echo = step.error.echoAuthorization === true ? ` (received ${req.headers.authorization !== undefined ? 'Authorization' : 'x-api-key'}: ${String(credential ?? '')})` : ''
+    return sendError(res, dialect, status, `${text}${echo}`, headers)
   }
   const model = entry.model ?? 'mock'
   const answer: MockAnswer = answerOf(step, number, dialect === 'openai' ? 'call' : 'toolu', body)

@@ -12,11 +12,11 @@ import { Effect } from 'effect'
 import { ProviderError } from '../errors.js'
 import {
   providerErrorFromConnection,
-  providerErrorFromStatus,
-  redactSecret
+  providerErrorFromStatus
 } from './http-error.js'
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
 import { readStream } from './stream-reader.js'
+import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'
 
 /** How to reach an Anthropic Messages API endpoint. */
 export interface AnthropicProviderOptions {
@@ -31,6 +31,11 @@ export interface AnthropicProviderOptions {
   readonly apiKey?: string | undefined
   /** Ask for server-sent events and reassemble them; measures time to first token. */
   readonly stream?: boolean | undefined
+  /**
+   * What this provider's errors and cut-off answers are redacted with; the key is added to it.
+   * Without one, a set of this key alone (docs/task-file.md, "API keys").
+   */
+  readonly secrets?: SecretSet | undefined
   /** `max_tokens` is mandatory on this API. */
   readonly maxTokens?: number | undefined
 }
@@ -47,7 +52,8 @@ export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
  * become the `system` parameter, tool calls `tool_use` blocks and tool results `tool_result` blocks.
  * Interrupting `chat` aborts the request.
  */
-export const makeAnthropicProvider = (options: AnthropicProviderOptions): Provider => {
+export const makeAnthropicProvider = (given: AnthropicProviderOptions): Provider => {
+  const options = withSecrets(given)
   const client = new Anthropic({
     apiKey: options.apiKey ?? 'unused',
     baseURL: options.baseUrl === undefined ? undefined : withoutVersion(options.baseUrl),
@@ -61,9 +67,20 @@ export const makeAnthropicProvider = (options: AnthropicProviderOptions): Provid
     chat: (request) =>
       Effect.tryPromise({
         try: (signal) => send(client, options, request, signal),
-        catch: (error) => toProviderError(options.name, error, options.apiKey)
+        catch: (error) => toProviderError(options.name, error, options.secrets)
       })
   }
+}
+
+/**
+ * The options with the key trimmed and registered as a secret. fetch strips a header value's
+ * surrounding whitespace anyway (a key read from a file often ends in a newline), so the server
+ * sees the trimmed key whichever is handed over: trimming here only makes that explicit.
+ */
+const withSecrets = (options: AnthropicProviderOptions): AnthropicProviderOptions & { readonly secrets: SecretSet } => {
+  const secrets = options.secrets ?? makeSecretSet()
+  secrets.add(options.apiKey)
+  return { ...options, apiKey: options.apiKey?.trim(), secrets }
 }
 
 // The SDK appends `/v1/messages` itself.
@@ -241,13 +258,13 @@ const fromMessage = (message: Message): ChatReply => {
 }
 
 /** Maps whatever the SDK threw to our typed error (CONTRACT.md §3), never echoing the key. */
-const toProviderError = (provider: string, error: unknown, secret: string | undefined): ProviderError => {
+const toProviderError = (provider: string, error: unknown, secrets: SecretSet): ProviderError => {
   if (error instanceof ProviderError) return error
-  if (error instanceof Anthropic.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secret })
+  if (error instanceof Anthropic.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })
   if (error instanceof Anthropic.APIUserAbortError) {
     return new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'request aborted', cause: error })
   }
-  if (error instanceof Anthropic.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secret })
+  if (error instanceof Anthropic.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secrets })
   if (error instanceof Anthropic.APIError && error.status !== undefined) {
     return providerErrorFromStatus(
       provider,
@@ -259,7 +276,7 @@ const toProviderError = (provider: string, error: unknown, secret: string | unde
         code: error.errorCode ?? error.type,
         cause: error
       },
-      secret
+      secrets
     )
   }
   const detail = error instanceof Error ? error.message : String(error)
@@ -267,7 +284,7 @@ const toProviderError = (provider: string, error: unknown, secret: string | unde
     kind: 'transient',
     provider,
     possiblyDelivered: true,
-    message: `unexpected failure: ${redactSecret(detail, secret).split('\n')[0]}`,
+    message: `unexpected failure: ${secrets.redact(detail).split('\n')[0]}`,
     cause: error
   })
 }

@@ -1,4 +1,5 @@
 import { ProviderError, type ProviderErrorKind } from '../errors.js'
+import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'
 
 /**
  * The error kind an HTTP status means (CONTRACT.md §3): 401/403 auth; 400/404/422 and other 4xx
@@ -51,9 +52,20 @@ const CONTEXT_OVERFLOW =
 export const isContextOverflow = (...texts: ReadonlyArray<string | null | undefined>): boolean =>
   texts.some((text) => text != null && CONTEXT_OVERFLOW.test(text))
 
-/** Replaces every occurrence of `secret` in `text`, so a server echoing a key cannot leak it into a trace. */
-export const redactSecret = (text: string, secret: string | undefined): string =>
-  secret === undefined || secret.length < 4 ? text : text.split(secret).join('[redacted]')
+/**
+ * Replaces every form of `secret` in `text` (raw, trimmed, JSON- and URL-encoded: `secretForms`),
+ * so a server echoing a key cannot leak it into a trace. Adapters redact with a `SecretSet`.
+ */
+export const redactSecret = (text: string, secret: string | undefined): string => makeSecretSet([secret]).redact(text)
+
+// No secrets: what a mapping without a set redacts with.
+const NO_SECRETS: SecretSet = makeSecretSet()
+
+/** What the mappings below redact with: a set, or (as before sets existed) the one key. */
+export type Redaction = SecretSet | string | undefined
+
+const asSecrets = (redaction: Redaction): SecretSet =>
+  redaction === undefined ? NO_SECRETS : typeof redaction === 'string' ? makeSecretSet([redaction]) : redaction
 
 /** The first line of an error text, bounded: provider messages end up in run traces and `--json` output. */
 const oneLine = (text: string): string => {
@@ -115,9 +127,11 @@ export interface HttpStatusFailure {
  * Maps an HTTP error status faithfully (CONTRACT.md §3): the status picks the kind, a context
  * overflow is a `request` error whatever the status, Retry-After is kept for the backoff.
  */
-export const providerErrorFromStatus = (provider: string, failure: HttpStatusFailure, secret?: string): ProviderError => {
+export const providerErrorFromStatus = (provider: string, failure: HttpStatusFailure, redaction?: Redaction): ProviderError => {
+  const secrets = asSecrets(redaction)
   const overflow = failure.status !== 401 && failure.status !== 403 && failure.status !== 429 && isContextOverflow(failure.code, failure.message)
-  const message = oneLine(redactSecret(failure.message, secret))
+  // Redacted before it is cut: a key split by the cut would no longer be found.
+  const message = oneLine(secrets.redact(failure.message))
   return new ProviderError({
     kind: overflow ? 'request' : kindOfStatus(failure.status),
     provider,
@@ -136,13 +150,13 @@ export const providerErrorFromStatus = (provider: string, failure: HttpStatusFai
 export const providerErrorFromConnection = (
   provider: string,
   cause: unknown,
-  options: { readonly timedOut?: boolean | undefined; readonly secret?: string | undefined } = {}
+  options: { readonly timedOut?: boolean | undefined; readonly secrets?: Redaction; readonly secret?: string | undefined } = {}
 ): ProviderError => {
   const code = networkErrorCode(cause)
   const neverConnected = code !== undefined && NEVER_CONNECTED.has(code)
   const what = options.timedOut === true ? 'request timed out' : 'connection failed'
   const inner = innermostMessage(cause)
-  const detail = code ?? (inner === undefined ? undefined : oneLine(redactSecret(inner, options.secret)))
+  const detail = code ?? (inner === undefined ? undefined : oneLine(asSecrets(options.secrets ?? options.secret).redact(inner)))
   return new ProviderError({
     kind: 'transient',
     provider,
@@ -160,16 +174,18 @@ export const providerErrorFromStreamCut = (
   provider: string,
   cause: unknown,
   partialText: string,
-  secret?: string
+  redaction?: Redaction
 ): ProviderError => {
+  const secrets = asSecrets(redaction)
   const code = networkErrorCode(cause)
   const inner = innermostMessage(cause)
-  const detail = code ?? (inner === undefined ? undefined : oneLine(redactSecret(inner, secret)))
+  const detail = code ?? (inner === undefined ? undefined : oneLine(secrets.redact(inner)))
   return new ProviderError({
     kind: 'transient',
     provider,
     possiblyDelivered: true,
-    partialText,
+    // The model's own words, which can quote anything it was shown.
+    partialText: secrets.redact(partialText),
     message: detail === undefined ? 'stream ended before the answer was complete' : `stream cut: ${detail}`,
     cause
   })

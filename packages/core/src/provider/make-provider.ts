@@ -4,27 +4,30 @@ import { ProviderError } from '../errors.js'
 import { makeAnthropicProvider } from './anthropic.js'
 import { makeOpenAIProvider } from './openai.js'
 import type { Provider } from './provider.js'
+import type { SecretSet } from '../secrets/secret-set.js'
 import { makeScriptedProvider } from './scripted.js'
 
 /**
  * Builds the adapter a task file's provider entry names. The API key is read from
  * `env[apiKeyEnv]` at each dispatch, never at construction: a key set (or rotated) after the run
  * started is used, and a missing one fails that dispatch as `auth`, naming the variable only.
+ * Each key read is added to `secrets` (raw and trimmed) before it is sent, so whatever echoes it
+ * later is redacted (docs/task-file.md, "API keys").
  *
  * @example
  * const provider = makeProvider({ name: 'primary', kind: 'openai', model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY' }, process.env)
  */
-export const makeProvider = (config: ProviderConfig, env: NodeJS.ProcessEnv): Provider => {
+export const makeProvider = (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets?: SecretSet): Provider => {
   switch (config.kind) {
     case 'scripted':
       return makeScriptedProvider({ name: config.name, steps: config.steps ?? [] })
     case 'openai':
       return withLazyKey(config, config.kind, env, (model, apiKey) =>
-        makeOpenAIProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream })
+        makeOpenAIProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream, secrets })
       )
     case 'anthropic':
       return withLazyKey(config, config.kind, env, (model, apiKey) =>
-        makeAnthropicProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream })
+        makeAnthropicProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream, secrets })
       )
   }
 }
@@ -48,7 +51,8 @@ const withLazyKey = (
         let apiKey: string | undefined
         if (config.apiKeyEnv !== undefined) {
           apiKey = env[config.apiKeyEnv]
-          if (apiKey === undefined || apiKey === '') return fail('auth', `environment variable ${config.apiKeyEnv} is not set`)
+          // Whitespace alone is no key; the adapter trims the rest (and registers the raw value).
+          if (apiKey === undefined || apiKey.trim() === '') return fail('auth', `environment variable ${config.apiKeyEnv} is not set`)
         }
         if (built === undefined || built.apiKey !== apiKey) built = { apiKey, provider: build(config.model, apiKey) }
         return built.provider.chat(request)

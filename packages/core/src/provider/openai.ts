@@ -11,11 +11,11 @@ import type {
 import { ProviderError } from '../errors.js'
 import {
   providerErrorFromConnection,
-  providerErrorFromStatus,
-  redactSecret
+  providerErrorFromStatus
 } from './http-error.js'
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
 import { readStream } from './stream-reader.js'
+import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'
 
 /** How to reach one OpenAI-compatible chat-completions endpoint. */
 export interface OpenAIProviderOptions {
@@ -27,6 +27,11 @@ export interface OpenAIProviderOptions {
   readonly apiKey?: string | undefined
   /** Ask for server-sent events and reassemble them; measures time to first token. */
   readonly stream?: boolean | undefined
+  /**
+   * What this provider's errors and cut-off answers are redacted with; the key is added to it.
+   * Without one, a set of this key alone (docs/task-file.md, "API keys").
+   */
+  readonly secrets?: SecretSet | undefined
 }
 
 // The longest timer Node accepts: deadlines are the caller's (its timeout interrupts the Effect,
@@ -41,14 +46,15 @@ const NO_SDK_TIMEOUT_MS = 2_147_483_647
  * const provider = makeOpenAIProvider({ name: 'primary', model: 'gpt-4o-mini', baseUrl: 'http://127.0.0.1:8080/v1' })
  * const reply = await Effect.runPromise(provider.chat({ messages: [{ role: 'user', content: 'hi' }], tools: [] }))
  */
-export const makeOpenAIProvider = (options: OpenAIProviderOptions): Provider => {
+export const makeOpenAIProvider = (given: OpenAIProviderOptions): Provider => {
+  const options = withSecrets(given)
   const client = new OpenAI({
     apiKey: options.apiKey ?? 'unused',
     baseURL: options.baseUrl,
     maxRetries: 0,
     timeout: NO_SDK_TIMEOUT_MS
   })
-  const { name, apiKey } = options
+  const { name, secrets } = options
   const send = options.stream === true ? sendStreaming : sendPlain
   return {
     name,
@@ -56,12 +62,23 @@ export const makeOpenAIProvider = (options: OpenAIProviderOptions): Provider => 
     chat: (request) =>
       Effect.tryPromise({
         try: (signal) => send(client, options, request, signal),
-        catch: (error) => toProviderError(name, error, apiKey)
+        catch: (error) => toProviderError(name, error, secrets)
       })
   }
 }
 
-type Send = (client: OpenAI, options: OpenAIProviderOptions, request: ChatRequest, signal: AbortSignal) => Promise<ChatReply>
+/**
+ * The options with the key trimmed and registered as a secret. fetch strips a header value's
+ * surrounding whitespace anyway (a key read from a file often ends in a newline), so the server
+ * sees the trimmed key whichever is handed over: trimming here only makes that explicit.
+ */
+const withSecrets = (options: OpenAIProviderOptions): OpenAIProviderOptions & { readonly secrets: SecretSet } => {
+  const secrets = options.secrets ?? makeSecretSet()
+  secrets.add(options.apiKey)
+  return { ...options, apiKey: options.apiKey?.trim(), secrets }
+}
+
+type Send = (client: OpenAI, options: OpenAIProviderOptions & { readonly secrets: SecretSet }, request: ChatRequest, signal: AbortSignal) => Promise<ChatReply>
 
 const sendPlain: Send = async (client, options, request, signal) => {
   const body: ChatCompletionCreateParamsNonStreaming = { model: options.model, ...toWire(request) }
@@ -175,23 +192,23 @@ const fromCompletion = (provider: string, completion: ChatCompletion): ChatReply
 }
 
 /** Maps whatever the SDK threw to our typed error (CONTRACT.md §3), never echoing the key. */
-const toProviderError = (provider: string, error: unknown, secret: string | undefined): ProviderError => {
+const toProviderError = (provider: string, error: unknown, secrets: SecretSet): ProviderError => {
   if (error instanceof ProviderError) return error
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secret })
+  if (error instanceof OpenAI.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })
   if (error instanceof OpenAI.APIUserAbortError) {
     // Only seen when the caller aborted; the interrupted Effect discards it, but keep it honest.
     return new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'request aborted', cause: error })
   }
-  if (error instanceof OpenAI.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secret })
+  if (error instanceof OpenAI.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secrets })
   if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    return providerErrorFromStatus(provider, { status: error.status, headers: error.headers, message: error.message, code: error.code, cause: error }, secret)
+    return providerErrorFromStatus(provider, { status: error.status, headers: error.headers, message: error.message, code: error.code, cause: error }, secrets)
   }
   const detail = error instanceof Error ? error.message : String(error)
   return new ProviderError({
     kind: 'transient',
     provider,
     possiblyDelivered: true,
-    message: `unexpected failure: ${redactSecret(detail, secret).split('\n')[0]}`,
+    message: `unexpected failure: ${secrets.redact(detail).split('\n')[0]}`,
     cause: error
   })
 }

@@ -15,7 +15,12 @@ export type ScriptedToolCall = typeof ScriptedToolCall.Type
 export const ScriptedError = Schema.Struct({
   status: Schema.Int.pipe(Schema.between(100, 599)),
   retryAfterMs: Schema.optional(Schema.NonNegative),
-  message: Schema.optional(Schema.String)
+  message: Schema.optional(Schema.String),
+  /**
+   * The mock LLM only (docs/mock-llm.md): the message ends with the credential header the request
+   * carried (`Authorization` or `x-api-key`), as a careless server echoes it. Tests redaction.
+   */
+  echoAuthorization: Schema.optional(Schema.Boolean)
 })
 export type ScriptedError = typeof ScriptedError.Type
 

@@ -1,3 +1,4 @@
+import type { SecretSet } from '../secrets/secret-set.js'
 import { providerErrorFromStreamCut } from './http-error.js'
 
 /** How one adapter reassembles its SDK's stream events. */
@@ -17,7 +18,7 @@ export interface StreamAssembler<E> {
 export const readStream = async <E>(
   stream: AsyncIterable<E>,
   assembler: StreamAssembler<E>,
-  provider: { readonly name: string; readonly apiKey?: string | undefined },
+  provider: { readonly name: string; readonly secrets?: SecretSet | undefined },
   startedAt: number
 ): Promise<number | undefined> => {
   let timeToFirstTokenMs: number | undefined
@@ -27,8 +28,8 @@ export const readStream = async <E>(
       assembler.add(event)
     }
   } catch (error) {
-    throw providerErrorFromStreamCut(provider.name, error, assembler.partialText(), provider.apiKey)
+    throw providerErrorFromStreamCut(provider.name, error, assembler.partialText(), provider.secrets)
   }
-  if (!assembler.complete()) throw providerErrorFromStreamCut(provider.name, undefined, assembler.partialText())
+  if (!assembler.complete()) throw providerErrorFromStreamCut(provider.name, undefined, assembler.partialText(), provider.secrets)
   return timeToFirstTokenMs
 }
