@@ -340,8 +340,10 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
       const notJson = JSON.parse(await rawControl(runId, 'approve', new Uint8Array([0xff, 0x7b, 0x6e, 0x6f]))) as unknown
       const wrongShape = await run(bus.control(runId, 'approve', { decision: 'maybe' }))
       const unknownVerb = await run(bus.control(runId, 'explode' as ControlVerb, {}))
+      const unknownField = await run(bus.control(runId, 'approve', { decision: 'deny', remeber: true }))
       const fine = await run(bus.control(runId, 'approve', { decision: 'deny' }))
 
+      expect(unknownField).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'remeber: is not a known field' })
       expect(notJson).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'payload is not JSON' })
       expect(wrongShape).toMatchObject({ v: PROTOCOL_VERSION, ok: false, error: expect.stringMatching(/^decision: /) })
       expect(unknownVerb).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'unknown control verb "explode"' })
