@@ -39,7 +39,7 @@ const accepts = (port: number): Promise<boolean> =>
   })
 
 /** A nats-server of this test's own on a free loopback port, with the shipped users and permissions. */
-const startServer = async () => {
+const startServer = async (attempt = 1): Promise<{ url: string; passwords: { worker: string; supervisor: string }; log: () => string }> => {
   const port = await freePort()
   const storeDir = mkdtempSync(path.join(tmpdir(), 'agentvisor-nats-auth-'))
   const passwords = { worker: randomBytes(12).toString('hex'), supervisor: randomBytes(12).toString('hex') }
@@ -49,11 +49,18 @@ const startServer = async () => {
   })
   let log = ''
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
-  stops.push(async () => {
+  const stop = async () => {
     await stopProcess(child)
     rmSync(storeDir, { recursive: true, force: true })
-  })
-  await waitFor(async () => (child.exitCode !== null ? Promise.reject(new Error(`nats-server exited: ${log}`)) : (await accepts(port)) ? true : undefined), 'nats-server')
+  }
+  const up = await waitFor(async () => (child.exitCode !== null ? 'exited' : (await accepts(port)) ? 'up' : undefined), 'nats-server')
+  if (up === 'exited') {
+    await stop()
+    // The free port can be taken by another process before the server binds it: try another.
+    if (attempt < 3 && log.includes('address already in use')) return startServer(attempt + 1)
+    throw new Error(`nats-server exited at start: ${log}`)
+  }
+  stops.push(stop)
   return { url: `nats://127.0.0.1:${port}`, passwords, log: () => log }
 }
 

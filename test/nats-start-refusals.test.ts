@@ -221,7 +221,7 @@ describe('child-run requests published straight on the start subject', () => {
 
   it('refuses run ids that are not 1 to 64 letters, digits, "_" or "-" and keeps serving', async () => {
     const { env, worker: w, parentId, legitimateChild, rowOf, parent } = await setUp()
-    const bad = ['../../etc/passwd', 'gt>', 'a.b.c', 'line\nbreak', 'x'.repeat(5000), 'ünïcode']
+    const bad = ['../../etc/passwd', 'gt>', 'a.b.c', 'line\nbreak', 'x'.repeat(5000), 'ünïcode', '']
     for (const [n, runId] of bad.entries()) await publish(env, { runId, parentId, contract: legitimateChild(`bad id ${n}`, `bad-${n}`) })
     await publish(env, { runId: 'fine-id', parentId: '../up', contract: legitimateChild('bad parent', 'bad-parent') })
     const refusals = () => w.log().split('\n').filter((l) => l.includes('refused a child-run request: '))
@@ -230,6 +230,7 @@ describe('child-run requests published straight on the start subject', () => {
     const lines = refusals().map((l) => l.replace(/^agentvisor worker: /, ''))
     expect(lines).toContain('refused a child-run request: run id "../../etc/passwd" is not valid: expected 1 to 64 letters, digits, "_" or "-"')
     expect(lines).toContain('refused a child-run request: run id "line\\nbreak" is not valid: expected 1 to 64 letters, digits, "_" or "-"')
+    expect(lines).toContain('refused a child-run request: run id "" is not valid: expected 1 to 64 letters, digits, "_" or "-"')
     expect(lines).toContain('refused a child-run request: parent id "../up" is not valid: expected 1 to 64 letters, digits, "_" or "-"')
     // The 5,000-character id is shown cut short, on one line.
     expect(Math.max(...lines.map((l) => l.length))).toBeLessThan(200)
