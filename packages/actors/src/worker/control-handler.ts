@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely'
 import { decideRequest } from '../approval/decide.js'
 import { loadRunPolicy } from '../approval/run-policy.js'
 import type { ControlHandler } from '../bus/bus.js'
-import { type ApproveBody, controlError, invalidRunId, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
+import { type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
 
 
 export interface ControlDeps {
@@ -23,8 +23,6 @@ export const makeControlHandler =
   (deps: ControlDeps): ControlHandler =>
   (runId, verb, body) =>
     Effect.gen(function* () {
-      const badId = invalidRunId(runId)
-      if (badId !== undefined) return controlError(badId)
       const parsed = parseControlBody(verb, body)
       if (Either.isLeft(parsed)) return controlError(parsed.left)
       const run = yield* Effect.promise(() => getRun(deps.db, runId))
