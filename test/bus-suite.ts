@@ -340,12 +340,31 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
       const notJson = JSON.parse(await rawControl(runId, 'approve', new Uint8Array([0xff, 0x7b, 0x6e, 0x6f]))) as unknown
       const wrongShape = await run(bus.control(runId, 'approve', { decision: 'maybe' }))
       const unknownVerb = await run(bus.control(runId, 'explode' as ControlVerb, {}))
+      const unknownField = await run(bus.control(runId, 'approve', { decision: 'deny', remeber: true }))
       const fine = await run(bus.control(runId, 'approve', { decision: 'deny' }))
 
+      expect(unknownField).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'remeber: is not a known field' })
       expect(notJson).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'payload is not JSON' })
       expect(wrongShape).toMatchObject({ v: PROTOCOL_VERSION, ok: false, error: expect.stringMatching(/^decision: /) })
       expect(unknownVerb).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'unknown control verb "explode"' })
       expect(fine).toEqual({ v: PROTOCOL_VERSION, ok: true })
+    })
+
+    it('answers a control request for an invalid run id with ok:false without calling the handler', async () => {
+      const { bus2, rawControl } = await setup()
+      const calls: string[] = []
+      const server = await scoped()
+      await server.within(bus2.serveControl((runId) => Effect.sync(() => (calls.push(runId), { v: PROTOCOL_VERSION, ok: true as const }))))
+      const tooLong = 'r'.repeat(65)
+      const body = new TextEncoder().encode('{"v":1}')
+      const replies = [JSON.parse(await rawControl(tooLong, 'status', body)), JSON.parse(await rawControl('ab%$', 'cancel', body)), JSON.parse(await rawControl('ok-id_1', 'status', body))] as unknown[]
+
+      expect(replies).toEqual([
+        { v: PROTOCOL_VERSION, ok: false, error: `run id "${tooLong}" is not valid: expected 1 to 64 letters, digits, "_" or "-"` },
+        { v: PROTOCOL_VERSION, ok: false, error: 'run id "ab%$" is not valid: expected 1 to 64 letters, digits, "_" or "-"' },
+        { v: PROTOCOL_VERSION, ok: true }
+      ])
+      expect(calls).toEqual(['ok-id_1'])
     })
 
     it('answers a control handler that dies with an internal error and keeps serving', async () => {

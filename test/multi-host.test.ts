@@ -329,7 +329,9 @@ describe('a worker handed a child it drives already', () => {
     const store = await openStore(db.url)
     onTestFinished(() => store.close())
     const contract = Agentvisor.contract({ goal: 'Write part A into part.txt', workspace: tempDir(), providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
-    const row = childRunRow('child-a', null, contract, new Date().toISOString())
+    // Workers share their parents' store (docs/deploy.md): the parent's row is there too.
+    await insertRun(store.db, childRunRow('parent-a', null, contract, new Date().toISOString()))
+    const row = childRunRow('child-a', 'parent-a', contract, new Date().toISOString())
     await insertRun(store.db, { ...row, lease_owner: makeLeaseOwner(), lease_expires_at: Date.now() + 60_000, lease_token: 1 })
     const calls: string[] = []
     const delivery: ChildDelivery = {
@@ -342,6 +344,6 @@ describe('a worker handed a child it drives already', () => {
     const resume = () => Effect.sync(() => void calls.push('resume')).pipe(Effect.zipRight(Effect.die('a second driver in the same process')))
     await Effect.runPromise(handleChildDelivery({ db: store.db, resume }, delivery))
     expect(calls).toEqual(['nak'])
-    expect(await db.query('select lease_token::int as token from runs')).toEqual([{ token: 1 }])
+    expect(await db.query("select lease_token::int as token from runs where id = 'child-a'")).toEqual([{ token: 1 }])
   })
 })

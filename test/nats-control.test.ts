@@ -104,7 +104,7 @@ describe('supervising runs from another service over raw NATS', () => {
     }
   })
 
-  it('answers malformed payloads with ok:false and keeps serving', async () => {
+  it('answers malformed payloads, unknown fields and invalid run ids with ok:false and keeps serving', async () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const log = await startWorker(db)
@@ -113,8 +113,13 @@ describe('supervising runs from another service over raw NATS', () => {
     expect(await ask('agentvisor.control.some-run.approve', { v: 1, decision: 'maybe' })).toMatchObject({ ok: false })
     expect(await ask('agentvisor.control.some-run.status', { v: 2 })).toMatchObject({ ok: false })
     expect(await ask('agentvisor.control.some-run.explode', { v: 1 })).toMatchObject({ ok: false })
+    expect(await ask('agentvisor.control.some-run.approve', { v: 1, decision: 'approve', remeber: true })).toEqual({ v: 1, ok: false, error: 'remeber: is not a known field' })
+    expect(await ask('agentvisor.control.some-run.cancel', { v: 1, force: true })).toEqual({ v: 1, ok: false, error: 'force: is not a known field' })
     nc.publish('agentvisor.runs.start', new TextEncoder().encode('garbage'))
     expect(await ask('agentvisor.control.no-such-run.status', { v: 1 })).toEqual({ v: 1, ok: false, error: 'no run with id no-such-run' })
+    const idRule = 'is not valid: expected 1 to 64 letters, digits, "_" or "-"'
+    expect(await ask(`agentvisor.control.${'r'.repeat(65)}.status`, { v: 1 })).toEqual({ v: 1, ok: false, error: `run id "${'r'.repeat(65)}" ${idRule}` })
+    expect(await ask('agentvisor.control.run%2F~%24x.cancel', { v: 1 })).toEqual({ v: 1, ok: false, error: `run id "run%2F~%24x" ${idRule}` })
     expect(worker!.exitCode).toBeNull()
     expect(log()).not.toMatch(/internal error|TypeError|\n\s+at /)
   })

@@ -1,7 +1,7 @@
 import { Effect } from 'effect'
 import type { ControlHandler } from './bus.js'
 import type { ControlReply, ControlVerb } from './messages.js'
-import { ControlVerb as ControlVerbs, controlError } from './messages.js'
+import { ControlVerb as ControlVerbs, controlError, invalidRunId } from './messages.js'
 import { encodeJson } from './wire.js'
 
 const verbs: ReadonlySet<string> = new Set(Object.values(ControlVerbs))
@@ -9,13 +9,17 @@ const verbs: ReadonlySet<string> = new Set(Object.values(ControlVerbs))
 const isControlVerb = (verb: string): verb is ControlVerb => verbs.has(verb)
 
 /**
- * Answers one control request the way every bus does: an unknown verb and a handler that dies
- * are `{ok: false}` replies, never a crash of the serving loop (CONTRACT.md §5).
+ * Answers one control request the way every bus does: an invalid run id (docs/nats.md), an
+ * unknown verb and a handler that dies are `{ok: false}` replies, never a crash of the serving
+ * loop; a handler only ever sees a valid run id and a known verb.
  */
-export const answerControl = (handler: ControlHandler, runId: string, verb: string, body: string): Effect.Effect<ControlReply> =>
-  isControlVerb(verb)
+export const answerControl = (handler: ControlHandler, runId: string, verb: string, body: string): Effect.Effect<ControlReply> => {
+  const badId = invalidRunId(runId)
+  if (badId !== undefined) return Effect.succeed(controlError(badId))
+  return isControlVerb(verb)
     ? Effect.suspend(() => handler(runId, verb, body)).pipe(Effect.catchAllCause(() => Effect.succeed(controlError('internal error'))))
     : Effect.succeed(controlError(`unknown control verb "${verb}"`))
+}
 
 /** The reply as JSON text; a reply JSON cannot hold (a bigint, a cycle) is an internal error. */
 export const encodeControlReply = (reply: ControlReply): string =>

@@ -33,6 +33,21 @@ export interface RunDoneMessage {
   readonly error?: RunError | undefined
 }
 
+/**
+ * What a run id from a bus may look like (docs/nats.md): letters, digits, `_` and `-`, 1 to 64
+ * of them. The ids agentvisor makes are UUIDs; anything else that arrives on the start queue or
+ * in a control subject (a path, a wildcard, a dot, a newline, a megabyte) is refused before it
+ * touches the store, a subject or a log line.
+ */
+export const RUN_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
+
+/** Why `id` cannot be a run id from a bus (one line, the id quoted and cut short), or `undefined`. */
+export const invalidRunId = (id: unknown, what = 'run id'): string | undefined => {
+  if (typeof id === 'string' && RUN_ID_PATTERN.test(id)) return undefined
+  const shown = typeof id === 'string' ? JSON.stringify(id.length > 70 ? `${id.slice(0, 64)}...` : id) : String(id)
+  return `${what} ${shown} is not valid: expected 1 to 64 letters, digits, "_" or "-"`
+}
+
 export const ControlVerb = { cancel: 'cancel', approve: 'approve', status: 'status' } as const
 export type ControlVerb = (typeof ControlVerb)[keyof typeof ControlVerb]
 
@@ -68,11 +83,15 @@ export const parseControlBody = (verb: ControlVerb, text: string): Either.Either
     return Either.left('payload is not JSON')
   }
   const schema = verb === 'approve' ? ApproveBody : EmptyBody
-  return Either.mapLeft(Schema.decodeUnknownEither(schema as Schema.Schema<ApproveBody | typeof EmptyBody.Type>, { errors: 'first' })(raw), (error) => {
+  // Unknown fields are refused, as in task files (docs/task-file.md): a misspelt `remeber` must
+  // not pass as a plain approval.
+  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<ApproveBody | typeof EmptyBody.Type>, { errors: 'first', onExcessProperty: 'error' })
+  return Either.mapLeft(decode(raw), (error) => {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
     if (issue === undefined) return 'payload is malformed'
     const field = issue.path.map(String).join('.')
-    return `${field === '' ? 'payload' : field}: ${issue.message.split('\n')[0]}`
+    const detail = issue._tag === 'Unexpected' ? 'is not a known field' : issue.message.split('\n')[0]
+    return `${field === '' ? 'payload' : field}: ${detail}`
   })
 }
 

@@ -21,12 +21,15 @@ const parseObject = (text: string): JsonObject | undefined => {
 
 const isVersioned = (value: JsonObject): boolean => value['v'] === PROTOCOL_VERSION
 
-/** Decodes an `agentvisor.runs.start` payload; the contract itself is validated by the worker. */
+/**
+ * Decodes an `agentvisor.runs.start` payload's shape. The ids' form (an empty or foreign id
+ * included) and the contract are checked by the worker, which logs what it refuses, naming it.
+ */
 export const decodeChildRequest = (text: string): ChildRunRequest | undefined => {
   const value = parseObject(text)
   if (value === undefined || !isVersioned(value)) return undefined
   const { runId, parentId, contract } = value
-  if (typeof runId !== 'string' || runId === '' || typeof parentId !== 'string') return undefined
+  if (typeof runId !== 'string' || typeof parentId !== 'string') return undefined
   if (typeof contract !== 'object' || contract === null || Array.isArray(contract)) return undefined
   return value as unknown as ChildRunRequest
 }

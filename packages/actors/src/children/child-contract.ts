@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import * as path from 'node:path'
-import { DEFAULT_CHILD_LIMITS, type Limits, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { compilePolicy, DEFAULT_CHILD_LIMITS, describeDecision, type Limits, parseTaskContract, type TaskContract, type VerifySpec } from '@agentvisor/core'
 import type { NewRun } from '@agentvisor/store'
 import { Either } from 'effect'
 
@@ -23,30 +23,40 @@ const narrowLimits = (parent: Limits, asked: unknown): Limits => {
   return { maxSteps: Math.max(1, pick('maxSteps')), maxRetries: pick('maxRetries'), dispatchCeiling: Math.max(1, pick('dispatchCeiling')), timeoutMs: Math.max(1, pick('timeoutMs')) }
 }
 
+/** Whether `inner` is `outer` or a folder below it (lexically; both are absolute). */
+const isInside = (outer: string, inner: string): boolean => inner === outer || inner.startsWith(outer + path.sep)
+
+const verifyCommands = (spec: VerifySpec | undefined): ReadonlyArray<string> =>
+  spec === undefined ? [] : 'command' in spec ? [spec.command.run] : 'allOf' in spec ? spec.allOf.flatMap(verifyCommands) : []
+
 /**
- * The contract of a child run from a `spawn_child` call: the parent's providers, policy and
- * sandbox (a child can never do what its parent may not), limits no larger than the parent's, and a
- * workspace inside the parent's (`children/<n>` by default). Left: why the call is refused.
+ * A child's `verify` command runs in its workspace like an `exec` does, so the parent's policy
+ * must allow it outright (or ask, under `approval: auto`): a child can never do what its parent
+ * may not (docs/nats.md). Left: why not.
  */
-export const childContract = (
-  parent: TaskContract,
-  parentId: string,
-  rawArguments: string,
-  ordinal: number
-): Either.Either<TaskContract, string> => {
-  let args: Record<string, unknown>
-  try {
-    const parsed: unknown = JSON.parse(rawArguments.trim() === '' ? '{}' : rawArguments)
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return Either.left('Invalid arguments for spawn_child: expected a JSON object')
-    args = parsed as Record<string, unknown>
-  } catch (error) {
-    return Either.left(`Invalid arguments for spawn_child: ${error instanceof Error ? error.message : String(error)}`)
+const checkVerifyCommands = (parent: TaskContract, verify: VerifySpec | undefined): Either.Either<void, string> => {
+  const commands = verifyCommands(verify)
+  if (commands.length === 0) return Either.void
+  const policy = compilePolicy(parent.policy.layers)
+  if (Either.isLeft(policy)) return Either.left(`the parent's policy is not valid: ${policy.left.message}`)
+  for (const command of commands) {
+    const decision = policy.right.check('exec', command)
+    if (decision.decision === 'allow' || (decision.decision === 'ask' && parent.approval === 'auto')) continue
+    return Either.left(`verify: the command ${describeDecision(decision)} in the parent's policy, so a child may not run it`)
   }
+  return Either.void
+}
+
+/**
+ * A child's contract from its parent's and the few things a child is given (`goal`, `verify`,
+ * `limits`, `workspace`): everything else, providers and policy first, is the parent's.
+ */
+const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Record<string, unknown>>, ordinal: number): Either.Either<TaskContract, string> => {
   if (typeof args['goal'] !== 'string' || args['goal'].trim() === '') return Either.left('Invalid arguments for spawn_child: "goal" must be a non-empty string')
   const folder = args['workspace'] === undefined ? `children/${ordinal}` : args['workspace']
   if (typeof folder !== 'string') return Either.left('Invalid arguments for spawn_child: "workspace" must be a string')
   const workspace = path.resolve(parent.workspace, folder)
-  if (path.isAbsolute(folder) || (workspace !== parent.workspace && !workspace.startsWith(parent.workspace + path.sep))) {
+  if (path.isAbsolute(folder) || !isInside(parent.workspace, workspace)) {
     return Either.left(`Path escapes the workspace boundary: ${folder}`)
   }
   const lineage = {
@@ -69,12 +79,112 @@ export const childContract = (
     ...(parent.sandbox !== undefined ? { sandbox: parent.sandbox } : {}),
     lineage
   }
-  return Either.mapLeft(parseTaskContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
+  const parsed = Either.mapLeft(parseTaskContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
+  return Either.flatMap(parsed, (child) => Either.map(checkVerifyCommands(parent, child.verify), () => child))
 }
 
 /**
- * The row of a new child run, about to be driven. `parentId` is null when the parent lives in
- * another store (a worker with a store of its own): the link stays in the contract's lineage.
+ * The contract of a child run from a `spawn_child` call: the parent's providers, policy and
+ * sandbox (a child can never do what its parent may not), limits no larger than the parent's, and a
+ * workspace inside the parent's (`children/<n>` by default). Left: why the call is refused.
+ */
+export const childContract = (
+  parent: TaskContract,
+  parentId: string,
+  rawArguments: string,
+  ordinal: number
+): Either.Either<TaskContract, string> => {
+  let args: Record<string, unknown>
+  try {
+    const parsed: unknown = JSON.parse(rawArguments.trim() === '' ? '{}' : rawArguments)
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return Either.left('Invalid arguments for spawn_child: expected a JSON object')
+    args = parsed as Record<string, unknown>
+  } catch (error) {
+    return Either.left(`Invalid arguments for spawn_child: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  return buildChild(parent, parentId, args, ordinal)
+}
+
+/** JSON text with keys sorted and `undefined` fields gone: equal values compare equal however they were built. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, field: unknown) =>
+    field !== null && typeof field === 'object' && !Array.isArray(field)
+      ? Object.fromEntries(
+          Object.entries(field)
+            .filter(([, v]) => v !== undefined)
+            .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        )
+      : field
+  ) ?? 'undefined'
+
+const same = (a: unknown, b: unknown): boolean => canonical(a) === canonical(b)
+
+// The fields a child-run request may choose (within the parent's bounds); every other field of
+// the contract must be exactly what the parent's contract gives a child, so a field added to
+// task files later cannot widen a child without this list saying how it narrows.
+const CHOSEN_BY_THE_REQUEST: ReadonlySet<string> = new Set(['goal', 'workspace', 'verify', 'limits', 'policy', 'approval', 'children'])
+
+const numbersAbove = <K extends string>(what: string, asked: Readonly<Record<K, number>>, bound: Readonly<Record<K, number>>): string | undefined => {
+  for (const key of Object.keys(bound) as K[]) {
+    if (asked[key] > bound[key]) return `${what}.${key}: ${asked[key]} is above the parent's ${bound[key]}`
+  }
+  return undefined
+}
+
+/** Why `child` (validated) would do more than `rebuilt`, the parent's own child contract, allows. */
+const widening = (parent: TaskContract, parentId: string, rebuilt: TaskContract, child: TaskContract): string | undefined => {
+  for (const key of new Set([...Object.keys(child), ...Object.keys(rebuilt)])) {
+    if (CHOSEN_BY_THE_REQUEST.has(key)) continue
+    const asked = (child as unknown as Record<string, unknown>)[key]
+    const given = (rebuilt as unknown as Record<string, unknown>)[key]
+    if (same(asked, given)) continue
+    if (key === 'providers') return "providers: a child uses its parent's providers (the same kinds, models, baseUrls and apiKeyEnv names)"
+    if (key === 'lineage') return `lineage: a child of ${parentId} has ${canonical(rebuilt.lineage)}`
+    return `${key}: differs from what the parent's contract gives a child`
+  }
+  const limits = numbersAbove('limits', child.limits, parent.limits) ?? numbersAbove('children', child.children, parent.children ?? DEFAULT_CHILD_LIMITS)
+  if (limits !== undefined) return limits
+  if (child.approval === 'auto' && parent.approval !== 'auto') return `approval: "auto" is weaker than the parent's "${parent.approval}"`
+  const inherited = parent.policy.layers
+  if (!same(child.policy.layers.slice(0, inherited.length), inherited)) {
+    return `policy.layers: must begin with the parent's ${inherited.length} layer${inherited.length === 1 ? '' : 's'} unchanged`
+  }
+  // Across layers the strongest tier wins (docs/policy.md): ask and deny rules can only restrict,
+  // an allow rule could turn the parent's ask into an allow.
+  const widened = child.policy.layers.findIndex((layer, index) => index >= inherited.length && layer.allow !== undefined && Object.values(layer.allow).some((rules) => (rules?.length ?? 0) > 0))
+  if (widened !== -1) return `policy.layers.${widened}.allow: a child may only add ask and deny rules to its parent's policy`
+  return undefined
+}
+
+/**
+ * Checks a child-run request from a bus against its parent's stored contract and returns the
+ * contract to drive: the parent's own child contract (what `spawn_child` would build from the
+ * request's goal, verify, limits and workspace), with the request's extra restrictions kept
+ * (ask/deny policy layers, lower children caps, `defer` instead of `auto`). Anything that would
+ * widen it (providers, baseUrls, apiKeyEnv names, policy, a workspace outside the parent's,
+ * limits, caps, approval, lineage) is refused: Left names the field (docs/nats.md).
+ */
+export const narrowChildRequest = (parent: TaskContract, parentId: string, asked: unknown): Either.Either<TaskContract, string> => {
+  const parsed = parseTaskContract(asked, parent.workspace)
+  if (Either.isLeft(parsed)) return Either.left(`contract: ${parsed.left.message}`)
+  const child = parsed.right
+  if (!isInside(parent.workspace, child.workspace)) return Either.left(`workspace: ${child.workspace} is not inside the parent's workspace ${parent.workspace}`)
+  const folder = path.relative(parent.workspace, child.workspace)
+  const rebuilt = buildChild(parent, parentId, { goal: child.goal, workspace: folder === '' ? '.' : folder, verify: child.verify, limits: child.limits }, 0)
+  if (Either.isLeft(rebuilt)) return Either.left(rebuilt.left.replace(/^Invalid arguments for spawn_child: /, ''))
+  const widened = widening(parent, parentId, rebuilt.right, child)
+  if (widened !== undefined) return Either.left(widened)
+  return Either.right({
+    ...rebuilt.right,
+    policy: child.policy,
+    approval: child.approval === 'prompt' ? 'defer' : child.approval,
+    children: child.children
+  })
+}
+
+/**
+ * The row of a new child run, about to be driven. Its parent is in the same store (workers share
+ * their parents' store, docs/deploy.md); `null` only for rows built without one (tests).
  */
 export const childRunRow = (id: string, parentId: string | null, contract: TaskContract, at: string): NewRun => ({
   id,

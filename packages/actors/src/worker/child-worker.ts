@@ -1,9 +1,11 @@
-import { parseTaskContract, type TaskContract } from '@agentvisor/core'
-import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError } from '@agentvisor/store'
+import type { TaskContract } from '@agentvisor/core'
+import { DEFAULT_CHILD_LIMITS } from '@agentvisor/core'
+import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError, listChildren, type RunRow } from '@agentvisor/store'
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ChildDelivery } from '../bus/bus.js'
-import { childRunRow } from '../children/child-contract.js'
+import { invalidRunId } from '../bus/messages.js'
+import { childRunRow, narrowChildRequest } from '../children/child-contract.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
 import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
 
@@ -14,24 +16,64 @@ export interface ChildWorkerDeps {
   readonly log?: (line: string) => void
 }
 
+/** What to do with a request: drive this run (its row is in the store now), or refuse it. */
+type Admission = { readonly drive: RunRow | undefined } | { readonly refused: string }
+
+const refuse = (reason: string): Admission => ({ refused: reason })
+
 /**
- * Drives one child-run request to its end, then acks it. The child's row is created from the
- * request when this worker's store has not seen it (a worker with its own store). A request
- * for a run another live driver holds is handed back for later; one that cannot be run at all
- * (malformed, unreadable) is acked and logged, never retried forever, never a crash.
+ * Decides whether a child-run request may run here (docs/nats.md, "Who may start a run"). A run
+ * whose row exists (its parent created it before handing it to the bus, the usual case) is
+ * driven from its stored contract; the request's contract is not even read. Otherwise the
+ * parent must be in this store and live, may still start children, and the request's contract
+ * must narrow the parent's: the row is then created from the parent's contract. Whatever is
+ * refused leaves no row, no folder, no request to any provider and no process behind.
+ */
+const admit = (db: Kysely<Database>, runId: string, parentId: string, asked: unknown): Effect.Effect<Admission> =>
+  Effect.gen(function* () {
+    const row = yield* Effect.promise(() => getRun(db, runId))
+    if (row !== undefined) {
+      if (row.parent_id !== parentId) return refuse(row.parent_id === null ? 'it is not a child run' : `it is a child of ${row.parent_id}, not of ${parentId}`)
+      return { drive: row }
+    }
+    const parent = yield* Effect.promise(() => getRun(db, parentId))
+    if (parent === undefined) return refuse(`its parent ${parentId} is not in this worker's store`)
+    if (isFinalStatus(parent.status)) return refuse(`its parent ${parentId} has ended (${parent.status})`)
+    const parentContract = readContract(parent.contract_json)
+    if (parentContract === undefined) return refuse(`its parent ${parentId} has no readable contract`)
+    const caps = parentContract.children ?? DEFAULT_CHILD_LIMITS
+    const depth = parentContract.lineage?.depth ?? 0
+    if (depth >= caps.maxDepth) return refuse(`its parent ${parentId} may not start children (depth ${depth} of at most ${caps.maxDepth})`)
+    const siblings = yield* Effect.promise(() => listChildren(db, parentId))
+    if (siblings.length >= caps.maxChildren) return refuse(`its parent ${parentId} has started its ${caps.maxChildren} children already`)
+    const contract = narrowChildRequest(parentContract, parentId, asked)
+    if (Either.isLeft(contract)) return refuse(contract.left)
+    yield* Effect.promise(() => insertRun(db, childRunRow(runId, parentId, contract.right, new Date().toISOString())))
+    return { drive: undefined }
+  })
+
+/**
+ * Drives one child-run request to its end, then acks it. A request for a run another live
+ * driver holds is handed back for later; one that may not run here (see `admit`) or cannot run
+ * at all (malformed, unreadable) is acked, so never delivered again, and logged in one line
+ * naming the run; nothing a publisher sends crashes the worker.
  */
 export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelivery): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { request } = delivery
     const log = deps.log ?? (() => {})
-    const contract = parseTaskContract(request.contract, '/')
-    if (Either.isLeft(contract) || typeof request.runId !== 'string' || typeof request.parentId !== 'string') {
-      log(`skipped a malformed child-run request${typeof request.runId === 'string' ? ` for run ${request.runId}` : ''}`)
+    const badId = invalidRunId(request.runId) ?? invalidRunId(request.parentId, 'parent id')
+    if (badId !== undefined) {
+      log(`refused a child-run request: ${badId}`)
       return yield* delivery.ack
     }
-    const row = yield* Effect.promise(() => getRun(deps.db, request.runId))
-    if (row === undefined) yield* Effect.promise(() => insertChildRow(deps.db, request.runId, request.parentId, contract.right))
-    else if (isFinalStatus(row.status)) return yield* delivery.ack
+    const admission = yield* admit(deps.db, request.runId, request.parentId, request.contract)
+    if ('refused' in admission) {
+      log(`refused child run ${request.runId}: ${oneLine(admission.refused)}`)
+      return yield* delivery.ack
+    }
+    const row = admission.drive
+    if (row !== undefined && isFinalStatus(row.status)) return yield* delivery.ack
     // A request for a run this very process drives already (the queue handed it out again, to
     // another slot): resuming it here would take the lease from our own driver (a lease holder
     // may take its lease again) and stop that driver mid-step. It is like any live driver's.
@@ -53,8 +95,13 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     yield* delivery.ack
   }).pipe(Effect.catchAllCause(() => delivery.nak))
 
-const insertChildRow = async (db: Kysely<Database>, runId: string, parentId: string, contract: TaskContract): Promise<void> => {
-  const parentKnown = (await getRun(db, parentId)) !== undefined
-  // The parent lives in another store when this worker has its own: keep the link loose.
-  await insertRun(db, childRunRow(runId, parentKnown ? parentId : null, contract, new Date().toISOString()))
+const readContract = (json: string): TaskContract | undefined => {
+  try {
+    return JSON.parse(json) as TaskContract
+  } catch {
+    return undefined
+  }
 }
+
+/** A reason on one line, whatever a contract's text held. */
+const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').slice(0, 500)

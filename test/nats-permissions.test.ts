@@ -1,0 +1,127 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createConnection } from 'node:net'
+import { tmpdir } from 'node:os'
+import * as path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { AgentvisorClient } from '@agentvisor/actors'
+import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { afterEach, describe, expect, it } from 'vitest'
+import { freePort } from './support/free-port.js'
+import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+
+// The configuration docs/nats.md tells operators to use, exactly as shipped.
+const CONFIG = fileURLToPath(new URL('../docs/nats-auth.conf', import.meta.url))
+
+const stops: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop()
+})
+
+const stopProcess = async (child: ChildProcess): Promise<void> => {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((r) => child.once('exit', r))
+  process.kill(child.pid, 'SIGTERM')
+  await exited
+}
+
+const accepts = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+
+/** A nats-server of this test's own on a free loopback port, with the shipped users and permissions. */
+const startServer = async (attempt = 1): Promise<{ url: string; passwords: { worker: string; supervisor: string }; log: () => string }> => {
+  const port = await freePort()
+  const storeDir = mkdtempSync(path.join(tmpdir(), 'agentvisor-nats-auth-'))
+  const passwords = { worker: randomBytes(12).toString('hex'), supervisor: randomBytes(12).toString('hex') }
+  const child = spawn('nats-server', ['-c', CONFIG, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+    env: { ...process.env, AGENTVISOR_NATS_WORKER_PASS: passwords.worker, AGENTVISOR_NATS_SUPERVISOR_PASS: passwords.supervisor },
+    stdio: ['ignore', 'ignore', 'pipe']
+  })
+  let log = ''
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
+  const stop = async () => {
+    await stopProcess(child)
+    rmSync(storeDir, { recursive: true, force: true })
+  }
+  const up = await waitFor(async () => (child.exitCode !== null ? 'exited' : (await accepts(port)) ? 'up' : undefined), 'nats-server')
+  if (up === 'exited') {
+    await stop()
+    // The free port can be taken by another process before the server binds it: try another.
+    if (attempt < 3 && log.includes('address already in use')) return startServer(attempt + 1)
+    throw new Error(`nats-server exited at start: ${log}`)
+  }
+  stops.push(stop)
+  return { url: `nats://127.0.0.1:${port}`, passwords, log: () => log }
+}
+
+const spawnChild = { name: 'spawn_child', arguments: { goal: 'Write part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }
+const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
+
+describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
+  it('keep supervisors and anonymous clients off the start subject while workers still serve children', async () => {
+    const server = await startServer()
+    const mock: MockLlm = await startMockLlm({
+      scenarios: { models: {}, goals: { 'Split the work': [{ toolCalls: [spawnChild] }, write('out.txt', 'DONE')], 'Write part A': [write('part.txt', 'A')] } } as never,
+      port: 0
+    })
+    stops.push(() => mock.close())
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const asWorker = { AGENTVISOR_NATS_URL: server.url, AGENTVISOR_NATS_USER: 'worker', AGENTVISOR_NATS_PASS: server.passwords.worker }
+
+    // A worker logged in as `worker` sets up the queue and serves.
+    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], { env: { ...process.env, ...asWorker }, stdio: ['ignore', 'ignore', 'pipe'] })
+    let workerLog = ''
+    worker.stderr!.on('data', (d: Buffer) => (workerLog += d.toString()))
+    stops.push(() => stopProcess(worker))
+    await waitFor(() => (workerLog.includes('serving') ? true : undefined), 'the worker serving')
+
+    // Without a user, the server turns the connection away.
+    await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow(/Authorization Violation/)
+
+    // A supervisor may not publish on the start subject: the server refuses it.
+    const supervisor: NatsConnection = await connect({ servers: server.url, user: 'supervisor', pass: server.passwords.supervisor })
+    stops.push(() => supervisor.close())
+    const forged = JSON.stringify({ v: 1, runId: 'forged-by-supervisor', parentId: 'p', contract: { goal: 'g', workspace: dir, providers: [{ name: 'p', kind: 'scripted', steps: [] }] } })
+    await expect(jetstream(supervisor).publish('agentvisor.runs.start', forged, { timeout: 5_000 })).rejects.toThrow('Permissions Violation for Publish to "agentvisor.runs.start"')
+    // Nor reach the queue through the JetStream API.
+    await expect(jetstreamManager(supervisor, { timeout: 5_000 }).then((jsm) => jsm.streams.purge('AGENTVISOR_RUNS'))).rejects.toThrow(/Permissions Violation/)
+    await waitFor(() => (server.log().includes('Publish Violation - User "supervisor", Subject "agentvisor.runs.start"') ? true : undefined), "the server's record of it")
+
+    // A parent logged in as `worker` hands a real child to the queue; the worker drives it.
+    const task = writeTask(dir, {
+      goal: 'Split the work and write DONE into out.txt',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto'
+    })
+    const run = await runCli(['run', task, '--json', '--db', db], { env: asWorker })
+    expect(run.code, run.stderr).toBe(0)
+    const parentId = String(lastJson(run)['runId'])
+    expect(lastJson(run)).toMatchObject({ status: 'succeeded' })
+    expect(workerLog).toMatch(new RegExp(`run \\S+ started \\(child of ${parentId}\\)`))
+    expect(readFileSync(path.join(dir, 'ws', 'children', '1', 'part.txt'), 'utf8')).toBe('A')
+    expect(workerLog).not.toContain('forged-by-supervisor')
+    expect(existsSync(path.join(dir, 'forged-by-supervisor'))).toBe(false)
+
+    // What a supervisor may do: control requests, answered by the worker.
+    const client = await AgentvisorClient.connect({ servers: server.url, user: 'supervisor', pass: server.passwords.supervisor })
+    try {
+      expect(await client.status(parentId)).toMatchObject({ id: parentId, status: 'succeeded' })
+    } finally {
+      await client.close()
+    }
+    expect(server.log()).not.toMatch(/Violation - User "worker"/)
+  })
+})
