@@ -93,7 +93,10 @@ export const main = async (argv: string[]): Promise<number> => {
     return await (await load())(rest)
   } catch (error) {
     if (isUserError(error)) {
-      process.stderr.write(`agentvisor: ${error.message.split('\n')[0]}\n`)
+      const message = error.message.split('\n')[0]!
+      process.stderr.write(`agentvisor: ${message}\n`)
+      // docs/cli.md: with --json, an exit-2 error is also the last line of stdout.
+      if (rest.includes('--json')) process.stdout.write(`${JSON.stringify({ error: { kind: 'input', message } })}\n`)
       return ExitCode.usage
     }
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error)

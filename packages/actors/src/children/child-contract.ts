@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import * as path from 'node:path'
-import { DEFAULT_CHILD_LIMITS, type Limits, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { decodeArgumentsObject, DEFAULT_CHILD_LIMITS, type Limits, parseChildContract, type TaskContract } from '@agentvisor/core'
 import type { NewRun } from '@agentvisor/store'
 import { Either } from 'effect'
 
@@ -34,14 +34,10 @@ export const childContract = (
   rawArguments: string,
   ordinal: number
 ): Either.Either<TaskContract, string> => {
-  let args: Record<string, unknown>
-  try {
-    const parsed: unknown = JSON.parse(rawArguments.trim() === '' ? '{}' : rawArguments)
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return Either.left('Invalid arguments for spawn_child: expected a JSON object')
-    args = parsed as Record<string, unknown>
-  } catch (error) {
-    return Either.left(`Invalid arguments for spawn_child: ${error instanceof Error ? error.message : String(error)}`)
-  }
+  // The same decoding as every tool's: a non-object or too deeply nested call is refused here.
+  const decoded = decodeArgumentsObject(rawArguments)
+  if (Either.isLeft(decoded)) return Either.left(`Invalid arguments for spawn_child: ${decoded.left}`)
+  const args = decoded.right
   if (typeof args['goal'] !== 'string' || args['goal'].trim() === '') return Either.left('Invalid arguments for spawn_child: "goal" must be a non-empty string')
   const folder = args['workspace'] === undefined ? `children/${ordinal}` : args['workspace']
   if (typeof folder !== 'string') return Either.left('Invalid arguments for spawn_child: "workspace" must be a string')
@@ -67,7 +63,8 @@ export const childContract = (
     children: parent.children ?? DEFAULT_CHILD_LIMITS,
     lineage
   }
-  return Either.mapLeft(parseTaskContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
+  // The internal entry: a child's contract carries the lineage only agentvisor may set.
+  return Either.mapLeft(parseChildContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
 }
 
 /**

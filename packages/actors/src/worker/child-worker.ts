@@ -1,4 +1,4 @@
-import { parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { parseChildContract, type TaskContract } from '@agentvisor/core'
 import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError } from '@agentvisor/store'
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
@@ -24,7 +24,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
   Effect.gen(function* () {
     const { request } = delivery
     const log = deps.log ?? (() => {})
-    const contract = parseTaskContract(request.contract, '/')
+    const contract = parseChildContract(request.contract, '/')
     if (Either.isLeft(contract) || typeof request.runId !== 'string' || typeof request.parentId !== 'string') {
       log(`skipped a malformed child-run request${typeof request.runId === 'string' ? ` for run ${request.runId}` : ''}`)
       return yield* delivery.ack
