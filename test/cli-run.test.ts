@@ -369,3 +369,35 @@ describe('tool-call arguments nested past the limit', () => {
     }
   })
 })
+
+describe('a child run that cannot start', () => {
+  it('ends failed when its workspace cannot be opened, and its parent goes on at once', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, {
+      goal: 'g',
+      workspace: 'ws',
+      approval: 'auto',
+      // Without the fix the parent waits for the child until this deadline.
+      limits: { timeoutMs: 120_000 },
+      providers: [
+        {
+          name: 'p',
+          kind: 'scripted',
+          steps: [
+            { toolCalls: [{ name: 'write_file', arguments: { path: 'f.txt', content: 'x' } }] },
+            { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'child', workspace: 'f.txt' } }] },
+            { text: 'done' }
+          ]
+        }
+      ]
+    })
+    const run = await runCli(['run', task, '--json', '--db', db])
+    expect(run.code, run.stderr).toBe(0)
+    const runs = lastJson<Array<{ id: string; status: string; parentId: string | null }>>(await runCli(['runs', '--json', '--db', db]))
+    expect(runs.map((r) => r.status).sort()).toEqual(['failed', 'succeeded'])
+    const parent = runs.find((r) => r.parentId === null)!
+    const trace = lastJson<Trace>(await runCli(['show', parent.id, '--json', '--db', db]))
+    expect(trace.steps[1]!.results[0]).toMatch(/^Child run .* failed after 0 steps \(internal: Cannot open workspace .*f\.txt/)
+  })
+})
