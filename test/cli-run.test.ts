@@ -401,3 +401,14 @@ describe('a child run that cannot start', () => {
     expect(trace.steps[1]!.results[0]).toMatch(/^Child run .* failed after 0 steps \(internal: Cannot open workspace .*f\.txt/)
   })
 })
+
+describe('approve --edit', () => {
+  it('refuses edited arguments nested past 64 levels with exit 2 and one line', async () => {
+    const dir = tempDir()
+    const edit = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`
+    const run = await runCli(['approve', 'some-run', '--edit', edit, '--json', '--db', path.join(dir, 'av.db')])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toBe('agentvisor: --edit nests deeper than 64 levels\n')
+    expect(lastJson(run)).toEqual({ error: { kind: 'input', message: '--edit nests deeper than 64 levels' } })
+  })
+})

@@ -4,7 +4,8 @@ import { homedir, tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { Effect, Either } from 'effect'
 import { describe, expect, it, vi } from 'vitest'
-import { DEFAULT_LIMITS, loadTaskFile, MAX_NESTING_DEPTH, parseChildContract, parseTaskContract } from '@agentvisor/core'
+import { DEFAULT_LIMITS, jsonTextTooDeep, loadTaskFile, MAX_NESTING_DEPTH, openWorkspace, parseChildContract, parseTaskContract, runTool, TOO_DEEP_ARGUMENTS } from '@agentvisor/core'
+import { makeScriptedProvider } from '@agentvisor/core/testing'
 
 const valid = {
   goal: 'Write DONE into out.txt',
@@ -203,5 +204,25 @@ describe('task file reading limits', () => {
     } finally {
       warned.mockRestore()
     }
+  })
+})
+
+describe('nesting of JSON text (tool-call arguments)', () => {
+  it('counts objects and lists only, not brackets inside strings or after escaped quotes', () => {
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`
+    expect(jsonTextTooDeep(deep(MAX_NESTING_DEPTH))).toBe(false)
+    expect(jsonTextTooDeep(deep(MAX_NESTING_DEPTH + 1))).toBe(true)
+    expect(jsonTextTooDeep(`{"text":"${'['.repeat(1000)}"}`)).toBe(false)
+    expect(jsonTextTooDeep(`{"text":"\\"${'{'.repeat(1000)}"}`)).toBe(false)
+    expect(jsonTextTooDeep(`{"text":"\\\\",${'"a":{'.repeat(100)}1${'}'.repeat(100)}}`)).toBe(true)
+  })
+
+  it('answers a scripted tool call nested past the limit as malformed, naming the limit', async () => {
+    const ws = await Effect.runPromise(openWorkspace(mkdtempSync(path.join(tmpdir(), 'av-ws-'))))
+    const provider = makeScriptedProvider({ steps: [{ toolCalls: [{ name: 'list_dir', arguments: nest(100, {}) as Record<string, unknown> }] }] })
+    const reply = await Effect.runPromise(provider.chat({ messages: [], tools: [] }))
+    expect(reply.toolCalls[0]!.arguments).toBe(TOO_DEEP_ARGUMENTS)
+    const outcome = await Effect.runPromise(runTool(ws, reply.toolCalls[0]!))
+    expect(outcome).toMatchObject({ ok: false, output: 'Invalid arguments for list_dir: nested deeper than 64 levels; send flatter arguments' })
   })
 })

@@ -62,6 +62,5 @@ export const valueTooDeepAt = (value: unknown, limit: number = MAX_NESTING_DEPTH
   return undefined
 }
 
-/** Whether an error is a stack overflow (a `RangeError`, or a parser's error wrapping one). */
-export const isStackOverflow = (error: unknown): boolean =>
-  error instanceof RangeError || (error instanceof Error && error.message.includes('Maximum call stack size exceeded'))
+/** Whether an error is a stack overflow (V8's `RangeError`, or a parser's error wrapping its message). */
+export const isStackOverflow = (error: unknown): boolean => error instanceof Error && error.message.includes('Maximum call stack size exceeded')
