@@ -1,7 +1,16 @@
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, symlinkSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { homedir } from 'node:os'
 import * as path from 'node:path'
+import { Agentvisor } from '@agentvisor/actors'
+import { openStore } from '@agentvisor/store'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { TOO_DEEP_ARGUMENTS } from '@agentvisor/core'
+import { Effect } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
+import { loadRunView } from '../packages/cli/src/inspector/run-view.js'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 
 let mock: MockLlm | undefined
@@ -195,5 +204,211 @@ describe('agentvisor run with bad input', () => {
     const bad = await runCli(['runs', '--colour'])
     expect(bad.code).toBe(2)
     expect(bad.stderr.trim().split('\n')).toHaveLength(1)
+  })
+})
+
+const scripted = [{ name: 'p', kind: 'scripted', steps: [] }]
+
+describe('agentvisor run refuses bad input with exit 2, one line and nothing left in the store', () => {
+  const json = (task: unknown) => (dir: string) => writeTask(dir, task)
+  const text = (name: string, content: string) => (dir: string) => writeTask(dir, content, name)
+  let allOf: unknown = { fileContains: { path: 'a', text: 'b' } }
+  for (let i = 0; i < 1000; i++) allOf = { allOf: [allOf] }
+  const cases: Array<[string, (dir: string) => string, RegExp]> = [
+    ['the filesystem root as workspace', json({ goal: 'g', workspace: '/', providers: scripted }), /workspace: \/ is the filesystem root/],
+    ['the home folder as workspace', json({ goal: 'g', workspace: homedir(), providers: scripted }), /workspace: .* is your home folder/],
+    ['a lineage in the task file', json({ goal: 'g', workspace: 'ws', providers: scripted, lineage: { rootId: 'r', parentId: 'p', depth: 1, treeDispatchCeiling: 1e6 } }), /lineage: is set by agentvisor/],
+    ['an empty YAML file', text('task.yaml', ''), /the task must be an object with goal, workspace and providers, got nothing$/],
+    ['a top-level YAML list', text('task.yaml', '- goal: g\n'), /must be an object with goal, workspace and providers, got a list$/],
+    ['a top-level YAML string', text('task.yaml', 'just a goal\n'), /got a string$/],
+    ['a JSON null', text('task.json', 'null'), /got nothing$/],
+    ['a whitespace-only goal', json({ goal: '   ', workspace: 'ws', providers: scripted }), /goal: must have non-space text/],
+    ['a file: baseUrl', json({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'openai', model: 'm', baseUrl: 'file:///etc/passwd' }] }), /providers\.0\.baseUrl: must be an http:\/\/ or https:\/\/ URL/],
+    ['an attemptTimeoutMs past the timer range', json({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [], attemptTimeoutMs: 2 ** 31 }] }), /providers\.0\.attemptTimeoutMs: must be at most 2147483647/],
+    ['a timeoutMs past the timer range', json({ goal: 'g', workspace: 'ws', providers: scripted, limits: { timeoutMs: 1e12 } }), /limits\.timeoutMs: must be at most/],
+    ['a YAML file that also draws a YAML warning', text('task.yaml', 'goal: !nosuchtag g\nworkspace: ws\n'), /providers: is missing/],
+    // Written as text: JSON.stringify itself overflows at this depth.
+    ['a task file 200,000 levels deep', text('task.json', `{"goal":${'{"a":'.repeat(200_000)}"g"${'}'.repeat(200_000)},"workspace":"ws","providers":${JSON.stringify(scripted)}}`), /goal: nests deeper than 64 levels/],
+    ['an allOf 1,000 deep', json({ goal: 'g', workspace: 'ws', providers: scripted, verify: allOf }), /verify: nests deeper than 64 levels/],
+    [
+      'a FIFO as the task file',
+      (dir) => {
+        const fifo = path.join(dir, 'task.json')
+        execFileSync('mkfifo', [fifo])
+        return fifo
+      },
+      /task\.json: cannot read task file: not a regular file/
+    ],
+    [
+      'a workspace that names a file',
+      (dir) => {
+        writeFileSync(path.join(dir, 'afile'), 'x')
+        return writeTask(dir, { goal: 'g', workspace: 'afile', providers: scripted })
+      },
+      /Cannot open workspace .*afile/
+    ],
+    [
+      'a workspace that cannot be created',
+      (dir) => {
+        writeFileSync(path.join(dir, 'afile'), 'x')
+        return writeTask(dir, { goal: 'g', workspace: 'afile/ws', providers: scripted })
+      },
+      /Cannot open workspace .*afile\/ws/
+    ]
+  ]
+  for (const [what, make, pattern] of cases) {
+    it(`for ${what}`, async () => {
+      const dir = tempDir()
+      const db = path.join(dir, 'av.db')
+      const task = make(dir)
+      const run = await runCli(['run', task, '--json', '--db', db])
+      expect(run.code, run.stderr).toBe(2)
+      const lines = run.stderr.trim().split('\n')
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(pattern)
+      expect(run.stderr).not.toMatch(/\n\s+at |internal error/)
+      expect(lastJson(run)).toEqual({ error: { kind: 'input', message: lines[0]!.replace(/^agentvisor: /, '') } })
+      const runs = await runCli(['runs', '--json', '--db', db])
+      expect(runs.code).toBe(0)
+      expect(lastJson<unknown[]>(runs)).toEqual([])
+    })
+  }
+})
+
+/** Tool arguments nested `depth` levels (inside an otherwise good write_file call). */
+const deepArguments = (depth: number): string => `{"path":"out.txt","content":"x","extra":${'['.repeat(depth)}${']'.repeat(depth)}}`
+
+describe('tool-call arguments nested past the limit', () => {
+  for (const stream of [false, true]) {
+    it(`are answered to the model as a malformed call, the run goes on, and show --json works (${stream ? 'streaming' : 'plain'})`, async () => {
+      const llm = await startMock([{ toolCalls: [{ name: 'write_file', arguments: deepArguments(100_000) }] }, writeDone])
+      const dir = tempDir()
+      const db = path.join(dir, 'av.db')
+      const task = writeTask(dir, taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', stream }] }))
+      const run = await runCli(['run', task, '--json', '--db', db])
+      expect(run.code, run.stderr).toBe(0)
+      const result = lastJson(run)
+      expect(result).toMatchObject({ status: 'succeeded', steps: 2 })
+      const second = llm.requests[1]!.body as { messages: Array<{ role: string; content: string | null; tool_calls?: Array<{ function: { arguments: string } }> }> }
+      expect(second.messages.find((m) => m.role === 'tool')!.content).toBe('Invalid arguments for write_file: nested deeper than 64 levels; send flatter arguments')
+      // What the model sent is not replayed to it (nor kept): only the marker.
+      expect(second.messages.find((m) => m.tool_calls !== undefined)!.tool_calls![0]!.function.arguments).toBe(TOO_DEEP_ARGUMENTS)
+      const show = await runCli(['show', String(result['runId']), '--json', '--db', db])
+      expect(show.code, show.stderr).toBe(0)
+      expect(lastJson<Trace>(show).steps[0]!.toolCalls).toEqual([{ name: 'write_file', arguments: TOO_DEEP_ARGUMENTS }])
+    })
+  }
+
+  it('from an Anthropic tool_use input are dropped where the reply is decoded', async () => {
+    // The mock LLM cannot serialise such an input itself, so this server answers with fixed bodies.
+    const message = (content: string) => `{"id":"msg","type":"message","role":"assistant","model":"m","content":[${content}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+    const toolUse = (input: string) => `{"type":"tool_use","id":"tu_${Math.random().toString(36).slice(2)}","name":"write_file","input":${input}}`
+    const answers = [message(toolUse(deepArguments(100_000))), message(toolUse('{"path":"out.txt","content":"DONE"}')), message('{"type":"text","text":"done"}')]
+    const received: string[] = []
+    const server: Server = createServer((req, res) => {
+      let body = ''
+      req.on('data', (d: Buffer) => (body += d.toString()))
+      req.on('end', () => {
+        received.push(body)
+        res.writeHead(200, { 'content-type': 'application/json' }).end(answers[received.length - 1] ?? answers[2])
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const dir = tempDir()
+      const db = path.join(dir, 'av.db')
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+      const task = writeTask(dir, taskFor(url, { providers: [{ name: 'primary', kind: 'anthropic', baseUrl: url, model: 'm' }] }))
+      const run = await runCli(['run', task, '--json', '--db', db])
+      expect(run.code, run.stderr).toBe(0)
+      expect(lastJson(run)).toMatchObject({ status: 'succeeded', steps: 2 })
+      expect(received[1]).toContain('Invalid arguments for write_file: nested deeper than 64 levels')
+      const show = await runCli(['show', String(lastJson(run)['runId']), '--json', '--db', db])
+      expect(show.code, show.stderr).toBe(0)
+      expect(lastJson<Trace>(show).steps[0]!.toolCalls[0]!.arguments).toBe(TOO_DEEP_ARGUMENTS)
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+
+  it('stored raw (as before the limit) are shown as text by show --json and the inspector, and answered as malformed', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const raw = deepArguments(100_000)
+    let calls = 0
+    // A provider of the TS API's own skips the adapters' check: what it sends is stored as sent.
+    const av = await Agentvisor.open({
+      db,
+      makeProvider: (config) => ({
+        name: config.name,
+        kind: 'scripted',
+        chat: () => Effect.sync(() => (calls++ === 0 ? { text: '', toolCalls: [{ id: 'c1', name: 'write_file', arguments: raw }] } : { text: 'done', toolCalls: [] }))
+      })
+    })
+    let runId: string
+    try {
+      const result = await av.run({ goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
+      expect(result.status).toBe('succeeded')
+      runId = result.runId
+    } finally {
+      await av.close()
+    }
+    const show = await runCli(['show', runId, '--json', '--db', db])
+    expect(show.code, show.stderr).toBe(0)
+    const trace = lastJson<Trace>(show)
+    expect(trace.steps[0]!.toolCalls[0]!.arguments).toBe(raw)
+    expect(trace.steps[0]!.results[0]).toBe('Invalid arguments for write_file: nested deeper than 64 levels; send flatter arguments')
+    const text = await runCli(['show', runId, '--db', db])
+    expect(text.code, text.stderr).toBe(0)
+    const store = await openStore(db)
+    try {
+      const view = await loadRunView(store.db, runId)
+      expect(JSON.parse(JSON.stringify(view)).steps[0].toolCalls[0].arguments).toBe(raw)
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+describe('a child run that cannot start', () => {
+  it('ends failed when its workspace cannot be opened, and its parent goes on at once', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, {
+      goal: 'g',
+      workspace: 'ws',
+      approval: 'auto',
+      // Without the fix the parent waits for the child until this deadline.
+      limits: { timeoutMs: 120_000 },
+      providers: [
+        {
+          name: 'p',
+          kind: 'scripted',
+          steps: [
+            { toolCalls: [{ name: 'write_file', arguments: { path: 'f.txt', content: 'x' } }] },
+            { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'child', workspace: 'f.txt' } }] },
+            { text: 'done' }
+          ]
+        }
+      ]
+    })
+    const run = await runCli(['run', task, '--json', '--db', db])
+    expect(run.code, run.stderr).toBe(0)
+    const runs = lastJson<Array<{ id: string; status: string; parentId: string | null }>>(await runCli(['runs', '--json', '--db', db]))
+    expect(runs.map((r) => r.status).sort()).toEqual(['failed', 'succeeded'])
+    const parent = runs.find((r) => r.parentId === null)!
+    const trace = lastJson<Trace>(await runCli(['show', parent.id, '--json', '--db', db]))
+    expect(trace.steps[1]!.results[0]).toMatch(/^Child run .* failed after 0 steps \(internal: Cannot open workspace .*f\.txt/)
+  })
+})
+
+describe('approve --edit', () => {
+  it('refuses edited arguments nested past 64 levels with exit 2 and one line', async () => {
+    const dir = tempDir()
+    const edit = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`
+    const run = await runCli(['approve', 'some-run', '--edit', edit, '--json', '--db', path.join(dir, 'av.db')])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toBe('agentvisor: --edit nests deeper than 64 levels\n')
+    expect(lastJson(run)).toEqual({ error: { kind: 'input', message: '--edit nests deeper than 64 levels' } })
   })
 })

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { maskUrlCredentials } from '@agentvisor/core/secrets'
 import { COMMAND_HELP } from './help.js'
+import { printJson } from './output.js'
 import { terminalSafe } from './terminal-text.js'
 import { ExitCode, UsageError } from './usage-error.js'
 
@@ -102,6 +103,8 @@ export const main = async (argv: string[]): Promise<number> => {
   } catch (error) {
     if (isUserError(error)) {
       process.stderr.write(`agentvisor: ${errorLine(error.message)}\n`)
+      // docs/cli.md: with --json, an exit-2 error is also the last line of stdout.
+      if (rest.includes('--json')) printJson({ error: { kind: 'input', message: maskUrlCredentials(error.message.split('\n')[0]!) } })
       return ExitCode.usage
     }
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error)

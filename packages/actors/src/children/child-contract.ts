@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import * as path from 'node:path'
-import { compilePolicy, DEFAULT_CHILD_LIMITS, describeDecision, type Limits, parseTaskContract, type TaskContract, type VerifySpec } from '@agentvisor/core'
+import { compilePolicy, decodeArgumentsObject, DEFAULT_CHILD_LIMITS, describeDecision, type Limits, parseChildContract, type TaskContract, type VerifySpec } from '@agentvisor/core'
 import type { NewRun } from '@agentvisor/store'
 import { Either } from 'effect'
 
@@ -79,7 +79,8 @@ const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Recor
     ...(parent.sandbox !== undefined ? { sandbox: parent.sandbox } : {}),
     lineage
   }
-  const parsed = Either.mapLeft(parseTaskContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
+  // The internal entry: a child's contract carries the lineage only agentvisor may set.
+  const parsed = Either.mapLeft(parseChildContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
   return Either.flatMap(parsed, (child) => Either.map(checkVerifyCommands(parent, child.verify), () => child))
 }
 
@@ -94,15 +95,10 @@ export const childContract = (
   rawArguments: string,
   ordinal: number
 ): Either.Either<TaskContract, string> => {
-  let args: Record<string, unknown>
-  try {
-    const parsed: unknown = JSON.parse(rawArguments.trim() === '' ? '{}' : rawArguments)
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return Either.left('Invalid arguments for spawn_child: expected a JSON object')
-    args = parsed as Record<string, unknown>
-  } catch (error) {
-    return Either.left(`Invalid arguments for spawn_child: ${error instanceof Error ? error.message : String(error)}`)
-  }
-  return buildChild(parent, parentId, args, ordinal)
+  // The same decoding as every tool's: a non-object or too deeply nested call is refused here.
+  const decoded = decodeArgumentsObject(rawArguments)
+  if (Either.isLeft(decoded)) return Either.left(`Invalid arguments for spawn_child: ${decoded.left}`)
+  return buildChild(parent, parentId, decoded.right, ordinal)
 }
 
 /** JSON text with keys sorted and `undefined` fields gone: equal values compare equal however they were built. */
@@ -165,7 +161,7 @@ const widening = (parent: TaskContract, parentId: string, rebuilt: TaskContract,
  * limits, caps, approval, lineage) is refused: Left names the field (docs/nats.md).
  */
 export const narrowChildRequest = (parent: TaskContract, parentId: string, asked: unknown): Either.Either<TaskContract, string> => {
-  const parsed = parseTaskContract(asked, parent.workspace)
+  const parsed = parseChildContract(asked, parent.workspace)
   if (Either.isLeft(parsed)) return Either.left(`contract: ${parsed.left.message}`)
   const child = parsed.right
   if (!isInside(parent.workspace, child.workspace)) return Either.left(`workspace: ${child.workspace} is not inside the parent's workspace ${parent.workspace}`)

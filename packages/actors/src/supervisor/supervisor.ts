@@ -342,6 +342,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
 
       const start = (contract: TaskContract, startOptions: StartOptions = {}) =>
         Effect.gen(function* () {
+          // A workspace that cannot be opened (a file, no permission) fails the start before
+          // any row exists: a run that never began leaves nothing half made in the store.
+          yield* openWorkspace(contract.workspace)
           const runId = randomUUID()
           const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
           const row = {

@@ -1,4 +1,4 @@
-import type { RunError } from '@agentvisor/core'
+import { jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError } from '@agentvisor/core'
 import {
   type Executor,
   getRun,
@@ -83,8 +83,13 @@ export interface RunTrace {
   readonly children: ReadonlyArray<{ id: string; status: string }>
 }
 
-/** Tool-call arguments as JSON when they parse, else the raw text the model sent. */
+/**
+ * Tool-call arguments as JSON when they parse, else the raw text the model sent. Arguments nested
+ * past the limit (docs/task-file.md), in rows stored before it existed, stay text: parsed, they
+ * would overflow the stack of whatever serialises the trace.
+ */
 const parseArguments = (raw: string): unknown => {
+  if (jsonTextTooDeep(raw, MAX_NESTING_DEPTH)) return raw
   try {
     return JSON.parse(raw)
   } catch {

@@ -1,6 +1,5 @@
-import type { TaskContract } from '@agentvisor/core'
-import { DEFAULT_CHILD_LIMITS } from '@agentvisor/core'
-import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError, listChildren, type RunRow } from '@agentvisor/store'
+import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, WorkspaceError } from '@agentvisor/core'
+import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError, listChildren, type RunRow, updateRun } from '@agentvisor/store'
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ChildDelivery } from '../bus/bus.js'
@@ -85,7 +84,11 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
         yield* Effect.sleep(Duration.seconds(1))
         return yield* delivery.nak
       }
-      log(`cannot run child ${request.runId}: ${started.left instanceof Error ? started.left.message : String(started.left)}`)
+      const reason = started.left instanceof Error ? started.left.message : String(started.left)
+      log(`cannot run child ${request.runId}: ${reason}`)
+      // A child that cannot open its workspace (spawned onto a file) never starts: it ends
+      // failed, so its parent's wait ends too instead of lasting to the parent's deadline.
+      if (started.left instanceof WorkspaceError) yield* Effect.promise(() => failUnstartedChild(deps.db, request.runId, reason))
       return yield* delivery.ack
     }
     log(`run ${request.runId} started (child of ${request.parentId}${delivery.deliveryCount > 1 ? `, delivery ${delivery.deliveryCount}` : ''})`)
@@ -105,3 +108,9 @@ const readContract = (json: string): TaskContract | undefined => {
 
 /** A reason on one line, whatever a contract's text held. */
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').slice(0, 500)
+
+const failUnstartedChild = async (db: Kysely<Database>, runId: string, message: string): Promise<void> => {
+  const at = new Date().toISOString()
+  const error: RunError = { kind: 'internal', message }
+  await updateRun(db, runId, { status: 'failed', state: 'finished.failed', error_json: JSON.stringify(error), ended_at: at, updated_at: at, lease_owner: null, lease_expires_at: null })
+}

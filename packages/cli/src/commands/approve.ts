@@ -1,5 +1,5 @@
 import { ApprovalError, decideRecovery, decideRequest, loadRunPolicy, type RecoveryResolution } from '@agentvisor/actors'
-import type { TaskContract } from '@agentvisor/core'
+import { MAX_NESTING_DEPTH, type TaskContract, valueTooDeepAt } from '@agentvisor/core'
 import { getRun, listApprovals } from '@agentvisor/store'
 import { Either } from 'effect'
 import { openCliStore } from '../open-store.js'
@@ -14,6 +14,8 @@ const parseEdit = (text: string): Record<string, unknown> => {
     throw new UsageError('--edit must be JSON: the tool call\'s arguments, e.g. {"path": "a.txt", "content": "x"}')
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError('--edit must be a JSON object of the tool call\'s arguments')
+  // Tool arguments nest at most this deep (docs/task-file.md); deeper would overflow when stored.
+  if (valueTooDeepAt(value, MAX_NESTING_DEPTH) !== undefined) throw new UsageError(`--edit nests deeper than ${MAX_NESTING_DEPTH} levels`)
   return value as Record<string, unknown>
 }
 

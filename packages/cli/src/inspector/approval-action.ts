@@ -1,5 +1,5 @@
 import { ApprovalError, decideRequest, loadRunPolicy } from '@agentvisor/actors'
-import type { TaskContract } from '@agentvisor/core'
+import { MAX_NESTING_DEPTH, type TaskContract, valueTooDeepAt } from '@agentvisor/core'
 import { getRun, listApprovals, type Store } from '@agentvisor/store'
 import { Either } from 'effect'
 import { HttpError } from './http.js'
@@ -38,6 +38,8 @@ export const parseApprovalBody = (body: unknown): ApprovalBody => {
   if (remember !== undefined && typeof remember !== 'boolean') return bad('remember must be a boolean')
   if (edit !== undefined && !isRecord(edit)) return bad("edit must be a JSON object of the tool call's arguments")
   if (edit !== undefined && decision === 'deny') return bad('edit approves with changes; it cannot be combined with deny')
+  // Tool arguments nest at most this deep (docs/task-file.md); deeper would overflow when stored.
+  if (edit !== undefined && valueTooDeepAt(edit, MAX_NESTING_DEPTH) !== undefined) return bad(`edit nests deeper than ${MAX_NESTING_DEPTH} levels`)
   return { decision, ...(remember !== undefined ? { remember } : {}), ...(edit !== undefined ? { edit } : {}) }
 }
 

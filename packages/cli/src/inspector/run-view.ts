@@ -1,4 +1,5 @@
 import { loadRunTrace, type RunTrace, statePath } from '@agentvisor/actors'
+import { jsonTextTooDeep, MAX_NESTING_DEPTH } from '@agentvisor/core'
 import { type Executor, getRun, isInterrupted, listChildren, listRuns, type RunRecord, type RunRow, type RunStatus, listTransitions, toRunRecord } from '@agentvisor/store'
 
 /** A `runs --json` row plus what the list shows beside it. */
@@ -51,8 +52,16 @@ export const listRunItems = async (db: Executor, status: RunStatus | undefined):
   return (await listRuns(db, status === undefined ? {} : { status })).map((row) => listItemOf(row, now))
 }
 
+/**
+ * A snapshot nests its context (which holds the contract) a few levels below the top: one deeper
+ * than this holds something past the input limits (a row stored before them) that would overflow
+ * the stack of the JSON answer, so its context is not shown.
+ */
+const MAX_SNAPSHOT_DEPTH = 4 * MAX_NESTING_DEPTH
+
 /** Reads a snapshot's state and context; a row that does not parse still shows its `to` state. */
 const snapshotOf = (row: { seq: number; to_state: string; snapshot_json: string }): SnapshotView => {
+  if (jsonTextTooDeep(row.snapshot_json, MAX_SNAPSHOT_DEPTH)) return { seq: row.seq, state: row.to_state, context: null }
   try {
     const snapshot = JSON.parse(row.snapshot_json) as { value?: unknown; context?: unknown }
     const state = snapshot.value === undefined ? row.to_state : statePath(snapshot.value as Parameters<typeof statePath>[0])

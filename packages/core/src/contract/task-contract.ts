@@ -1,21 +1,41 @@
+import { realpathSync } from 'node:fs'
+import { homedir } from 'node:os'
 import * as path from 'node:path'
 import { Either, ParseResult, Schema } from 'effect'
 import { ContractError } from '../errors.js'
 import { compilePolicy } from '../policy/policy.js'
-import { ScriptedStep } from '../provider/scripted-step.js'
+import { ScriptedStep, TimerMs } from '../provider/scripted-step.js'
+import { isStackOverflow, MAX_NESTING_DEPTH, valueTooDeepAt } from './nesting.js'
 
+// `Schema.Int` is already a safe integer: every count stays exact.
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+/** A duration that becomes a timer: Node's timers take at most 2^31-1 ms (docs/task-file.md). */
+const TimerPositiveInt = Schema.Int.pipe(Schema.positive(), TimerMs)
+/** Text with something in it besides spaces. */
+const NonBlankString = Schema.String.pipe(Schema.filter((s) => s.trim() !== '' || 'must have non-space text'))
+/** Providers are reached over HTTP only: a `file:` or `ftp:` URL would fail every dispatch as transient. */
+const HttpUrl = Schema.String.pipe(
+  Schema.filter((s) => {
+    try {
+      const url = new URL(s)
+      if (url.protocol === 'http:' || url.protocol === 'https:') return true
+    } catch {
+      // not a URL at all: the same answer
+    }
+    return 'must be an http:// or https:// URL'
+  })
+)
 
 export const ProviderConfig = Schema.Struct({
   name: Schema.NonEmptyString,
   kind: Schema.Literal('openai', 'anthropic', 'scripted'),
-  baseUrl: Schema.optional(Schema.String),
+  baseUrl: Schema.optional(HttpUrl),
   model: Schema.optional(Schema.NonEmptyString),
   apiKeyEnv: Schema.optional(Schema.NonEmptyString),
   stream: Schema.optional(Schema.Boolean),
   /** Per-attempt deadline: a provider that hangs longer is aborted and the attempt counts as transient. */
-  attemptTimeoutMs: Schema.optional(PositiveInt),
+  attemptTimeoutMs: Schema.optional(TimerPositiveInt),
   steps: Schema.optional(Schema.Array(ScriptedStep))
 }).pipe(
   Schema.filter((p) => {
@@ -53,7 +73,7 @@ export const Limits = Schema.Struct({
   maxSteps: Schema.optional(PositiveInt),
   maxRetries: Schema.optional(NonNegativeInt),
   dispatchCeiling: Schema.optional(PositiveInt),
-  timeoutMs: Schema.optional(PositiveInt)
+  timeoutMs: Schema.optional(TimerPositiveInt)
 })
 export type Limits = Required<typeof Limits.Type>
 
@@ -108,8 +128,8 @@ export type ApprovalMode = typeof ApprovalMode.Type
 
 /** The task file exactly as written (before defaults and path resolution). */
 export const TaskFile = Schema.Struct({
-  goal: Schema.NonEmptyString,
-  workspace: Schema.NonEmptyString,
+  goal: NonBlankString,
+  workspace: NonBlankString,
   providers: Schema.NonEmptyArray(ProviderConfig),
   verify: Schema.optional(VerifySpec),
   limits: Schema.optional(Limits),
@@ -146,29 +166,126 @@ export interface TaskContract {
   readonly lineage?: Lineage | undefined
 }
 
-const decodeTaskFile = Schema.decodeUnknownEither(TaskFile, { errors: 'first', onExcessProperty: 'error' })
+// 'all': a union (`verify`) reports each member's issue, and the deepest one is the one meant.
+const decodeTaskFile = Schema.decodeUnknownEither(TaskFile, { errors: 'all', onExcessProperty: 'error' })
 
-/** Turns Effect's parse issue into one line naming the field: `limits.maxSteps: Expected an integer, actual 1.5`. */
-const describeIssue = (error: ParseResult.ParseError): { field: string; message: string } => {
-  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
-  if (issue === undefined) return { field: '', message: error.message }
-  const field = issue.path.map(String).join('.')
-  const detail = issue._tag === 'Unexpected' ? 'is not a known field' : issue.message.split('\n')[0]!
+const describeValue = (value: unknown): string =>
+  value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'an object' : `a ${typeof value}`
+
+const valueAt = (input: unknown, at: ReadonlyArray<PropertyKey>): unknown => {
+  let value = input
+  for (const key of at) value = typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined
+  return value
+}
+
+/**
+ * Turns Effect's parse issue into one line naming the field: `limits.maxSteps: Expected an integer, actual 1.5`.
+ * Effect describes a wrong value's expected type by printing the type, which for an object is the
+ * whole schema (thousands of characters): those say what kind of value was expected instead.
+ */
+const describeIssue = (error: ParseResult.ParseError, input: unknown): { field: string; message: string } => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  let issue = issues[0]
+  for (const candidate of issues) if (issue !== undefined && candidate.path.length > issue.path.length) issue = candidate
+  if (issue === undefined) return { field: '', message: error.message.split('\n')[0]! }
+  let at: ReadonlyArray<PropertyKey> = issue.path
+  let detail: string
+  const parent = valueAt(input, at.slice(0, -1))
+  if (issue._tag === 'Unexpected') detail = 'is not a known field'
+  else if (issue._tag === 'Missing' && Array.isArray(parent) && parent.length === 0) {
+    at = at.slice(0, -1)
+    detail = 'must not be empty'
+  } else if (issue.message.startsWith('Expected {')) detail = `must be an object, got ${describeValue(valueAt(input, at))}`
+  else if (issue.message.startsWith('Expected ReadonlyArray<') || issue.message.startsWith('Expected readonly [')) detail = `must be a list, got ${describeValue(valueAt(input, at))}`
+  else detail = issue.message.split('\n')[0]!
+  const field = at.map(String).join('.')
   return { field, message: field === '' ? detail : `${field}: ${detail}` }
+}
+
+/** Why a task cannot even be decoded: not an object, or nested past the limit (checked without recursion). */
+const checkShape = (input: unknown, source: string | undefined): ContractError | undefined => {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    const got = input === undefined || input === null ? 'nothing' : describeValue(input)
+    return new ContractError({ message: `the task must be an object with goal, workspace and providers, got ${got}`, source })
+  }
+  const tooDeep = valueTooDeepAt(input, MAX_NESTING_DEPTH)
+  if (tooDeep !== undefined) {
+    const field = tooDeep[0]!
+    return new ContractError({ message: `${field}: nests deeper than ${MAX_NESTING_DEPTH} levels of objects and lists (the most a task may)`, field, source })
+  }
+  return undefined
+}
+
+/**
+ * Folders a run may never have as its workspace: the filesystem root and the user's home (as
+ * given, resolved, and as its real path). A whole disk or home folder handed to a model is never
+ * what a task means (docs/task-file.md).
+ */
+const refusedWorkspace = (workspace: string): string | undefined => {
+  const real = (p: string): string => {
+    try {
+      return realpathSync(p)
+    } catch {
+      return p
+    }
+  }
+  const home = path.resolve(homedir())
+  for (const candidate of new Set([workspace, real(workspace)])) {
+    if (path.parse(candidate).root === candidate) return 'is the filesystem root'
+    if (candidate === home || candidate === real(home)) return 'is your home folder'
+  }
+  return undefined
 }
 
 /**
  * Validates an already-parsed task (a task file's content or a TS object). Relative workspace paths
- * resolve against `baseDir` (the task file's folder, or the cwd for the TS API).
+ * resolve against `baseDir` (the task file's folder, or the cwd for the TS API). `lineage` is
+ * refused: only agentvisor sets it, on the child contracts it builds (`parseChildContract`).
  */
 export const parseTaskContract = (
   input: unknown,
   baseDir: string,
   source?: string
+): Either.Either<TaskContract, ContractError> => {
+  if (typeof input === 'object' && input !== null && (input as { lineage?: unknown }).lineage !== undefined) {
+    return Either.left(new ContractError({ message: 'lineage: is set by agentvisor for child runs and is not allowed in a task', field: 'lineage', source }))
+  }
+  return parseContract(input, baseDir, source)
+}
+
+/**
+ * `parseTaskContract` for the contracts agentvisor builds itself (a child run's, from `spawn_child`
+ * or off the bus): the only entry that accepts `lineage`, the tree's shared ceiling.
+ */
+export const parseChildContract = (input: unknown, baseDir: string): Either.Either<TaskContract, ContractError> =>
+  parseContract(input, baseDir, undefined)
+
+const parseContract = (input: unknown, baseDir: string, source: string | undefined): Either.Either<TaskContract, ContractError> => {
+  const shapeError = checkShape(input, source)
+  if (shapeError !== undefined) return Either.left(shapeError)
+  let decoded: Either.Either<TaskContract, ContractError>
+  try {
+    decoded = decodeContract(input, baseDir, source)
+  } catch (error) {
+    // The depth check above keeps decoding shallow; this keeps any overflow left one line too.
+    if (!isStackOverflow(error)) throw error
+    return Either.left(new ContractError({ message: `the task nests too deeply (at most ${MAX_NESTING_DEPTH} levels)`, source }))
+  }
+  return Either.flatMap(decoded, (contract) => {
+    const refused = refusedWorkspace(contract.workspace)
+    if (refused === undefined) return Either.right(contract)
+    return Either.left(new ContractError({ message: `workspace: ${contract.workspace} ${refused}; give the run a folder of its own`, field: 'workspace', source }))
+  })
+}
+
+const decodeContract = (
+  input: unknown,
+  baseDir: string,
+  source: string | undefined
 ): Either.Either<TaskContract, ContractError> =>
   Either.match(decodeTaskFile(input), {
     onLeft: (error) => {
-      const { field, message } = describeIssue(error)
+      const { field, message } = describeIssue(error, input)
       return Either.left(new ContractError({ message, field, source }))
     },
     onRight: (file) => {

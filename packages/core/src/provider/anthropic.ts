@@ -9,7 +9,9 @@ import type {
   ToolResultBlockParam
 } from '@anthropic-ai/sdk/resources/messages'
 import { Effect } from 'effect'
+import { MAX_NESTING_DEPTH, jsonTextTooDeep } from '../contract/nesting.js'
 import { ProviderError } from '../errors.js'
+import { argumentsTextOf, boundArgumentsText } from '../tools/tool-arguments.js'
 import {
   providerErrorFromConnection,
   providerErrorFromStatus
@@ -167,9 +169,14 @@ class StreamAssembly {
   }
 }
 
-/** Streamed input re-serialised like a plain reply's `JSON.stringify(input)`, so both modes agree. */
+/**
+ * Streamed input re-serialised like a plain reply's `JSON.stringify(input)`, so both modes agree;
+ * input nested too deeply is dropped before anything serialises it (docs/task-file.md).
+ */
 const normaliseJson = (json: string): string => {
   if (json.trim() === '') return '{}'
+  const bounded = boundArgumentsText(json)
+  if (bounded !== json) return bounded
   try {
     return JSON.stringify(JSON.parse(json))
   } catch {
@@ -231,8 +238,12 @@ const toWireMessages = (messages: ReadonlyArray<ChatMessage>): MessageParam[] =>
   return wire
 }
 
-/** `tool_use.input` must be an object; a model's malformed arguments are replayed as `{}`. */
+/**
+ * `tool_use.input` must be an object; a model's malformed arguments are replayed as `{}`, and so
+ * are ones nested too deeply for the SDK to serialise (a run stored before that limit existed).
+ */
 const parseInput = (json: string): Record<string, unknown> => {
+  if (jsonTextTooDeep(json, MAX_NESTING_DEPTH)) return {}
   try {
     const value: unknown = JSON.parse(json)
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
@@ -252,7 +263,7 @@ const fromMessage = (message: Message): ChatReply => {
   const toolCalls: ToolCall[] = []
   for (const block of message.content) {
     if (block.type === 'text') text += block.text
-    if (block.type === 'tool_use') toolCalls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) })
+    if (block.type === 'tool_use') toolCalls.push({ id: block.id, name: block.name, arguments: argumentsTextOf(block.input) })
   }
   return { text, toolCalls, usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens } }
 }

@@ -9,6 +9,7 @@ import type {
   ChatCompletionTool
 } from 'openai/resources/chat/completions'
 import { ProviderError } from '../errors.js'
+import { boundArgumentsText } from '../tools/tool-arguments.js'
 import {
   providerErrorFromConnection,
   providerErrorFromStatus
@@ -136,7 +137,7 @@ class StreamAssembly {
   reply(): ChatReply {
     const toolCalls: ToolCall[] = [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([index, call]) => ({ id: call.id === '' ? `call_${index}` : call.id, name: call.name, arguments: call.arguments }))
+      .map(([index, call]) => ({ id: call.id === '' ? `call_${index}` : call.id, name: call.name, arguments: boundArgumentsText(call.arguments) }))
     return { text: this.text, toolCalls, usage: this.usage }
   }
 }
@@ -181,8 +182,9 @@ const fromCompletion = (provider: string, completion: ChatCompletion): ChatReply
   }
   const toolCalls: ToolCall[] = []
   for (const call of choice.message.tool_calls ?? []) {
-    // Only function tools are offered, so a `custom` call cannot be meant for us.
-    if (call.type === 'function') toolCalls.push({ id: call.id, name: call.function.name, arguments: call.function.arguments })
+    // Only function tools are offered, so a `custom` call cannot be meant for us. Arguments too
+    // deeply nested are dropped here, where the reply is decoded (docs/task-file.md).
+    if (call.type === 'function') toolCalls.push({ id: call.id, name: call.function.name, arguments: boundArgumentsText(call.function.arguments) })
   }
   return {
     text: choice.message.content ?? '',

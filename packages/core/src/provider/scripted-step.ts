@@ -1,5 +1,13 @@
 import { Schema } from 'effect'
 
+/** The longest delay Node's timers take (2^31-1 ms, about 24.8 days): longer ones fire at once. */
+export const MAX_TIMER_MS = 2_147_483_647
+/** A duration in ms that becomes a timer, so within what timers accept (docs/task-file.md). */
+export const TimerMs = <S extends Schema.Schema.Any, A extends number>(self: S & Schema.Schema<A, Schema.Schema.Encoded<S>, Schema.Schema.Context<S>>) =>
+  self.pipe(Schema.lessThanOrEqualTo(MAX_TIMER_MS, { message: () => `must be at most ${MAX_TIMER_MS} ms (the longest timer Node accepts)` }))
+const DelayMs = Schema.NonNegative.pipe(TimerMs)
+const TokenCount = Schema.NonNegativeInt
+
 /**
  * One scripted model answer, shared by the `scripted` provider and the mock LLM server:
  * tool calls, plain text, an HTTP error (with Retry-After), or a dropped connection, each
@@ -14,7 +22,7 @@ export type ScriptedToolCall = typeof ScriptedToolCall.Type
 
 export const ScriptedError = Schema.Struct({
   status: Schema.Int.pipe(Schema.between(100, 599)),
-  retryAfterMs: Schema.optional(Schema.NonNegative),
+  retryAfterMs: Schema.optional(DelayMs),
   message: Schema.optional(Schema.String),
   /**
    * The mock LLM only (docs/mock-llm.md): the message ends with the credential header the request
@@ -29,8 +37,8 @@ export const ScriptedStep = Schema.Struct({
   text: Schema.optional(Schema.String),
   error: Schema.optional(ScriptedError),
   disconnect: Schema.optional(Schema.Boolean),
-  delayMs: Schema.optional(Schema.NonNegative),
-  usage: Schema.optional(Schema.Struct({ inputTokens: Schema.NonNegative, outputTokens: Schema.NonNegative }))
+  delayMs: Schema.optional(DelayMs),
+  usage: Schema.optional(Schema.Struct({ inputTokens: TokenCount, outputTokens: TokenCount }))
 })
 export type ScriptedStep = typeof ScriptedStep.Type
 

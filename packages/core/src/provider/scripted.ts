@@ -1,5 +1,6 @@
 import { Effect } from 'effect'
 import { ProviderError } from '../errors.js'
+import { argumentsTextOf, boundArgumentsText } from '../tools/tool-arguments.js'
 import { kindOfStatus } from './http-error.js'
 import type { ChatReply, Provider, ToolCall } from './provider.js'
 import { SCRIPT_EXHAUSTED_TEXT, type ScriptedStep } from './scripted-step.js'
@@ -64,7 +65,8 @@ const playStep = (provider: string, index: number, step: ScriptedStep): Effect.E
   const toolCalls: ToolCall[] = (step.toolCalls ?? []).map((call, i) => ({
     id: `call_${index + 1}_${i + 1}`,
     name: call.name,
-    arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {})
+    // Bounded like a real adapter's decoding, so a script exercises the same path (docs/task-file.md).
+    arguments: typeof call.arguments === 'string' ? boundArgumentsText(call.arguments) : argumentsTextOf(call.arguments)
   }))
   return Effect.succeed({
     text: step.text ?? '',

@@ -1,4 +1,6 @@
 import { Either } from 'effect'
+import { jsonTextTooDeep, MAX_NESTING_DEPTH, valueTooDeepAt } from '../contract/nesting.js'
+import { MAX_TIMER_MS } from '../provider/scripted-step.js'
 
 /**
  * Decoding of the raw JSON arguments a model sends with a tool call. Failures are a short reason
@@ -22,12 +24,33 @@ export interface ExecArgs {
 
 type Fields = Readonly<Record<string, unknown>>
 
+/**
+ * What a provider adapter keeps instead of tool-call arguments nested deeper than
+ * `MAX_NESTING_DEPTH` (docs/task-file.md): they are never kept, stored, replayed or serialised
+ * again, since every recursive serialiser downstream would overflow on them. It is not JSON, so
+ * every reader takes the call as malformed and the model is told why.
+ */
+export const TOO_DEEP_ARGUMENTS = `(arguments nested deeper than ${MAX_NESTING_DEPTH} levels, not kept)`
+const TOO_DEEP_REASON = `nested deeper than ${MAX_NESTING_DEPTH} levels; send flatter arguments`
+
+/** The arguments text an adapter hands on for the raw JSON text the model sent. */
+export const boundArgumentsText = (raw: string): string => (jsonTextTooDeep(raw, MAX_NESTING_DEPTH) ? TOO_DEEP_ARGUMENTS : raw)
+
+/** The arguments text for arguments the SDK already parsed (Anthropic's `tool_use.input`). */
+export const argumentsTextOf = (input: unknown): string =>
+  valueTooDeepAt(input, MAX_NESTING_DEPTH) !== undefined ? TOO_DEEP_ARGUMENTS : JSON.stringify(input ?? {})
+
 const describeType = (value: unknown): string =>
   value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 
-const parseObject = (raw: string): Either.Either<Fields, string> => {
+/**
+ * The raw arguments as a JSON object, or why not. Nesting is checked here too, for calls that
+ * did not come through an adapter (a provider of the TS API's own).
+ */
+export const decodeArgumentsObject = (raw: string): Either.Either<Fields, string> => {
   // Some models send an empty string for a call without arguments; that is `{}`.
   if (raw.trim() === '') return Either.right({})
+  if (raw === TOO_DEEP_ARGUMENTS || jsonTextTooDeep(raw, MAX_NESTING_DEPTH)) return Either.left(TOO_DEEP_REASON)
   let value: unknown
   try {
     value = JSON.parse(raw)
@@ -50,41 +73,43 @@ const requiredString = (fields: Fields, name: string): Either.Either<string, str
 const optionalString = (fields: Fields, name: string, fallback: string): Either.Either<string, string> =>
   fields[name] === undefined || fields[name] === null ? Either.right(fallback) : requiredString(fields, name)
 
-const optionalPositiveInt = (fields: Fields, name: string): Either.Either<number | undefined, string> => {
+/** A positive duration that becomes a timer: at most 2^31-1 ms, what Node's timers take. */
+const optionalTimerMs = (fields: Fields, name: string): Either.Either<number | undefined, string> => {
   const value = fields[name]
   if (value === undefined || value === null) return Either.right(undefined)
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
     return Either.left(`field "${name}" must be a positive integer, got ${JSON.stringify(value)}`)
   }
+  if (value > MAX_TIMER_MS) return Either.left(`field "${name}" must be at most ${MAX_TIMER_MS} ms, got ${value}`)
   return Either.right(value)
 }
 
 /** `{path}`. */
 export const decodeReadFileArgs = (raw: string): Either.Either<ReadFileArgs, string> =>
   Either.gen(function* () {
-    const fields = yield* parseObject(raw)
+    const fields = yield* decodeArgumentsObject(raw)
     return { path: yield* requiredString(fields, 'path') }
   })
 
 /** `{path, content}`. */
 export const decodeWriteFileArgs = (raw: string): Either.Either<WriteFileArgs, string> =>
   Either.gen(function* () {
-    const fields = yield* parseObject(raw)
+    const fields = yield* decodeArgumentsObject(raw)
     return { path: yield* requiredString(fields, 'path'), content: yield* requiredString(fields, 'content') }
   })
 
 /** `{path?}`, the workspace root when omitted. */
 export const decodeListDirArgs = (raw: string): Either.Either<ListDirArgs, string> =>
   Either.gen(function* () {
-    const fields = yield* parseObject(raw)
+    const fields = yield* decodeArgumentsObject(raw)
     return { path: yield* optionalString(fields, 'path', '.') }
   })
 
 /** `{command, timeoutMs?}`; an empty command is refused rather than run as a no-op. */
 export const decodeExecArgs = (raw: string): Either.Either<ExecArgs, string> =>
   Either.gen(function* () {
-    const fields = yield* parseObject(raw)
+    const fields = yield* decodeArgumentsObject(raw)
     const command = yield* requiredString(fields, 'command')
     if (command.trim() === '') return yield* Either.left('field "command" must not be empty')
-    return { command, timeoutMs: yield* optionalPositiveInt(fields, 'timeoutMs') }
+    return { command, timeoutMs: yield* optionalTimerMs(fields, 'timeoutMs') }
   })
