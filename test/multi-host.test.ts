@@ -267,7 +267,8 @@ describe('one driver per run on PostgreSQL, under a race', () => {
     await waitFor(() => (losers.length === contenders - 1 ? true : undefined), `${contenders - 1} refused resumes`)
     for (const loser of losers) {
       expect(loser.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^agentvisor: run ${runId} is being driven by [^ /]+/\\d+/[0-9a-f]+/[0-9a-f]+ \\(lease until [^)]+\\)$`))])
-      expect(loser.stdout).toBe('')
+      // With --json an exit-2 error is also the last stdout line (docs/cli.md).
+      expect(JSON.parse(loser.stdout)).toEqual({ error: { kind: 'input', message: expect.stringMatching(new RegExp(`^run ${runId} is being driven by `)) } })
     }
     expect(winner).toBeUndefined()
     await waitFor(async () => ((await db.query('select 1 from tool_effects where run_id = $1', [runId])).length === 1 ? true : undefined), 'the exec of the winner')
