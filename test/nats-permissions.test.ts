@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,6 +11,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { afterEach, describe, expect, it } from 'vitest'
 import { freePort } from './support/free-port.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { accepts } from './support/tcp.js'
 
 // The configuration docs/nats.md tells operators to use, exactly as shipped.
 const CONFIG = fileURLToPath(new URL('../docs/nats-auth.conf', import.meta.url))
@@ -28,15 +28,6 @@ const stopProcess = async (child: ChildProcess): Promise<void> => {
   await exited
 }
 
-const accepts = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
 
 /** A nats-server of this test's own on a free loopback port, with the shipped users and permissions. */
 const startServer = async (attempt = 1): Promise<{ url: string; passwords: { worker: string; supervisor: string }; log: () => string }> => {

@@ -5,7 +5,7 @@ import { childContract, childRunRow } from '@agentvisor/actors'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import type { TaskContract } from '@agentvisor/core'
 import { getRun, insertRun, openStore } from '@agentvisor/store'
-import { jetstream } from '@nats-io/jetstream'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 // What an intruder on the bus has: a plain NATS client, no agentvisor code.
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Either } from 'effect'
@@ -100,6 +100,10 @@ const setUp = async () => {
   const env = natsEnv()
   const w = await startWorker(db, env)
   nc = await connect({ servers: inject('natsUrl') })
+  // The worker creates its queue's stream as it starts consuming, a moment after it says it
+  // serves: a publish before that would find no stream at all.
+  const jsm = await jetstreamManager(nc)
+  await waitFor(() => jsm.streams.info(env['AGENTVISOR_NATS_STREAM']!).then(() => true, () => undefined), 'the work queue stream')
   /** The contract the parent itself would hand the bus for a child with this goal. */
   const legitimateChild = (goal: string, workspace: string): Record<string, unknown> =>
     JSON.parse(JSON.stringify(Either.getOrThrow(childContract(parent, held.runId, JSON.stringify({ goal, workspace }), 1)))) as Record<string, unknown>

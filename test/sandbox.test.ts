@@ -1,21 +1,18 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:net'
 import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { countingServer, connectCommand } from './support/tcp.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
 
 let mock: MockLlm | undefined
-let server: Server | undefined
 const markers: string[] = []
 const probes: string[] = []
 
 afterEach(async () => {
   await mock?.close()
   mock = undefined
-  await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())))
-  server = undefined
   // Safety nets only: what a failing test may leave behind.
   for (const marker of markers.splice(0)) killMatching(marker)
   for (const file of probes.splice(0)) rmSync(file, { force: true })
@@ -51,23 +48,6 @@ const storeBytes = (dir: string): Buffer[] =>
     .filter((name) => name.startsWith('av.db'))
     .map((name) => readFileSync(path.join(dir, name)))
 
-/** A TCP server on 127.0.0.1 that counts the connections it accepts. */
-const listen = async (): Promise<{ port: number; accepted: () => number }> => {
-  let accepted = 0
-  const s = createServer((socket) => {
-    accepted += 1
-    socket.end()
-  })
-  server = s
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
-  const address = s.address()
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return { port: address.port, accepted: () => accepted }
-}
-
-/** A command that connects to 127.0.0.1:port and exits 0 on success, printing `connected` or the error code. */
-const connectTo = (port: number) =>
-  `${process.execPath} -e "require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(1) })"`
 
 describe('the environment of exec in a run', () => {
   it("keeps every provider's key variable out of the command, the tool results and the store, while other variables reach it", async () => {
@@ -104,12 +84,12 @@ describe('the environment of exec in a run', () => {
 
 describe('a run under sandbox exec "bwrap"', () => {
   it('cannot write /etc or reach a server on 127.0.0.1 from exec or verify.command, while it writes its workspace', async () => {
-    const { port, accepted } = await listen()
+    const { port, accepted } = await countingServer()
     const etc = `/etc/agentvisor-run-probe-${process.pid}`
     probes.push(etc)
-    const { file, db, ws } = await setup([exec(`echo x > ${etc}`), exec(connectTo(port)), exec('echo DONE > out.txt'), { text: 'done' }], {
+    const { file, db, ws } = await setup([exec(`echo x > ${etc}`), exec(connectCommand(port)), exec('echo DONE > out.txt'), { text: 'done' }], {
       sandbox: { exec: 'bwrap' },
-      verify: { allOf: [{ fileContains: { path: 'out.txt', text: 'DONE' } }, { command: { run: connectTo(port) } }] },
+      verify: { allOf: [{ fileContains: { path: 'out.txt', text: 'DONE' } }, { command: { run: connectCommand(port) } }] },
       limits: { maxSteps: 4, timeoutMs: 60_000 }
     })
     const run = await runCli(['run', file, '--json', '--db', db])
@@ -128,9 +108,9 @@ describe('a run under sandbox exec "bwrap"', () => {
   })
 
   it('without the sandbox, the same connections from exec and verify.command work', async () => {
-    const { port, accepted } = await listen()
-    const { file, db } = await setup([exec(connectTo(port)), exec('echo DONE > out.txt')], {
-      verify: { allOf: [{ fileContains: { path: 'out.txt', text: 'DONE' } }, { command: { run: connectTo(port) } }] }
+    const { port, accepted } = await countingServer()
+    const { file, db } = await setup([exec(connectCommand(port)), exec('echo DONE > out.txt')], {
+      verify: { allOf: [{ fileContains: { path: 'out.txt', text: 'DONE' } }, { command: { run: connectCommand(port) } }] }
     })
     const run = await runCli(['run', file, '--json', '--db', db])
     expect(run.code, run.stderr).toBe(0)

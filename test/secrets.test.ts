@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
-import { createConnection } from 'node:net'
 import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { freePort } from './support/free-port.js'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { accepts } from './support/tcp.js'
 
 let mock: MockLlm | undefined
 afterEach(async () => {
@@ -106,15 +106,6 @@ describe('URLs with credentials', () => {
   }
 })
 
-const accepts = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
 
 describe('NATS credentials in the URL', () => {
   it('authenticate a worker to a server that requires them, and its log line masks the password', async () => {

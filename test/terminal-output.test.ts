@@ -16,7 +16,8 @@ const TERMINAL_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u
 describe('terminal output of untrusted text', () => {
   it('exits 2 naming a task file field whose name holds an escape, with no ESC byte on stderr', async () => {
     const dir = tempDir()
-    const task = writeTask(dir, { goal: 'x', providers: [{ name: 'p', kind: 'scripted' }], [`${ESC}[2Jbad`]: 1 })
+    // Valid but for the one field, so that is the error reported.
+    const task = writeTask(dir, { goal: 'x', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }], [`${ESC}[2Jbad`]: 1 })
     const result = await runCli(['run', task, '--db', path.join(dir, 'av.db')])
     expect(result.code).toBe(2)
     expect(result.stderr).not.toContain(ESC)

@@ -1,8 +1,8 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { Effect, Either, Fiber } from 'effect'
+import { countingServer, connectCommand } from '../../../test/support/tcp.js'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   type CommandSandbox,
@@ -21,7 +21,6 @@ const BWRAP: CommandSandbox = { exec: 'bwrap', network: false }
 
 let base: string
 let ws: Workspace
-let server: Server | undefined
 const markers: string[] = []
 /** Files outside the workspace the tests try to create; removed in case a broken sandbox let one through. */
 const probes: string[] = []
@@ -40,8 +39,6 @@ afterEach(async () => {
   // Safety net only: a failing test must not leave sleeps behind.
   for (const marker of markers.splice(0)) for (const pid of liveMatching(marker)) process.kill(pid, 'SIGKILL')
   for (const file of probes.splice(0)) rmSync(file, { force: true })
-  await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())))
-  server = undefined
   rmSync(base, { recursive: true, force: true })
 })
 
@@ -62,23 +59,6 @@ const liveMatching = (marker: string): number[] =>
 const run = (command: string, sandbox: CommandSandbox | undefined, timeoutMs = 20_000) =>
   Effect.runPromise(runCommand({ command, cwd: ws.root, timeoutMs, sandbox }))
 
-/** A TCP server on 127.0.0.1 that counts the connections it accepts. */
-const listen = async (): Promise<{ port: number; accepted: () => number }> => {
-  let accepted = 0
-  const s = createServer((socket) => {
-    accepted += 1
-    socket.end()
-  })
-  server = s
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
-  const address = s.address()
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return { port: address.port, accepted: () => accepted }
-}
-
-/** A command that connects to 127.0.0.1:port, printing `connected` or the error code. */
-const connectTo = (port: number) =>
-  `${process.execPath} -e "require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(1) })"`
 
 const waitUntil = async (check: () => boolean, what: string): Promise<void> => {
   const until = Date.now() + 20_000
@@ -123,13 +103,13 @@ describe('commands under bubblewrap', () => {
   })
 
   it('cannot open a TCP connection to 127.0.0.1 unless network is true; unconfined the same connection works', async () => {
-    const { port, accepted } = await listen()
-    const confined = await run(connectTo(port), BWRAP)
+    const { port, accepted } = await countingServer()
+    const confined = await run(connectCommand(port), BWRAP)
     expect(confined).toMatchObject({ exitCode: 1, stdout: 'ECONNREFUSED\n' })
     expect(accepted()).toBe(0)
-    expect(await run(connectTo(port), undefined)).toMatchObject({ exitCode: 0, stdout: 'connected\n' })
+    expect(await run(connectCommand(port), undefined)).toMatchObject({ exitCode: 0, stdout: 'connected\n' })
     expect(accepted()).toBe(1)
-    expect(await run(connectTo(port), { exec: 'bwrap', network: true })).toMatchObject({ exitCode: 0, stdout: 'connected\n' })
+    expect(await run(connectCommand(port), { exec: 'bwrap', network: true })).toMatchObject({ exitCode: 0, stdout: 'connected\n' })
     expect(accepted()).toBe(2)
   })
 
@@ -166,8 +146,8 @@ describe('commands under bubblewrap', () => {
   })
 
   it('run exec confined when the tool call carries the sandbox', async () => {
-    const { port, accepted } = await listen()
-    const outcome = await Effect.runPromise(runTool(ws, { name: 'exec', arguments: JSON.stringify({ command: connectTo(port) }) }, { sandbox: BWRAP }))
+    const { port, accepted } = await countingServer()
+    const outcome = await Effect.runPromise(runTool(ws, { name: 'exec', arguments: JSON.stringify({ command: connectCommand(port) }) }, { sandbox: BWRAP }))
     expect(outcome.ok).toBe(false)
     expect(outcome.output).toContain('ECONNREFUSED')
     expect(accepted()).toBe(0)
