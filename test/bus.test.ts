@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { connect } from '@nats-io/transport-node'
 import { Effect, Exit, Scope } from 'effect'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import type { ChildDelivery } from '../packages/actors/src/bus/bus.js'

@@ -98,8 +98,8 @@ describe('policy paths', () => {
 
   it('refuses a path that leaves the workspace with rule "workspace" in layer "sandbox"', () => {
     const policy = policyOf([{ name: 'team', allow: { read: ['**'] } }])
-    for (const escape of ['../x', '/etc/passwd', 'a/../../x', '..']) {
-      expect(policy.check('read', escape), escape).toMatchObject({ decision: 'deny', rule: 'workspace', layer: 'sandbox', target: escape })
+    for (const outside of ['../x', '/etc/passwd', 'a/../../x', '..']) {
+      expect(policy.check('read', outside), outside).toMatchObject({ decision: 'deny', rule: 'workspace', layer: 'sandbox', target: outside })
     }
   })
 

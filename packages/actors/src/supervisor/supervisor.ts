@@ -18,7 +18,7 @@ import {
   insertRun,
   listChildren,
   requestCancel,
-  LeaseConflictError,
+  type LeaseConflictError,
   LeaseLostError,
   makeRunWriter,
   type RunStatus,
