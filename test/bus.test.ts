@@ -78,7 +78,7 @@ describe('the nats bus on the wire', () => {
     contract: { goal: 'g', workspace: '/tmp/ws', providers: [{ name: 'p', kind: 'openai', baseUrl: 'http://127.0.0.1:9', model: 'm' }] }
   })
 
-  it('uses the subjects of CONTRACT.md section 5 by default', () => {
+  it('uses the subjects of docs/nats.md by default', () => {
     const subjects = natsSubjects()
 
     expect(subjects.start).toBe(Subjects.start)

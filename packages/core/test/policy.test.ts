@@ -22,7 +22,7 @@ const errorOf = (layers: ReadonlyArray<PolicyLayer>, remembered?: ReadonlyArray<
   return compiled.left
 }
 
-/** The CONTRACT.md §1 example. */
+/** The policy of the docs/task-file.md example. */
 const contractLayers: ReadonlyArray<PolicyLayer> = [
   { name: 'base', deny: { write: ['secrets/**'] } },
   { name: 'team', allow: { read: ['**'], write: ['src/**'] }, ask: { exec: ['*'] } }
