@@ -152,7 +152,7 @@ results.met = {
   cli: results.cliColdStartMs <= t.cliColdStartMsMax,
   childOverhead: null // no target
 }
-writeFileSync(here('./results.json'), JSON.stringify(results, null, 2) + '\n')
+writeFileSync(here('./results.json'), `${JSON.stringify(results, null, 2)}\n`)
 const { figures: _, machine: __, ...summary } = results
 console.log(JSON.stringify(summary, null, 2))
 log(`done in ${results.durationS} s; bench/results.json written`)

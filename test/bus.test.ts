@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { connect } from '@nats-io/transport-node'
 import { Effect, Exit, Scope } from 'effect'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import type { ChildDelivery } from '../packages/actors/src/bus/bus.js'
@@ -78,7 +78,7 @@ describe('the nats bus on the wire', () => {
     contract: { goal: 'g', workspace: '/tmp/ws', providers: [{ name: 'p', kind: 'openai', baseUrl: 'http://127.0.0.1:9', model: 'm' }] }
   })
 
-  it('uses the subjects of CONTRACT.md section 5 by default', () => {
+  it('uses the subjects of docs/nats.md by default', () => {
     const subjects = natsSubjects()
 
     expect(subjects.start).toBe(Subjects.start)

@@ -98,7 +98,7 @@ describe('parent and child runs on the embedded in-process bus', () => {
     const tools = (second.body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool').map((m) => m.content)
     expect(tools).toHaveLength(3)
     const ids = trace.children.map((c) => c.id)
-    tools.forEach((text) => expect(text).toMatch(/^Child run \S+ succeeded after 1 step/))
+    for (const text of tools) expect(text).toMatch(/^Child run \S+ succeeded after 1 step/)
     const order = tools.map((text) => /^Child run (\S+)/.exec(text)![1])
     const goals = order.map((id) => rows.find((r) => r.id === id)!.goal)
     expect(goals).toEqual(['part A', 'part B', 'part C'])

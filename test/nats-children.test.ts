@@ -157,7 +157,7 @@ describe('child runs over NATS on worker processes', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const env = natsEnv()
-    const [w1, w2] = (await startWorkers(db, env, 2)) as [Worker, Worker]
+    await startWorkers(db, env, 2)
     let parentId: string | undefined
     const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], { env, onStderr: (t) => (parentId ??= /run (\S+) started/.exec(t)?.[1]) })
     await waitFor(() => (processesMatching(`sleep ${marker}`).length >= 2 ? true : undefined), 'both children in their exec')

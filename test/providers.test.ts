@@ -251,7 +251,7 @@ describe('openai adapter', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       const chunk = (delta: unknown) =>
         `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`
-      res.end(chunk({ role: 'assistant', content: '' }) + chunk({ content: 'Hel' }) + 'data: [DONE]\n\n')
+      res.end(`${chunk({ role: 'assistant', content: '' })}${chunk({ content: 'Hel' })}data: [DONE]\n\n`)
     })
     const error = await fail(makeOpenAIProvider({ name: 'p', model: 'm', baseUrl: url, stream: true }).chat(hello))
     expect(error).toMatchObject({ kind: 'transient', possiblyDelivered: true, partialText: 'Hel' })

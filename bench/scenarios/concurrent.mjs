@@ -78,4 +78,4 @@ try {
 } finally {
   rm(dir)
 }
-process.stdout.write(JSON.stringify(out) + '\n')
+process.stdout.write(`${JSON.stringify(out)}\n`)

@@ -304,5 +304,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     workers: r.workers,
     workerConcurrency: r.workerConcurrency
   }
-  process.stdout.write(JSON.stringify(out) + '\n')
+  process.stdout.write(`${JSON.stringify(out)}\n`)
 }

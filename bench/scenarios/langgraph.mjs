@@ -29,5 +29,5 @@ export const langgraphPerStepUs = async (steps) => {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  process.stdout.write(JSON.stringify(await langgraphPerStepUs(Number(process.argv[2] ?? 1000))) + '\n')
+  process.stdout.write(`${JSON.stringify(await langgraphPerStepUs(Number(process.argv[2] ?? 1000)))}\n`)
 }

@@ -5,7 +5,7 @@ export class UsageError extends Error {
   override readonly name = 'UsageError'
 }
 
-/** Exit codes of CONTRACT.md §4. */
+/** Exit codes of docs/cli.md. */
 export const ExitCode = { succeeded: 0, failed: 1, usage: 2, paused: 3 } as const
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode]
 

@@ -1,6 +1,6 @@
 import { Data } from 'effect'
 
-/** Every way a run can fail, as recorded in its trace (CONTRACT.md §3). */
+/** Every way a run can fail, as recorded in its trace (docs/cli.md, "Statuses and error kinds"). */
 export const ErrorKind = {
   auth: 'auth',
   request: 'request',

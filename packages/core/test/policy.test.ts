@@ -22,7 +22,7 @@ const errorOf = (layers: ReadonlyArray<PolicyLayer>, remembered?: ReadonlyArray<
   return compiled.left
 }
 
-/** The CONTRACT.md §1 example. */
+/** The policy of the docs/task-file.md example. */
 const contractLayers: ReadonlyArray<PolicyLayer> = [
   { name: 'base', deny: { write: ['secrets/**'] } },
   { name: 'team', allow: { read: ['**'], write: ['src/**'] }, ask: { exec: ['*'] } }
@@ -98,8 +98,8 @@ describe('policy paths', () => {
 
   it('refuses a path that leaves the workspace with rule "workspace" in layer "sandbox"', () => {
     const policy = policyOf([{ name: 'team', allow: { read: ['**'] } }])
-    for (const escape of ['../x', '/etc/passwd', 'a/../../x', '..']) {
-      expect(policy.check('read', escape), escape).toMatchObject({ decision: 'deny', rule: 'workspace', layer: 'sandbox', target: escape })
+    for (const outside of ['../x', '/etc/passwd', 'a/../../x', '..']) {
+      expect(policy.check('read', outside), outside).toMatchObject({ decision: 'deny', rule: 'workspace', layer: 'sandbox', target: outside })
     }
   })
 

@@ -23,7 +23,7 @@ describe('secret redaction', () => {
         `https://api.example/v1?key=${encodeURIComponent(KEY)}`,
         `https://api.example/v1?key=${encodeURIComponent(raw)}`,
         `key=${encodeURIComponent(KEY).replaceAll('%20', '+')}`,
-        `key=${encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())}`
+        `key=${encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase())}`
       ]
       for (const echo of echoes) {
         const redacted = secrets.redact(echo)

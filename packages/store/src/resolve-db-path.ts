@@ -1,7 +1,7 @@
 import * as path from 'node:path'
 import { isPostgresUrl } from './postgres/postgres-location.js'
 
-/** The variable that names the database when no `--db` flag is given (CONTRACT.md §4). */
+/** The variable that names the database when no `--db` flag is given (docs/cli.md). */
 export const DB_ENV_VAR = 'AGENTVISOR_DB'
 
 /**

@@ -51,7 +51,10 @@ export const encodeParams = <P extends ReadonlyArray<unknown>>(params: P): P => 
     const value = params[i]
     if (typeof value !== 'string') continue
     const text = encodeText(value)
-    if (text !== value) (encoded ??= [...params])[i] = text
+    if (text !== value) {
+      encoded ??= [...params]
+      encoded[i] = text
+    }
   }
   return (encoded ?? params) as P
 }

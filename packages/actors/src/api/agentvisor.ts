@@ -3,7 +3,7 @@ import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope }
 import type { Bus } from '../bus/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
-import { StoreLive, StoreService } from '../supervisor/store-service.js'
+import { StoreLive, type StoreService } from '../supervisor/store-service.js'
 import {
   type ChildSpec,
   type RunHandle,

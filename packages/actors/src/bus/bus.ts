@@ -36,7 +36,7 @@ export const handleInProgress = (
   )
 }
 
-/** Answers control requests (CONTRACT.md §5). `body` is the raw payload text; replies are objects. */
+/** Answers control requests (docs/nats.md). `body` is the raw payload text; replies are objects. */
 export type ControlHandler = (runId: string, verb: ControlVerb, body: string) => Effect.Effect<ControlReply>
 
 /**

@@ -1,7 +1,7 @@
 import type { RunError, TaskContract } from '@agentvisor/core'
 import { Either, ParseResult, Schema } from 'effect'
 
-/** Every payload on the bus carries the protocol version (CONTRACT.md §5). */
+/** Every payload on the bus carries the protocol version (docs/nats.md). */
 export const PROTOCOL_VERSION = 1 as const
 
 /** `agentvisor.runs.start`: a child run for any worker to drive. */
@@ -95,7 +95,7 @@ export const parseControlBody = (verb: ControlVerb, text: string): Either.Either
   })
 }
 
-/** The subjects of CONTRACT.md §5. */
+/** The subjects of docs/nats.md. */
 export const Subjects = {
   start: 'agentvisor.runs.start',
   events: (runId: string) => `agentvisor.runs.${runId}.events`,

@@ -13,7 +13,7 @@ import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
 import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, encodeControlBody, encodeJson } from './wire.js'
 
-/** How to reach NATS and where the bus keeps its queue (CONTRACT.md §5). */
+/** How to reach NATS and where the bus keeps its queue (docs/nats.md). */
 export interface NatsBusOptions {
   /** One server URL, or several (a cluster), e.g. `nats://127.0.0.1:4222`. */
   readonly servers: string | readonly string[]
@@ -259,7 +259,7 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
 
 /**
  * Connects to NATS and returns the bus over it: child runs on a JetStream work queue, events
- * and results on plain subjects, control by request/reply (CONTRACT.md §5). The connection
+ * and results on plain subjects, control by request/reply (docs/nats.md). The connection
  * closes with the scope.
  *
  * @example

@@ -1,7 +1,7 @@
-/** The subject prefix of CONTRACT.md §5. */
+/** The subject prefix of docs/nats.md. */
 export const DEFAULT_SUBJECT_PREFIX = 'agentvisor'
 
-/** The subjects of CONTRACT.md §5 under a prefix (several installations, or test runs, on one NATS account). */
+/** The subjects of docs/nats.md under a prefix (several installations, or test runs, on one NATS account). */
 export interface NatsSubjects {
   readonly start: string
   readonly events: (runId: string) => string

@@ -3,7 +3,7 @@ import { BusError } from './bus.js'
 import type { ChildRunRequest, ControlReply, RunDoneMessage, RunEventMessage } from './messages.js'
 import { PROTOCOL_VERSION } from './messages.js'
 
-// How payloads look as text (CONTRACT.md §5), shared by both buses so the in-process one hands
+// How payloads look as text (docs/nats.md), shared by both buses so the in-process one hands
 // handlers exactly what NATS would. Decoders return `undefined` for anything malformed: whatever
 // arrives on a subject, from any client in any language, must never crash a worker.
 

@@ -28,7 +28,7 @@ const accepted = (reply: ControlReply): Record<string, unknown> => {
 }
 
 /**
- * A small client for services that supervise runs over NATS (CONTRACT.md §5) without running
+ * A small client for services that supervise runs over NATS (docs/nats.md) without running
  * agentvisor themselves: status, approve, cancel, and watching events and ends.
  *
  * @example

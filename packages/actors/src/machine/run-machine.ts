@@ -78,7 +78,7 @@ const failureTransitions = (count: 'countDispatch' | 'countSkip') =>
   ] as const
 
 /**
- * The run machine of CONTRACT.md §3. It is pure: it decides, it does no I/O. The supervisor
+ * The run machine of docs/architecture.md. It is pure: it decides, it does no I/O. The supervisor
  * performs each state's entry work (a dispatch, the tools, a verification), persists the
  * transition, and only then sends the outcome as the next event, so every effect happens after
  * the transition that led to it is durable, and a resume simply re-enters the restored state.

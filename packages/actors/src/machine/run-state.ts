@@ -17,7 +17,7 @@ const FINAL_STATUS: Readonly<Record<string, RunStatus>> = {
   'finished.timedOut': 'timed_out'
 }
 
-/** The run status string (CONTRACT.md §3) a machine state stands for. */
+/** The run status string (docs/cli.md, "Statuses and error kinds") a machine state stands for. */
 export const statusOfState = (path: string): RunStatus => {
   if (path === 'awaitingApproval') return 'awaiting_approval'
   return FINAL_STATUS[path] ?? 'running'

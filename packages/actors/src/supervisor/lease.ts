@@ -1,4 +1,4 @@
-import { isAbandonedOwner, LeaseConflictError, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import { isAbandonedOwner, LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Clock, Effect } from 'effect'
 import { RunNotFoundError } from '../errors.js'
 import { store } from './driver-io.js'

@@ -21,7 +21,7 @@ import {
 } from '@agentvisor/core'
 import {
   type Database,
-  LeaseLostError,
+  type LeaseLostError,
   countTreeDispatches,
   type ApprovalRow,
   type AttemptSettlement,
@@ -32,7 +32,7 @@ import {
   type RunHead,
   type RunWrite,
   type RunWriter,
-  StoreError
+  type StoreError
 } from '@agentvisor/store'
 import { Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'

@@ -18,7 +18,7 @@ import {
   insertRun,
   listChildren,
   requestCancel,
-  LeaseConflictError,
+  type LeaseConflictError,
   LeaseLostError,
   makeRunWriter,
   type RunStatus,
@@ -48,7 +48,7 @@ import { makeControlHandler } from '../worker/control-handler.js'
 import { notify, type RunObserver } from './run-observer.js'
 import { StoreService } from './store-service.js'
 
-/** How a run ended (or paused): the `--json` shape of `run` and `resume` (CONTRACT.md §4). */
+/** How a run ended (or paused): the `--json` shape of `run` and `resume` (docs/cli.md, `--json`). */
 export interface RunResult {
   readonly runId: string
   readonly status: RunStatus

@@ -13,7 +13,7 @@ import {
 } from '@agentvisor/store'
 import type { ToolResultRecord } from '../supervisor/conversation.js'
 
-/** One model-call attempt of a receipt (CONTRACT.md §4). Optional fields appear when known. */
+/** One model-call attempt of a receipt (docs/cli.md, `--json`). Optional fields appear when known. */
 export interface AttemptTrace {
   readonly provider: string
   readonly reason: string

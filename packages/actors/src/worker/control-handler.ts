@@ -15,7 +15,7 @@ export interface ControlDeps {
 }
 
 /**
- * The control API of CONTRACT.md §5 over the store: `status` reads the run, `cancel` records
+ * The control API of docs/nats.md over the store: `status` reads the run, `cancel` records
  * the request (the run's driver, wherever it is, acts on it), `approve` decides pending
  * requests (source `nats`). Whatever arrives is answered; nothing here throws.
  */

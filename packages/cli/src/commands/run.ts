@@ -10,7 +10,7 @@ import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
 
 const isApprovalMode = Schema.is(ApprovalMode)
 
-/** The exit code a run's status means (CONTRACT.md §4). */
+/** The exit code a run's status means (docs/cli.md, "Exit codes"). */
 export const exitCodeOf = (status: RunResult['status']): ExitCode => {
   if (status === 'succeeded') return ExitCode.succeeded
   if (status === 'awaiting_approval') return ExitCode.paused

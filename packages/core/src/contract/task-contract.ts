@@ -54,7 +54,7 @@ interface FileTextSpec {
   readonly path: string
   readonly text: string
 }
-/** What `verifying` checks after each step (CONTRACT.md §1). */
+/** What `verifying` checks after each step (docs/task-file.md). */
 export type VerifySpec =
   | { readonly fileContains: FileTextSpec }
   | { readonly fileEquals: FileTextSpec }
@@ -77,7 +77,7 @@ export const Limits = Schema.Struct({
 })
 export type Limits = Required<typeof Limits.Type>
 
-/** The defaults of CONTRACT.md §1. */
+/** The defaults of docs/task-file.md ("Limits"). */
 export const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 }
 
 const Globs = Schema.Array(Schema.String)

@@ -268,7 +268,7 @@ const fromMessage = (message: Message): ChatReply => {
   return { text, toolCalls, usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens } }
 }
 
-/** Maps whatever the SDK threw to our typed error (CONTRACT.md §3), never echoing the key. */
+/** Maps whatever the SDK threw to our typed error (docs/cli.md), never echoing the key. */
 const toProviderError = (provider: string, error: unknown, secrets: SecretSet): ProviderError => {
   if (error instanceof ProviderError) return error
   if (error instanceof Anthropic.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })

@@ -2,7 +2,7 @@ import { ProviderError, type ProviderErrorKind } from '../errors.js'
 import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'
 
 /**
- * The error kind an HTTP status means (CONTRACT.md §3): 401/403 auth; 400/404/422 and other 4xx
+ * The error kind an HTTP status means (docs/cli.md): 401/403 auth; 400/404/422 and other 4xx
  * request; 408/409/429 and 5xx transient. Only transient errors are worth another attempt.
  */
 export const kindOfStatus = (status: number): ProviderErrorKind => {
@@ -124,7 +124,7 @@ export interface HttpStatusFailure {
 }
 
 /**
- * Maps an HTTP error status faithfully (CONTRACT.md §3): the status picks the kind, a context
+ * Maps an HTTP error status faithfully (docs/cli.md): the status picks the kind, a context
  * overflow is a `request` error whatever the status, Retry-After is kept for the backoff.
  */
 export const providerErrorFromStatus = (provider: string, failure: HttpStatusFailure, redaction?: Redaction): ProviderError => {

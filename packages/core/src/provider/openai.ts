@@ -193,7 +193,7 @@ const fromCompletion = (provider: string, completion: ChatCompletion): ChatReply
   }
 }
 
-/** Maps whatever the SDK threw to our typed error (CONTRACT.md §3), never echoing the key. */
+/** Maps whatever the SDK threw to our typed error (docs/cli.md), never echoing the key. */
 const toProviderError = (provider: string, error: unknown, secrets: SecretSet): ProviderError => {
   if (error instanceof ProviderError) return error
   if (error instanceof OpenAI.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })

@@ -8,7 +8,7 @@ const urlForms = (value: string): ReadonlyArray<string> => {
   try {
     const encoded = encodeURIComponent(value)
     // Upper-case hex is the norm, lower-case is legal and some servers echo it that way.
-    return [encoded, encoded.replaceAll('%20', '+'), encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())]
+    return [encoded, encoded.replaceAll('%20', '+'), encoded.replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase())]
   } catch {
     // A lone surrogate cannot be URL-encoded, so no server can echo it that way either.
     return []

@@ -17,7 +17,7 @@ export const failed = (output: string): ToolOutcome => ({ ok: false, output })
 
 /**
  * A workspace escape, recorded as a refusal by the `workspace` rule of the `sandbox` layer
- * (CONTRACT.md §1). Only the boundary message is returned: nothing of the refused target.
+ * (docs/task-file.md). Only the boundary message is returned: nothing of the refused target.
  */
 export const escaped = (error: WorkspaceEscapeError): ToolOutcome => ({
   ok: false,

@@ -16,7 +16,7 @@ export const WORKSPACE_TOOL_NAMES = ['read_file', 'write_file', 'list_dir', 'exe
 export type WorkspaceToolName = (typeof WORKSPACE_TOOL_NAMES)[number]
 
 /**
- * The tools offered to the model for working in its workspace (CONTRACT.md §2). `spawn_child`
+ * The tools offered to the model for working in its workspace (docs/task-file.md). `spawn_child`
  * is not here: it starts a run, which is the run machine's business, not the workspace's.
  */
 export const WORKSPACE_TOOLS: ReadonlyArray<ToolSpec> = [
@@ -75,7 +75,7 @@ export const WORKSPACE_TOOLS: ReadonlyArray<ToolSpec> = [
 ]
 
 /**
- * `spawn_child` (CONTRACT.md §2): starts a child run and answers with its final result. Offered
+ * `spawn_child` (docs/nats.md): starts a child run and answers with its final result. Offered
  * only to runs allowed to have children (their depth is below `children.maxDepth`).
  */
 export const SPAWN_CHILD_TOOL: ToolSpec = {

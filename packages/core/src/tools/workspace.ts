@@ -91,6 +91,7 @@ const realpathLoose = async (target: string, hops: { count: number }): Promise<s
 export const resolveInside = (
   ws: Workspace,
   requested: string,
+  // biome-ignore lint/correctness/noUnusedFunctionParameters: kept for the call sites' sake, as said above
   purpose: WorkspacePurpose
 ): Effect.Effect<string, WorkspaceEscapeError> => {
   const refuse = () => workspaceEscape(requested)

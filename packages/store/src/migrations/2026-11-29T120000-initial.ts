@@ -27,7 +27,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', text, (c) => c.notNull())
     .addColumn('updated_at', text, (c) => c.notNull())
     .addColumn('ended_at', text)
-    // The status strings are public (CONTRACT.md §3); a typo must fail at the write, not in a report.
+    // The status strings are public (docs/cli.md); a typo must fail at the write, not in a report.
     .addCheckConstraint(
       'runs_status_check',
       sql`status in ('running', 'awaiting_approval', 'succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out')`

@@ -1,6 +1,6 @@
 import type { RunRow, RunStatus } from '../tables/runs.table.js'
 
-/** A run as `runs --json`, `show --json` and the NATS status reply present it (CONTRACT.md §4). */
+/** A run as `runs --json`, `show --json` and the NATS status reply present it (docs/cli.md, `--json`). */
 export interface RunRecord {
   readonly id: string
   readonly status: RunStatus

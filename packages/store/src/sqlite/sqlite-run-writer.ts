@@ -53,12 +53,14 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const apply = (write: RunWrite): void => {
     switch (write.op) {
       case 'insertAttempt':
-        return insert('attempts', { ...write.row, outcome: 'pending', settled_at: null })
+        insert('attempts', { ...write.row, outcome: 'pending', settled_at: null })
+        return
       case 'settleAttempt':
         update('attempts', write.patch, "run_id = ? AND step = ? AND attempt = ? AND outcome = 'pending'", [write.runId, write.step, write.attempt])
         return
       case 'insertStep':
-        return insert('steps', write.row)
+        insert('steps', write.row)
+        return
       case 'setStepResults':
         update('steps', { results_json: write.resultsJson }, 'run_id = ? AND step = ?', [write.runId, write.step])
         return
@@ -66,7 +68,8 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
         update('steps', { feedback: write.feedback }, 'run_id = ? AND step = ?', [write.runId, write.step])
         return
       case 'insertApproval':
-        return insert('approvals', write.row, ' ON CONFLICT (run_id, step, tool_call_id) DO NOTHING')
+        insert('approvals', write.row, ' ON CONFLICT (run_id, step, tool_call_id) DO NOTHING')
+        return
       case 'insertPolicyEvents':
         for (const row of write.rows) insert('policy_events', row)
         return
@@ -77,11 +80,12 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
         return
       }
       case 'startToolEffect':
-        return insert(
+        insert(
           'tool_effects',
           { ...write.row, status: 'started', result_json: null, completed_at: null },
           ' ON CONFLICT (run_id, step, position) DO UPDATE SET status = excluded.status, name = excluded.name, arguments = excluded.arguments, started_at = excluded.started_at, result_json = NULL, completed_at = NULL'
         )
+        return
       case 'completeToolEffect':
         update('tool_effects', { status: 'completed', result_json: write.resultJson, completed_at: write.at }, 'run_id = ? AND step = ? AND position = ?', [
           write.runId,

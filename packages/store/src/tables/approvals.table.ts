@@ -4,7 +4,7 @@ import type { Generated, Insertable, Selectable } from 'kysely'
 export const ApprovalStatus = { pending: 'pending', approved: 'approved', denied: 'denied' } as const
 export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus]
 
-/** Who decided a request or a policy event: the audit's `source` (CONTRACT.md §1). */
+/** Who decided a request or a policy event: the audit's `source` (docs/policy.md, "Audit"). */
 export const DecisionSource = {
   policy: 'policy',
   prompt: 'prompt',

@@ -1,7 +1,7 @@
 import type { ErrorKind } from '@agentvisor/core'
 import type { Insertable, Selectable, Updateable } from 'kysely'
 
-/** Why a model call was made (CONTRACT.md §4 `attempts[].reason`). */
+/** Why a model call was made (docs/cli.md, `attempts[].reason`). */
 export const AttemptReason = {
   initial: 'initial',
   retry: 'retry',

@@ -1,6 +1,6 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely'
 
-/** The status of a run, as `runs --json` and `show --json` report it (CONTRACT.md §3). */
+/** The status of a run, as `runs --json` and `show --json` report it (docs/cli.md, "Statuses and error kinds"). */
 export const RunStatus = {
   running: 'running',
   awaitingApproval: 'awaiting_approval',

@@ -6,7 +6,7 @@ import pg from 'pg'
 import { inject, onTestFinished } from 'vitest'
 import { openStore, type NewAttempt, type NewRun, type NewStep, type NewTransition, type Store } from '@agentvisor/store'
 
-/** Every dialect the store supports: each repository test runs on each (CONVENTIONS.md, Store). */
+/** Every dialect the store supports: each repository test runs on each (docs/development.md, "Tests"). */
 export const DIALECTS = ['sqlite', 'postgres'] as const
 export type TestDialect = (typeof DIALECTS)[number]
 
