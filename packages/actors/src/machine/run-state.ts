@@ -1,5 +1,21 @@
 import type { RunStatus } from '@agentvisor/store'
-import type { StateValue } from 'xstate'
+import type { SnapshotFrom, StateValue } from 'xstate'
+import type { runMachine } from './run-machine.js'
+
+/** A state value of the run machine, as XState derives it from the machine's config. */
+export type RunStateValue = SnapshotFrom<typeof runMachine>['value']
+
+/** The dotted paths of a state value's leaves: `{ finished: 'failed' }` is `finished.failed`. */
+type LeafPaths<V> = V extends string ? V : { [K in keyof V & string]: `${K}.${LeafPaths<V[K]>}` }[keyof V & string]
+
+/**
+ * Every state the run machine can rest in, derived from run-machine.ts: a table keyed by it
+ * (the driver's entry work) stops compiling when a state is added without its entry.
+ */
+export type RunStatePath = LeafPaths<RunStateValue>
+
+/** The run machine's state value as its typed dotted path. */
+export const runStatePath = (value: RunStateValue): RunStatePath => statePath(value) as RunStatePath
 
 /** A state value as the dotted path the trace shows: `dispatching`, `finished.succeeded`. */
 export const statePath = (value: StateValue): string => {

@@ -1,0 +1,25 @@
+import type { LeaseLostError, RunWrite, StoreError } from '@agentvisor/store'
+import type { Effect } from 'effect'
+import type { CallPlan } from '../approval/step-plan.js'
+import { childRunRow } from '../children/child-contract.js'
+import type { SpawnPlan } from '../children/child-runs.js'
+import type { RunContext } from '../machine/run-machine.js'
+import type { Drive } from './drive.js'
+import type { Work } from './transition-journal.js'
+
+/**
+ * The driver's side of child runs (children/child-runs.ts does the work). `spawn_child` calls
+ * create their children once (their ids derive from the call); the step waits in
+ * `awaitingChildren` until all are done, then `acting` answers each with its child's result.
+ */
+export const planSpawns = (drive: Drive, calls: ReadonlyArray<CallPlan>, step: number): Effect.Effect<SpawnPlan, StoreError | LeaseLostError> =>
+  drive.children.planSpawns(calls, step)
+
+/** The step's new children, created in the commit that moves the run to `awaitingChildren`. */
+export const spawnWork = (drive: Drive, spawns: SpawnPlan, at: string): Work => ({
+  event: { type: 'CHILDREN_SPAWNED' },
+  writes: spawns.newChildren.map((child): RunWrite => ({ op: 'insertRun', row: childRunRow(child.id, drive.deps.runId, child.contract, at) }))
+})
+
+/** `awaitingChildren`'s entry work: hands the step's children to the bus and waits for them all. */
+export const awaitChildren = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> => drive.children.awaitChildren(ctx.step)

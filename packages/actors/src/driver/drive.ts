@@ -1,0 +1,100 @@
+import {
+  type ChatMessage,
+  type CommandSettings,
+  type CompiledPolicy,
+  type Provider,
+  type RetryPolicy,
+  type SecretSet,
+  type TaskContract,
+  type ToolCall,
+  type ToolSpec,
+  type Workspace,
+  runCommandSettings
+} from '@agentvisor/core'
+import type { Database, RunWriter } from '@agentvisor/store'
+import type { Effect } from 'effect'
+import type { Kysely } from 'kysely'
+import type { Actor } from 'xstate'
+import type { ApprovalAnswer, ApprovalRequest } from '../approval/decide.js'
+import type { Bus } from '../bus/bus.js'
+import type { makeChildRuns } from '../children/child-runs.js'
+import type { runMachine } from '../machine/run-machine.js'
+import type { CircuitBreakers } from '../supervisor/circuit-breaker.js'
+import type { RunObserver } from '../supervisor/run-observer.js'
+import type { TransitionJournal } from './transition-journal.js'
+
+/** Everything one run's driver needs; built by the supervisor, owned by the run's fiber. */
+export interface RunDriverDeps {
+  readonly db: Kysely<Database>
+  /** The per-step writes and reads (prepared statements on SQLite). */
+  readonly writer: RunWriter
+  readonly runId: string
+  readonly contract: TaskContract
+  readonly providers: ReadonlyArray<Provider>
+  readonly workspace: Workspace
+  readonly actor: Actor<typeof runMachine>
+  /** The conversation so far (opening messages plus every stored step); the driver appends to it. */
+  readonly messages: ChatMessage[]
+  /** The last transition's seq (0 for a new run). */
+  readonly seq: number
+  readonly observers: ReadonlyArray<RunObserver>
+  readonly retryPolicy: RetryPolicy
+  /** Epoch ms after which the run times out: creation time plus `timeoutMs`, so downtime counts. */
+  readonly deadline: number
+  /** Per-attempt deadline applied when the provider config sets none. */
+  readonly attemptTimeoutMs: number
+  readonly breakers: CircuitBreakers
+  /** The run's policy: its contract's layers plus the decisions remembered for its workspace. */
+  readonly policy: CompiledPolicy
+  /** Who answers `ask`s when the contract says `prompt` (the terminal, or a TS callback). */
+  readonly approver?: Approver | undefined
+  readonly newId: () => string
+  /** This driver's fencing token: every write checks it, so a superseded driver writes nothing. */
+  readonly leaseToken: number
+  /** Where child runs go (and events are published); without it, `spawn_child` is not offered. */
+  readonly bus?: Bus | undefined
+  /** How many runs this process drives now (group commits pay off only with company). */
+  readonly concurrentRuns?: () => number
+  /** Ends a child nobody drives once its cancel is requested (see child-runs.ts). */
+  readonly endUndrivenChild?: (childId: string) => Effect.Effect<void>
+  /**
+   * The API keys in use: every text a provider or a tool hands the run (answers, error messages,
+   * partial output, tool results, verification feedback) is redacted with it before it is
+   * stored, published or shown (docs/task-file.md, "API keys").
+   */
+  readonly secrets?: SecretSet | undefined
+}
+
+/** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
+export interface Approver {
+  readonly source: 'prompt' | 'api'
+  readonly decide: (request: ApprovalRequest) => Promise<ApprovalAnswer>
+}
+
+/**
+ * One drive of a run: the one record every concept module of the driver reads and the only
+ * mutable memory besides the journal's. The journal owns the machine, seq and what is staged;
+ * this holds the step's conversation. Modules are plain functions of it, so a run costs one
+ * record rather than a closure per function.
+ */
+export interface Drive {
+  readonly deps: RunDriverDeps
+  readonly journal: TransitionJournal
+  readonly children: ReturnType<typeof makeChildRuns>
+  readonly offeredTools: ReadonlyArray<ToolSpec>
+  /** The tool calls of the last reply: what `acting` performs (set by the model call). */
+  toolCalls: ReadonlyArray<ToolCall>
+  /** The step whose reply this driver itself just recorded, until its `acting` (tool-execution.ts). */
+  freshStep: number | undefined
+  /** Built on the first command: the environment without the contract's keys, and its sandbox. */
+  commandSettings: CommandSettings | undefined
+}
+
+/** Where provider and tool text enters the run; free when no key is known. */
+export const redact = (drive: Drive, text: string): string => {
+  const secrets = drive.deps.secrets
+  return secrets === undefined || secrets.isEmpty ? text : secrets.redact(text)
+}
+
+/** How commands (tools, verification) run for this run. */
+export const commandsOf = (drive: Drive): CommandSettings => (drive.commandSettings ??= runCommandSettings(drive.deps.contract))

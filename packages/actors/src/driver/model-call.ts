@@ -1,0 +1,209 @@
+import { ProviderError, type RunError, type ToolCall, retryDelayMs, runErrorFromProvider } from '@agentvisor/core'
+import { type AttemptSettlement, countTreeDispatches, type LeaseLostError, type NewAttempt, type RunWrite, type StoreError } from '@agentvisor/store'
+import { Effect } from 'effect'
+import type { RunContext } from '../machine/run-machine.js'
+import { type CallOutcome, circuitKey } from '../supervisor/circuit-breaker.js'
+import { stepMessages, summarizePrompt } from '../supervisor/conversation.js'
+import { attemptWithin } from '../supervisor/deadline.js'
+import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { type AttemptSettled, notify } from '../supervisor/run-observer.js'
+import type { Drive } from './drive.js'
+import type { Work } from './transition-journal.js'
+
+/**
+ * `dispatching`'s entry work: the model call and its receipt. The checks before it (the run's
+ * ceiling, the tree's) are pure, so the transition into `dispatching` is staged; the receipt
+ * row is staged with it and all of it made durable before the call goes out, so a crash during
+ * the call leaves a `pending` receipt that recovery.ts settles `unknown`. The answer (or error)
+ * settles the receipt in the commit of the transition it causes.
+ */
+export const dispatch = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
+  Effect.gen(function* () {
+    const { deps, journal } = drive
+    const { contract, runId, observers } = deps
+    if (ctx.dispatches >= ctx.dispatchCeiling) return { event: { type: 'CEILING_REACHED' } } satisfies Work
+    // In a tree the ceiling is shared: every run counts the dispatches of all of them.
+    const tree = contract.lineage ?? (ctx.spawnedChildren ? { rootId: runId, treeDispatchCeiling: contract.limits.dispatchCeiling } : undefined)
+    if (tree !== undefined) {
+      const used = yield* store('count tree dispatches', () => countTreeDispatches(deps.db, tree.rootId))
+      if (used >= tree.treeDispatchCeiling) {
+        return { event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } } satisfies Work
+      }
+    }
+    const provider = deps.providers[ctx.providerIndex]!
+    const config = contract.providers[ctx.providerIndex]!
+    const startedAt = yield* nowMs
+    const key = circuitKey(config)
+    const admission = deps.breakers.admit(key, startedAt)
+    if (admission === 'open') return skipOpenCircuit(drive, ctx, provider.name, startedAt)
+    // The receipt is durable, with every transition staged before it, before the call is made.
+    journal.stageWrite({ op: 'insertAttempt', row: pendingAttempt(runId, ctx, provider.name, startedAt) })
+    yield* Effect.uninterruptible(journal.flush)
+    notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
+    const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
+    const call = provider.chat({ messages: [...deps.messages], tools: drive.offeredTools })
+    const outcome = yield* attemptWithin(
+      call,
+      deadlineMs,
+      () =>
+        new ProviderError({
+          kind: 'transient',
+          provider: provider.name,
+          possiblyDelivered: true,
+          message: `no answer within the attempt deadline of ${deadlineMs} ms`
+        }),
+      // A cancel or timeout aborts the call (the adapter's AbortSignal); the receipt says so.
+      Effect.gen(function* () {
+        const end = yield* nowMs
+        deps.breakers.record(key, admission, 'abandoned', end)
+        yield* journal.write('settle a cancelled attempt', settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })).pipe(Effect.ignore)
+        notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'cancelled', latencyMs: end - startedAt })
+      })
+    )
+    const settledAt = yield* nowMs
+    const latency = settledAt - startedAt
+    deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
+    if (outcome._tag === 'Left') {
+      const error = redactedError(drive, outcome.left)
+      return {
+        event: { type: 'PROVIDER_ERROR', error: runErrorFromProvider(error), retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs) },
+        writes: [
+          settle(runId, ctx, {
+            outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
+            settled_at: iso(settledAt),
+            error_kind: error.kind,
+            http_status: error.httpStatus ?? null,
+            error_message: error.message,
+            latency_ms: latency,
+            partial_text: error.partialText ?? null
+          })
+        ],
+        notice: () =>
+          notify(observers, 'onAttemptSettled', {
+            ...attemptOf(drive, ctx),
+            outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
+            errorKind: error.kind,
+            httpStatus: error.httpStatus,
+            latencyMs: latency
+          })
+      } satisfies Work
+    }
+    const reply = redactedReply(drive, outcome.right)
+    const step = { text: reply.text, toolCalls: reply.toolCalls }
+    return {
+      event: { type: 'PROVIDER_OK', hasToolCalls: reply.toolCalls.length > 0 },
+      writes: [
+        settle(runId, ctx, {
+          outcome: 'ok',
+          settled_at: iso(settledAt),
+          latency_ms: latency,
+          ttft_ms: reply.timeToFirstTokenMs ?? null,
+          tokens_in: reply.usage?.inputTokens ?? null,
+          tokens_out: reply.usage?.outputTokens ?? null
+        }),
+        {
+          op: 'insertStep',
+          row: {
+            run_id: runId,
+            step: ctx.step,
+            provider: provider.name,
+            prompt_summary: summarizePrompt(deps.messages),
+            text: reply.text,
+            tool_calls_json: JSON.stringify(reply.toolCalls),
+            results_json: null,
+            tokens_in: reply.usage?.inputTokens ?? 0,
+            tokens_out: reply.usage?.outputTokens ?? 0,
+            at: iso(settledAt)
+          }
+        }
+      ],
+      after: () => {
+        deps.messages.push(...stepMessages(step))
+        drive.toolCalls = reply.toolCalls
+        // Nobody can have decided or journalled anything for this step yet (tool-execution.ts).
+        drive.freshStep = ctx.step
+      },
+      notice: () =>
+        notify(observers, 'onAttemptSettled', {
+          ...attemptOf(drive, ctx),
+          outcome: 'ok',
+          latencyMs: latency,
+          ttftMs: reply.timeToFirstTokenMs,
+          tokensIn: reply.usage?.inputTokens,
+          tokensOut: reply.usage?.outputTokens
+        })
+    } satisfies Work
+  })
+
+/** `fallingOver`'s entry work: pure, so staged; the next dispatch's admission skips open circuits. */
+export const nextProvider: Effect.Effect<Work> = Effect.succeed({ event: { type: 'NEXT_PROVIDER' } })
+
+const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
+  error === undefined ? 'success' : error.kind === 'transient' ? 'transient' : 'other'
+
+/** What a receipt row of the current attempt says about itself, for `onAttemptSettled`. */
+const attemptOf = (drive: Drive, ctx: RunContext): Omit<AttemptSettled, 'outcome' | 'latencyMs'> => {
+  const config = drive.deps.contract.providers[ctx.providerIndex]!
+  return { runId: drive.deps.runId, step: ctx.step, attempt: ctx.attempt, provider: config.name, providerKind: config.kind, model: config.model, reason: ctx.reason }
+}
+
+/** A provider's error as the run keeps it: message and partial output redacted (any `Provider`, not only ours). */
+const redactedError = (drive: Drive, error: ProviderError): ProviderError => {
+  const secrets = drive.deps.secrets
+  if (secrets === undefined || secrets.isEmpty) return error
+  const message = secrets.redact(error.message)
+  const partialText = error.partialText === undefined ? undefined : secrets.redact(error.partialText)
+  if (message === error.message && partialText === error.partialText) return error
+  const { kind, provider, httpStatus, retryAfterMs, possiblyDelivered, cause } = error
+  return new ProviderError({ kind, provider, httpStatus, retryAfterMs, possiblyDelivered, cause, message, partialText })
+}
+
+/** A model's answer as the run keeps it: a model can repeat whatever it was shown. */
+const redactedReply = <R extends { readonly text: string; readonly toolCalls: ReadonlyArray<ToolCall> }>(drive: Drive, reply: R): R => {
+  const secrets = drive.deps.secrets
+  if (secrets === undefined || secrets.isEmpty) return reply
+  const text = secrets.redact(reply.text)
+  let changed = text !== reply.text
+  const toolCalls = reply.toolCalls.map((call) => {
+    const args = secrets.redact(call.arguments)
+    if (args === call.arguments) return call
+    changed = true
+    return { ...call, arguments: args }
+  })
+  return changed ? { ...reply, text, toolCalls } : reply
+}
+
+/** Settles the receipt of the context's current attempt. */
+const settle = (runId: string, ctx: RunContext, patch: AttemptSettlement): RunWrite => ({ op: 'settleAttempt', runId, step: ctx.step, attempt: ctx.attempt, patch })
+
+/** The receipt row of an attempt about to be made: nothing known yet but who and why. */
+const pendingAttempt = (runId: string, ctx: RunContext, provider: string, startedAt: number): NewAttempt => ({
+  run_id: runId,
+  step: ctx.step,
+  attempt: ctx.attempt,
+  provider,
+  reason: ctx.reason,
+  error_kind: null,
+  http_status: null,
+  error_message: null,
+  latency_ms: null,
+  ttft_ms: null,
+  tokens_in: null,
+  tokens_out: null,
+  partial_text: null,
+  started_at: iso(startedAt)
+})
+
+/** A provider whose circuit is open is skipped without a call; its receipt row says why. */
+const skipOpenCircuit = (drive: Drive, ctx: RunContext, provider: string, at: number): Work => {
+  const { runId, observers, retryPolicy } = drive.deps
+  const error: RunError = { kind: 'transient', message: 'circuit open', provider }
+  return {
+    event: { type: 'CIRCUIT_OPEN', error, retryAt: at + retryDelayMs(retryPolicy, ctx.retries, undefined) },
+    writes: [
+      { op: 'insertAttempt', row: pendingAttempt(runId, ctx, provider, at) },
+      settle(runId, ctx, { outcome: 'failed', settled_at: iso(at), error_kind: 'transient', error_message: 'circuit open', latency_ms: 0 })
+    ],
+    notice: () => notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'failed', errorKind: 'transient', latencyMs: 0 })
+  }
+}

@@ -1,0 +1,126 @@
+import { runTool, type ToolCall } from '@agentvisor/core'
+import type { ApprovalRow, LeaseLostError, NewApproval, StoreError, ToolEffectRow } from '@agentvisor/store'
+import { Effect } from 'effect'
+import type { CallPlan } from '../approval/step-plan.js'
+import { iso, nowMs } from '../supervisor/driver-io.js'
+import { commandsOf, type Drive, redact } from './drive.js'
+
+/** Tools whose calls change the world: journalled so that a resume never repeats them. */
+const JOURNALLED_TOOLS: ReadonlySet<string> = new Set(['write_file', 'exec'])
+
+/** A tool result as the journal keeps it. */
+export interface JournalledResult {
+  readonly ok: boolean
+  readonly output: string
+  readonly refusal?: { readonly rule: string; readonly layer: string } | undefined
+}
+
+/**
+ * Performs one allowed call. Side-effecting calls are journalled: `started` is durable before
+ * the effect, `completed` with its result right after, so a resume never repeats one (it
+ * replays the completed result, and asks about one that started but never completed).
+ */
+export const perform = (
+  drive: Drive,
+  step: number,
+  position: number,
+  call: ToolCall,
+  recovery: ApprovalRow | undefined,
+  note: string | undefined
+): Effect.Effect<JournalledResult, StoreError | LeaseLostError> =>
+  Effect.gen(function* () {
+    const { journal, deps } = drive
+    const runId = deps.runId
+    const journalled = JOURNALLED_TOOLS.has(call.name)
+    let result: JournalledResult
+    if (recovery?.resolution === 'completed') {
+      result = { ok: true, output: `The command was interrupted and was not run again. The operator reports: ${recovery.account ?? '(no account given)'}` }
+    } else {
+      if (journalled) {
+        const startedAt = iso(yield* nowMs)
+        yield* journal.write('journal a started tool call', {
+          op: 'startToolEffect',
+          row: { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: startedAt }
+        })
+      }
+      const outcome = yield* runTool(deps.workspace, call, commandsOf(drive))
+      // A command can print the key (`cat /proc/$PPID/environ`): redacted before anyone keeps it.
+      const output = redact(drive, note === undefined ? outcome.output : `${note}\n${outcome.output}`)
+      result = { ok: outcome.ok, output, ...(outcome.refusal !== undefined ? { refusal: outcome.refusal } : {}) }
+    }
+    if (journalled) {
+      const completedAt = iso(yield* nowMs)
+      const json = JSON.stringify(result)
+      yield* journal.write('journal a completed tool call', { op: 'completeToolEffect', runId, step, position, resultJson: json, at: completedAt })
+    }
+    return result
+  })
+
+/** What the journal says of a step's `exec`s that started and never completed. */
+export interface InterruptedCalls {
+  /** Decided recovery requests, by call position. */
+  readonly interrupted: ReadonlyMap<number, ApprovalRow | undefined>
+  /** Requests still to be asked (none yet, or still pending). */
+  readonly recoveries: ReadonlyArray<NewApproval>
+}
+
+/** A step with an empty journal (every fresh step) shares one answer: nothing is allocated for it. */
+const NONE_INTERRUPTED: InterruptedCalls = { interrupted: new Map(), recoveries: [] }
+
+/**
+ * An exec the journal saw start but never finish may or may not have had its effect: a person
+ * decides (retry, completed with an account, or abort) before the step goes on.
+ */
+export const interruptedCalls = (
+  drive: Drive,
+  step: number,
+  calls: ReadonlyArray<CallPlan>,
+  journal: ReadonlyArray<ToolEffectRow>,
+  approvals: ReadonlyArray<ApprovalRow>,
+  at: string
+): InterruptedCalls => {
+  if (journal.length === 0) return NONE_INTERRUPTED
+  const interrupted = new Map<number, ApprovalRow | undefined>()
+  const recoveries: NewApproval[] = []
+  for (const [position, item] of calls.entries()) {
+    const entry = journal.find((e) => e.position === position)
+    if (item.kind !== 'run' || item.call.name !== 'exec' || entry?.status !== 'started') continue
+    const key = `${item.call.id}#recovery@${entry.started_at}`
+    const request = approvals.find((a) => a.tool_call_id === key)
+    if (request === undefined || request.status === 'pending') {
+      recoveries.push(recoveryRequest(drive, step, position, key, item.call, at))
+    } else {
+      interrupted.set(position, request)
+    }
+  }
+  return { interrupted, recoveries }
+}
+
+const recoveryRequest = (drive: Drive, step: number, position: number, key: string, call: ToolCall, at: string): NewApproval => ({
+  id: drive.deps.newId(),
+  run_id: drive.deps.runId,
+  step,
+  position,
+  tool_call_id: key,
+  kind: 'recovery',
+  act: 'exec',
+  target: toolTarget(call),
+  payload_json: JSON.stringify({ name: call.name, arguments: call.arguments }),
+  rule: 'interrupted',
+  layer: 'journal',
+  source: null,
+  edited_payload_json: null,
+  created_at: at,
+  decided_at: null
+})
+
+/** The path or command a tool call is about, for progress lines (never file contents). */
+export const toolTarget = (call: ToolCall): string => {
+  try {
+    const args = JSON.parse(call.arguments) as Record<string, unknown>
+    const target = args['path'] ?? args['command']
+    return typeof target === 'string' ? target : ''
+  } catch {
+    return ''
+  }
+}

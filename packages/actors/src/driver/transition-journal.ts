@@ -1,0 +1,195 @@
+import type { LeaseLostError, NewTransition, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
+import { Effect } from 'effect'
+import type { Actor } from 'xstate'
+import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
+import { isFinalPath, type RunStatePath, runStatePath, statePath, statusOfState } from '../machine/run-state.js'
+import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { notify, type RunObserver } from '../supervisor/run-observer.js'
+
+/** A state's entry work result: the event to send, and the step data to commit with its transition. */
+export interface Work {
+  readonly event: RunEvent
+  readonly writes?: ReadonlyArray<RunWrite>
+  /** In-memory bookkeeping, done as the event is sent. */
+  readonly after?: () => void
+  /** What observers hear of the work (an attempt's settlement) once its transition is durable. */
+  readonly notice?: () => void
+}
+
+/** Transitions and step data waiting for one commit. */
+interface Staged {
+  readonly transitions: NewTransition[]
+  readonly writes: RunWrite[]
+  head: RunHead | undefined
+  /** What observers are told once the commit is durable, in the order it happened. */
+  readonly notices: Array<() => void>
+}
+
+const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, notices: [] })
+
+/** Where the store has the run: what a drive stopped by a failing store reports (docs/durability.md). */
+export interface DurableHead {
+  readonly state: string
+  readonly steps: number
+}
+
+/**
+ * What the driver sends when the machine ignores an event of the entry work: every transition
+ * of the machine targets a state, so an ignored event means the driver and the machine disagree
+ * (a bug). Dropping it would re-enter the same state's work, in `dispatching` a second paid
+ * model call; the run stops instead, naming both (docs/architecture.md).
+ */
+const ignored = (state: string, event: RunEvent['type']): Work => ({
+  event: { type: 'FAIL', error: { kind: 'internal', message: `the run machine ignores the event ${event} in state ${state}; the run stops rather than repeat that state's work` } }
+})
+
+/**
+ * The run's transition journal: the machine actor, the transitions' seq, the batch staged for
+ * the next commit, the durable head, and when observers hear. Every event the driver sends goes
+ * through `stage` or `commit`, so these rules live here only:
+ *
+ * - Staging: transitions whose next state's entry work is pure (the entry-work table says which)
+ *   are staged and committed together with the next one, in one transaction: the store still
+ *   gets every transition as its own row, and nothing with an effect (a provider call, a tool, a
+ *   wait) ever starts before everything staged is durable (the loop flushes first).
+ * - Observers hear of a transition, and of whatever `whenDurable` queued behind it, only once the
+ *   commit holding it is durable, in the order it happened.
+ * - Fencing: every commit and write carries the lease token; a superseded driver writes nothing.
+ * - An ignored event stops the run (see `ignored`).
+ */
+export class TransitionJournal {
+  /** The last transition's seq, staged or durable. */
+  seq: number
+  private durableSeq: number
+  private staged: Staged = emptyStage()
+  /** Where the store has the run (see `DurableHead`). */
+  durable: DurableHead
+  /**
+   * Makes everything staged durable in one fenced transaction, then tells the observers. Callers
+   * make it uninterruptible, so a cancel that lands mid-commit waits: memory and store agree.
+   */
+  readonly flush: Effect.Effect<void, StoreError | LeaseLostError>
+
+  constructor(
+    private readonly writer: RunWriter,
+    private readonly runId: string,
+    private readonly leaseToken: number,
+    readonly actor: Actor<typeof runMachine>,
+    private readonly observers: ReadonlyArray<RunObserver>,
+    seq: number,
+    private readonly concurrentRuns: (() => number) | undefined
+  ) {
+    this.seq = seq
+    this.durableSeq = seq
+    this.durable = { state: this.path(), steps: this.context().completedSteps }
+    this.flush = Effect.suspend(() => this.flushStaged())
+  }
+
+  context(): RunContext {
+    return this.actor.getSnapshot().context
+  }
+
+  path(): RunStatePath {
+    return runStatePath(this.actor.getSnapshot().value)
+  }
+
+  /**
+   * Sends the event and stages its transition with the work's writes. An event the machine
+   * ignores in a live state stages a `FAIL` instead; in a finished state (which ignores every
+   * event, run-machine.ts) it changes nothing: the run has already ended.
+   */
+  stage(work: Work, atMs: number): void {
+    const actor = this.actor
+    const before = actor.getSnapshot()
+    actor.send(work.event)
+    const after = actor.getSnapshot()
+    const from = statePath(before.value)
+    // An ignored event leaves the very same snapshot (every transition of the machine targets a
+    // state, so a taken one never does): one pass through the machine instead of `can` and `send`.
+    if (after === before) {
+      if (isFinalPath(from)) return
+      if (work.event.type === 'FAIL') throw new Error(`the run machine ignores FAIL in state ${from}`)
+      this.stage(ignored(from, work.event.type), atMs)
+      return
+    }
+    const to = statePath(after.value)
+    const at = iso(atMs)
+    const ctx = after.context
+    const staged = this.staged
+    this.seq += 1
+    const seq = this.seq
+    if (work.writes !== undefined) staged.writes.push(...work.writes)
+    staged.transitions.push({ run_id: this.runId, seq, from_state: from, event: work.event.type, to_state: to, snapshot_json: JSON.stringify(actor.getPersistedSnapshot()), at })
+    const transition = { runId: this.runId, seq, from, event: work.event.type, to, at }
+    if (work.notice !== undefined) staged.notices.push(work.notice)
+    const observers = this.observers
+    staged.notices.push(() => notify(observers, 'onTransition', transition))
+    staged.head = {
+      status: statusOfState(to),
+      state: to,
+      steps: ctx.completedSteps,
+      updated_at: at,
+      error_json: ctx.error === null ? null : JSON.stringify(ctx.error),
+      ended_at: isFinalPath(to) ? at : null
+    }
+    // In-memory bookkeeping (the conversation) moves on now; a failed flush ends the drive.
+    work.after?.()
+  }
+
+  /** Adds step data to the next commit without a transition (the receipt before a dispatch). */
+  stageWrite(write: RunWrite): void {
+    this.staged.writes.push(write)
+  }
+
+  /**
+   * Sends the event and persists its transition (and anything staged before it) in one
+   * transaction. Uninterruptible: a cancel that lands mid-commit waits, so memory and store
+   * never disagree.
+   */
+  commit(work: Work): Effect.Effect<void, StoreError | LeaseLostError> {
+    return Effect.uninterruptible(Effect.flatMap(nowMs, (at) => (this.stage(work, at), this.flush)))
+  }
+
+  /**
+   * Tells observers now, or, while transitions are staged, once they are durable: events reach
+   * observers in the order they happened, and never before the transitions they follow.
+   */
+  whenDurable(notice: () => void): void {
+    if (this.staged.transitions.length > 0) this.staged.notices.push(notice)
+    else notice()
+  }
+
+  /** Writes outside a transition (an attempt row, a journal entry), fenced like a transition. */
+  write(what: string, write: RunWrite): Effect.Effect<void, StoreError | LeaseLostError> {
+    return store(what, () => this.writer.write(this.runId, this.leaseToken, [write]))
+  }
+
+  private flushStaged(): Effect.Effect<void, StoreError | LeaseLostError> {
+    const batch = this.staged
+    if (batch.transitions.length === 0 && batch.writes.length === 0) return Effect.void
+    this.staged = emptyStage()
+    const { writer, runId, leaseToken } = this
+    const write = store('commit transition', () =>
+      batch.head === undefined
+        ? writer.write(runId, leaseToken, batch.writes)
+        : writer.commit(
+            { runId, leaseToken, writes: batch.writes, transitions: batch.transitions, head: batch.head },
+            // Alone, a run commits at once; among others, its commit may share their transaction.
+            { batch: (this.concurrentRuns?.() ?? 1) > 1 }
+          )
+    )
+    return Effect.matchEffect(write, {
+      onFailure: (error) =>
+        Effect.suspend(() => {
+          this.seq = this.durableSeq
+          return Effect.fail(error)
+        }),
+      onSuccess: () =>
+        Effect.sync(() => {
+          this.durableSeq = this.seq
+          if (batch.head !== undefined) this.durable = { state: batch.head.state, steps: batch.head.steps }
+          for (const notice of batch.notices) notice()
+        })
+    })
+  }
+}

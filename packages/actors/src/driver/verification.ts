@@ -1,0 +1,37 @@
+import { verify, verifyRunsCommands } from '@agentvisor/core'
+import { Effect } from 'effect'
+import type { RunContext } from '../machine/run-machine.js'
+import { commandsOf, type Drive, redact } from './drive.js'
+import type { Work } from './transition-journal.js'
+
+const PASSED: Work = { event: { type: 'VERIFY_PASSED' } }
+const FAILED: Work = { event: { type: 'VERIFY_FAILED' } }
+
+/**
+ * Whether `verifying` may be staged behind the transition into it: its checks only read files
+ * (or there is no contract), so running them again after a crash changes nothing.
+ */
+export const verifyingIsPure = (drive: Drive): boolean => {
+  const checks = drive.deps.contract.verify
+  return checks === undefined || !verifyRunsCommands(checks)
+}
+
+/** `verifying`'s entry work: checks the contract; a model that stops short is told why. */
+export const check = (drive: Drive, ctx: RunContext): Effect.Effect<Work> =>
+  Effect.gen(function* () {
+    const { contract, workspace, messages, runId } = drive.deps
+    if (contract.verify === undefined) {
+      // Without a contract the run is done when the model stops asking for tools.
+      return ctx.lastHadToolCalls ? FAILED : PASSED
+    }
+    const result = yield* verify(workspace, contract.verify, commandsOf(drive))
+    if (result.passed) return PASSED
+    if (ctx.lastHadToolCalls) return FAILED
+    // The model thinks it is done but the contract disagrees: tell it why.
+    const feedback = `The goal is not reached yet: ${redact(drive, result.detail)}. Keep working.`
+    return {
+      event: { type: 'VERIFY_FAILED' },
+      writes: [{ op: 'setStepFeedback', runId, step: ctx.step, feedback }],
+      after: () => messages.push({ role: 'user', content: feedback })
+    } satisfies Work
+  })

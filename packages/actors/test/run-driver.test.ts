@@ -1,0 +1,195 @@
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import * as path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { Effect, Either } from 'effect'
+import { createActor } from 'xstate'
+import { DEFAULT_RETRY_POLICY, openWorkspace, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { makeScriptedProvider, type ScriptedStep } from '@agentvisor/core/testing'
+import { makeRunWriter, openStore, type RunWriter, type Store } from '@agentvisor/store'
+import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../src/supervisor/circuit-breaker.js'
+import { openingMessages } from '../src/supervisor/conversation.js'
+import { makeRunDriver } from '../src/supervisor/run-driver.js'
+import { ENTRY_WORK, type EntryWorkTable } from '../src/driver/entry-work.js'
+import { loadRunPolicy } from '../src/approval/run-policy.js'
+import { runMachine } from '../src/machine/run-machine.js'
+
+const stores: Store[] = []
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close()
+})
+
+/** What the driver asked of the store, one entry per `commit` or `write` of the RunWriter. */
+interface StoreCall {
+  readonly call: 'commit' | 'write'
+  /** The transitions committed, as `from>to`. */
+  readonly transitions: ReadonlyArray<string>
+  /** The step data written, by op and step. */
+  readonly writes: ReadonlyArray<string>
+}
+
+const describeWrite = (write: Parameters<RunWriter['write']>[2][number]): string => {
+  switch (write.op) {
+    case 'insertAttempt':
+    case 'insertStep':
+      return `${write.op} ${write.row.step}`
+    case 'startToolEffect':
+      return `${write.op} ${write.row.step}`
+    case 'settleAttempt':
+    case 'setStepResults':
+    case 'setStepFeedback':
+    case 'completeToolEffect':
+      return `${write.op} ${write.step}`
+    default:
+      return write.op
+  }
+}
+
+/** The real SQLite writer, counting what the driver asks of it. */
+const countingWriter = (writer: RunWriter, calls: StoreCall[]): RunWriter => ({
+  ...writer,
+  commit: (commit, options) => {
+    calls.push({ call: 'commit', transitions: commit.transitions.map((t) => `${t.from_state}>${t.to_state}`), writes: commit.writes.map(describeWrite) })
+    return writer.commit(commit, options)
+  },
+  write: (runId, leaseToken, writes) => {
+    calls.push({ call: 'write', transitions: [], writes: writes.map(describeWrite) })
+    return writer.write(runId, leaseToken, writes)
+  }
+})
+
+/**
+ * One run driven by `makeRunDriver` itself on a real SQLite store, the way the supervisor drives
+ * it (without its cancel and lease watching), with `entryWork` standing in for the machine's table.
+ */
+const driveRun = async (steps: ReadonlyArray<ScriptedStep>, entryWork: EntryWorkTable = ENTRY_WORK) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'av-run-driver-'))
+  const store = await openStore(path.join(dir, 'av.db'))
+  stores.push(store)
+  const calls: StoreCall[] = []
+  const writer = countingWriter(makeRunWriter(store), calls)
+  const parsed = parseTaskContract({ goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [{ name: 'primary', kind: 'scripted', steps: [] }] }, dir)
+  if (Either.isLeft(parsed)) throw parsed.left
+  const contract: TaskContract = parsed.right
+  const provider = makeScriptedProvider({ name: 'primary', steps })
+  const runId = 'run-1'
+  const at = new Date().toISOString()
+  const leaseToken = await writer.createRun(
+    { id: runId, parent_id: null, status: 'running', goal: contract.goal, contract_json: JSON.stringify(contract), state: 'dispatching', error_json: null, created_at: at, updated_at: at, ended_at: null },
+    { owner: 'test', expiresAt: Date.now() + 60_000 }
+  )
+  const policy = await loadRunPolicy(store.db, contract)
+  if (Either.isLeft(policy)) throw new Error(policy.left)
+  const actor = createActor(runMachine, {
+    input: { maxSteps: contract.limits.maxSteps, maxRetries: contract.limits.maxRetries, dispatchCeiling: contract.limits.dispatchCeiling, providerCount: 1, timeoutMs: contract.limits.timeoutMs }
+  }).start()
+  const driver = makeRunDriver(
+    {
+      db: store.db,
+      writer,
+      runId,
+      contract,
+      providers: [provider],
+      workspace: await Effect.runPromise(openWorkspace(contract.workspace)),
+      actor,
+      messages: openingMessages(contract),
+      seq: 0,
+      observers: [],
+      retryPolicy: DEFAULT_RETRY_POLICY,
+      deadline: Date.now() + 60_000,
+      attemptTimeoutMs: 10_000,
+      breakers: makeCircuitBreakers(DEFAULT_CIRCUIT_BREAKER),
+      policy: policy.right,
+      newId: () => crypto.randomUUID(),
+      leaseToken
+    },
+    entryWork
+  )
+  await Effect.runPromise(driver.drive)
+  actor.stop()
+  const sqlite = store.sqlite!
+  return {
+    calls,
+    provider,
+    ws: path.join(dir, 'ws'),
+    run: sqlite.prepare('SELECT status, state, error_json FROM runs WHERE id = ?').get(runId) as { status: string; state: string; error_json: string | null },
+    attempts: sqlite.prepare('SELECT attempt, outcome FROM attempts WHERE run_id = ? ORDER BY step, attempt').all(runId) as Array<{ attempt: number; outcome: string }>,
+    transitions: (sqlite.prepare('SELECT from_state, event, to_state FROM transitions WHERE run_id = ? ORDER BY seq').all(runId) as Array<{ from_state: string; event: string; to_state: string }>).map(
+      (t) => `${t.from_state} -${t.event}-> ${t.to_state}`
+    )
+  }
+}
+
+const writeFile = (p: string, content: string): ScriptedStep => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
+
+describe('the run driver', () => {
+  it('has entry work, or none, for every state of the machine, checked by the compiler', () => {
+    const { awaitingChildren: _left, ...withoutOne } = ENTRY_WORK
+    // @ts-expect-error a table that misses a state of run-machine.ts is not an EntryWorkTable
+    const incomplete: EntryWorkTable = withoutOne
+    expect(Object.keys(incomplete)).not.toContain('awaitingChildren')
+    // Final states end the run: no work; every live state has some.
+    expect(Object.entries(ENTRY_WORK).filter(([, work]) => work === null).map(([state]) => state)).toEqual([
+      'finished.succeeded',
+      'finished.stepCapReached',
+      'finished.failed',
+      'finished.cancelled',
+      'finished.timedOut'
+    ])
+  })
+
+  it('stops the run failed with an internal error naming the state and the event when the machine ignores an event, and never calls the model twice for one dispatch', async () => {
+    const dispatching = ENTRY_WORK.dispatching!
+    let replaced = false
+    // The first dispatch's answer comes back as an event `dispatching` does not take. Dropped,
+    // the driver would re-enter `dispatching` and pay for a second call (the script answers it).
+    const table: EntryWorkTable = {
+      ...ENTRY_WORK,
+      dispatching: {
+        ...dispatching,
+        run: (drive, ctx) =>
+          Effect.map(dispatching.run(drive, ctx), (work) => {
+            if (work === undefined || replaced) return work
+            replaced = true
+            return { ...work, event: { type: 'CHILDREN_DONE' } }
+          })
+      }
+    }
+    const result = await driveRun([writeFile('a.txt', 'x'), { text: 'done' }], table)
+    expect(result.provider.callCount()).toBe(1)
+    expect(result.attempts).toHaveLength(1)
+    expect(result.run.status).toBe('failed')
+    expect(result.run.state).toBe('finished.failed')
+    const error = JSON.parse(result.run.error_json!) as { kind: string; message: string }
+    expect(error.kind).toBe('internal')
+    expect(error.message).toContain('CHILDREN_DONE')
+    expect(error.message).toContain('dispatching')
+    expect(result.transitions).toEqual(['dispatching -FAIL-> finished.failed'])
+  })
+
+  it('costs one commit for a step whose tools only read, and two commits plus a started and a completed journal write for a write_file step', async () => {
+    const result = await driveRun([{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, writeFile('a.txt', 'x'), { text: 'done' }])
+    expect(result.run.status).toBe('succeeded')
+    expect(readFileSync(path.join(result.ws, 'a.txt'), 'utf8')).toBe('x')
+    expect(result.calls).toEqual([
+      // The run's first receipt, durable before the first call (later ones ride with a commit).
+      { call: 'write', transitions: [], writes: ['insertAttempt 1'] },
+      // Step 1 (list_dir): one commit holds its reply, its results and step 2's receipt.
+      {
+        call: 'commit',
+        transitions: ['dispatching>acting', 'acting>verifying', 'verifying>dispatching'],
+        writes: ['settleAttempt 1', 'insertStep 1', 'insertPolicyEvents', 'setStepResults 1', 'insertAttempt 2']
+      },
+      // Step 2 (write_file): the reply is durable before the file is written ...
+      { call: 'commit', transitions: ['dispatching>acting'], writes: ['settleAttempt 2', 'insertStep 2'] },
+      // ... the tool journal brackets the write ...
+      { call: 'write', transitions: [], writes: ['startToolEffect 2'] },
+      { call: 'write', transitions: [], writes: ['completeToolEffect 2'] },
+      // ... and its results (with the write's decision, `approval: auto`) go with step 3's
+      // receipt: two commits and two journal writes.
+      { call: 'commit', transitions: ['acting>verifying', 'verifying>dispatching'], writes: ['insertApproval', 'insertPolicyEvents', 'setStepResults 2', 'insertAttempt 3'] },
+      // Step 3 (no tools) and the end of the run: one commit.
+      { call: 'commit', transitions: ['dispatching>verifying', 'verifying>finished.succeeded'], writes: ['settleAttempt 3', 'insertStep 3'] }
+    ])
+  })
+})
