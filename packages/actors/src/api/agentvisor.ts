@@ -1,4 +1,5 @@
 import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract } from '@agentvisor/core'
+import type { RunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
@@ -8,7 +9,6 @@ import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-case
 import { type CancelOptions, type CancelOutcome, cancelRun } from '../use-cases/cancel.js'
 import { listRunRecords, type RunFilter } from '../use-cases/list.js'
 import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
-import type { RunRecord } from '@agentvisor/store'
 import {
   type ChildSpec,
   type RunHandle,
