@@ -16,3 +16,90 @@ export class RunNotResumableError extends Data.TaggedError('RunNotResumableError
     return `run ${this.runId} cannot be resumed: ${this.reason}`
   }
 }
+
+/** An approval or cancel named a request the run does not have. */
+export class RequestNotFoundError extends Data.TaggedError('RequestNotFoundError')<{
+  readonly runId: string
+  readonly requestId: string
+}> {
+  override get message(): string {
+    return `run ${this.runId} has no request ${this.requestId}`
+  }
+}
+
+/** The named request was decided already (by anyone: first decision wins, docs/policy.md). */
+export class RequestDecidedError extends Data.TaggedError('RequestDecidedError')<{
+  readonly requestId: string
+  /** What it was decided as, when known (`approved`, `denied`). */
+  readonly status?: string | undefined
+}> {
+  override get message(): string {
+    return `request ${this.requestId} was already ${this.status ?? 'decided'}`
+  }
+}
+
+/** Nothing of the asked kind waits for a decision: `approval` (approve/deny) or `recovery`. */
+export class NothingPendingError extends Data.TaggedError('NothingPendingError')<{
+  readonly runId: string
+  readonly kind: 'approval' | 'recovery'
+}> {
+  override get message(): string {
+    return this.kind === 'recovery' ? `run ${this.runId} has no pending recovery request` : `run ${this.runId} has no pending approval requests`
+  }
+}
+
+/**
+ * An approve or deny reached a recovery request (an exec interrupted after it started), which
+ * only `retry`, `completed` or `abort` settle (docs/durability.md).
+ */
+export class RecoveryDecisionNeededError extends Data.TaggedError('RecoveryDecisionNeededError')<{
+  readonly runId: string
+  /** The recovery request named, or none when the run has only recovery requests pending. */
+  readonly requestId?: string | undefined
+}> {
+  override get message(): string {
+    return this.requestId !== undefined
+      ? `request ${this.requestId} is a recovery request: decide it with retry, completed or abort`
+      : `run ${this.runId} is waiting for a recovery decision: retry, completed or abort`
+  }
+}
+
+/** A decision that needs exactly one request (an edit, a recovery) matched several: name one. */
+export class AmbiguousRequestError extends Data.TaggedError('AmbiguousRequestError')<{
+  readonly runId: string
+  readonly what: 'edit' | 'recovery'
+  readonly count: number
+}> {
+  override get message(): string {
+    return this.what === 'edit'
+      ? `an edit needs exactly one request and run ${this.runId} has ${this.count} pending: name one`
+      : `run ${this.runId} has ${this.count} recovery requests pending: name one`
+  }
+}
+
+/** Approve-with-edits refused: the edited arguments do not fit the tool, or cross a deny. */
+export class EditRefusedError extends Data.TaggedError('EditRefusedError')<{ readonly reason: string }> {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/** A stored run whose contract or policy cannot be read: nothing is decided for it. */
+export class RunUnreadableError extends Data.TaggedError('RunUnreadableError')<{
+  readonly runId: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `run ${this.runId}: ${this.reason}`
+  }
+}
+
+/** A cancel was recorded but the run's driver did not end it within the bound waited. */
+export class CancelTimeoutError extends Data.TaggedError('CancelTimeoutError')<{
+  readonly runId: string
+  readonly waitedMs: number
+}> {
+  override get message(): string {
+    return `run ${this.runId}: its driver did not stop within ${Math.round(this.waitedMs / 1000)} s; the cancel request stays recorded`
+  }
+}

@@ -1,9 +1,14 @@
 import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract } from '@agentvisor/core'
+import type { RunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
-import { StoreLive, type StoreService } from '../supervisor/store-service.js'
+import { StoreLive, StoreService } from '../supervisor/store-service.js'
+import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-cases/approve.js'
+import { type CancelOptions, type CancelOutcome, cancelRun } from '../use-cases/cancel.js'
+import { listRunRecords, type RunFilter } from '../use-cases/list.js'
+import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
 import {
   type ChildSpec,
   type RunHandle,
@@ -123,6 +128,47 @@ export class Agentvisor {
    */
   async spawn(parentId: string, child: ChildSpec): Promise<StartedRun> {
     return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.spawn(parentId, child))))
+  }
+
+  /**
+   * Decides a run's pending requests (all of them, or `answer.requestId`), recorded with source
+   * `api`; what `agentvisor approve`, the inspector and NATS do. The run goes on with `resume`.
+   * Rejects with a tagged error: `RunNotFoundError`, `RequestNotFoundError`, `RequestDecidedError`,
+   * `NothingPendingError`, `RecoveryDecisionNeededError`, `AmbiguousRequestError`,
+   * `EditRefusedError`, `RunUnreadableError`, `StoreError` (docs/typescript-api.md).
+   *
+   * @example
+   * const [request] = await av.pending(runId)
+   * await av.approve(runId, { requestId: request.id, decision: 'approve', remember: true })
+   * const resumed = await av.resume(runId)
+   */
+  approve(runId: string, answer: ApproveAnswer): Promise<ApproveOutcome> {
+    return unwrap(this.runtime, Effect.flatMap(StoreService, (store) => approveRun({ db: store.db, source: 'api' }, runId, answer)))
+  }
+
+  /**
+   * Cancels a run wherever it is driven, as `agentvisor cancel` does: the request goes to the
+   * store; a run nobody drives (paused, interrupted) is ended here; a run driven by another
+   * process (or by this one) is waited for, up to `waitMs` (default 10 s; then
+   * `CancelTimeoutError`, the request staying recorded). Resolves with the run's final status.
+   */
+  cancel(runId: string, options: CancelOptions = {}): Promise<CancelOutcome> {
+    return unwrap(
+      this.runtime,
+      Effect.flatMap(Effect.all([Supervisor, StoreService]), ([supervisor, store]) =>
+        cancelRun({ db: store.db, resume: (id) => Effect.flatMap(supervisor.resume(id), (handle) => handle.result) }, runId, options)
+      )
+    )
+  }
+
+  /** The requests a run waits on: `[{id, kind: 'approval' | 'recovery', step, act, target, arguments, rule, layer}]`. */
+  pending(runId: string): Promise<PendingRequest[]> {
+    return unwrap(this.runtime, Effect.flatMap(StoreService, (store) => pendingRequests(store.db, runId)))
+  }
+
+  /** The runs as `agentvisor runs --json` lists them, optionally only those with `status` (or children of `parentId`). */
+  list(filter: RunFilter = {}): Promise<RunRecord[]> {
+    return unwrap(this.runtime, Effect.flatMap(StoreService, (store) => listRunRecords(store.db, filter)))
   }
 
   private closed = false

@@ -10,6 +10,7 @@ import {
 } from '@agentvisor/store'
 import { Data } from 'effect'
 import type { Kysely } from 'kysely'
+import { EditRefusedError, RecoveryDecisionNeededError, RequestDecidedError } from '../errors.js'
 import { toolActOf } from './tool-act.js'
 
 /** How a person (or service) answers an approval request. */
@@ -21,7 +22,7 @@ export interface ApprovalAnswer {
   readonly edit?: Readonly<Record<string, unknown>> | undefined
 }
 
-/** A decision that cannot be taken: the request is gone or decided, or the edit is refused. */
+/** A decision asked of the wrong kind of request (a programming error of the caller). */
 export class ApprovalError extends Data.TaggedError('ApprovalError')<{ readonly message: string }> {}
 
 /** The audit event of a decision on a request. */
@@ -62,7 +63,8 @@ export const approvalRequestOf = (row: ApprovalRow): ApprovalRequest => {
 /**
  * Records a decision on a pending request, with its audit event (and the remembered rule when
  * asked), in one transaction. An edit is checked against the policy again: it may not cross a
- * deny. Whoever decides first wins; a second decision fails with `ApprovalError`.
+ * deny (`EditRefusedError`). Whoever decides first wins; a second decision fails with
+ * `RequestDecidedError`.
  */
 export const decideRequest = async (input: {
   readonly db: Kysely<Database>
@@ -75,7 +77,7 @@ export const decideRequest = async (input: {
 }): Promise<void> => {
   const { request, answer } = input
   if (request.kind === 'recovery') {
-    throw new ApprovalError({ message: `request ${request.id} is a recovery request: decide it with --retry, --completed TEXT or --abort` })
+    throw new RecoveryDecisionNeededError({ runId: request.run_id, requestId: request.id })
   }
   const payload = JSON.parse(request.payload_json) as { name: string; arguments: string }
   let editedPayloadJson: string | null = null
@@ -83,9 +85,9 @@ export const decideRequest = async (input: {
   if (answer.decision === 'approve' && answer.edit !== undefined) {
     const edited = { name: payload.name, arguments: JSON.stringify(answer.edit) }
     const editedAct = toolActOf(edited)
-    if (editedAct === undefined) throw new ApprovalError({ message: `the edited arguments are not valid for ${payload.name}` })
+    if (editedAct === undefined) throw new EditRefusedError({ reason: `the edited arguments are not valid for ${payload.name}` })
     const check = input.policy.check(editedAct.act, editedAct.target)
-    if (check.decision === 'deny') throw new ApprovalError({ message: `the edited action is refused: ${describeDecision(check)}` })
+    if (check.decision === 'deny') throw new EditRefusedError({ reason: `the edited action is refused: ${describeDecision(check)}` })
     editedPayloadJson = JSON.stringify(edited)
     if (editedAct.target !== request.target || editedAct.act !== request.act) performedTarget = editedAct.target
   }
@@ -98,7 +100,7 @@ export const decideRequest = async (input: {
       editedPayloadJson,
       decidedAt: input.at
     })
-    if (!won) throw new ApprovalError({ message: `request ${request.id} was already decided` })
+    if (!won) throw new RequestDecidedError({ requestId: request.id })
     await insertPolicyEvents(trx, [decisionEvent(request, status, input.source, input.at, performedTarget)])
     if (answer.remember === true) {
       await rememberRule(trx, {
@@ -140,7 +142,7 @@ export const decideRecovery = async (input: {
       resolution: input.resolution,
       account: input.account ?? null
     })
-    if (!won) throw new ApprovalError({ message: `request ${request.id} was already decided` })
+    if (!won) throw new RequestDecidedError({ requestId: request.id })
     await insertPolicyEvents(trx, [decisionEvent(request, input.resolution, input.source, input.at, null)])
   })
 }

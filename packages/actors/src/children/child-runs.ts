@@ -7,6 +7,7 @@ import type { Bus } from '../bus/bus.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
 import type { RunEvent } from '../machine/run-machine.js'
 import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { isUndriven } from '../use-cases/cancel.js'
 import { childContract, childRunId } from './child-contract.js'
 
 /** A `spawn_child` call's answer, once its child ended (or it was refused). */
@@ -137,8 +138,7 @@ export const makeChildRuns = (env: {
     for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
       yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(Effect.ignore)
       if (bus !== undefined) yield* bus.control(child.id, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
-      const undriven = child.lease_owner === null || (child.lease_expires_at ?? 0) <= (yield* nowMs)
-      if (undriven && env.endUndriven !== undefined) yield* env.endUndriven(child.id)
+      if (env.endUndriven !== undefined && isUndriven(child, yield* nowMs)) yield* env.endUndriven(child.id)
     }
   })
 

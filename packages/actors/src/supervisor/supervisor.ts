@@ -17,7 +17,6 @@ import {
   getRun,
   insertRun,
   listChildren,
-  requestCancel,
   type LeaseConflictError,
   LeaseLostError,
   makeRunWriter,
@@ -47,6 +46,7 @@ import { PROTOCOL_VERSION } from '../bus/messages.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { notify, type RunObserver } from './run-observer.js'
 import { StoreService } from './store-service.js'
+import { requestRunCancel } from '../use-cases/cancel.js'
 
 /** How a run ended (or paused): the `--json` shape of `run` and `resume` (docs/cli.md, `--json`). */
 export interface RunResult {
@@ -467,7 +467,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             }
           })
           const cancel = Effect.gen(function* () {
-            yield* storeCall('request a cancel', () => requestCancel(db, runId, new Date().toISOString())).pipe(Effect.ignore)
+            // The store first (docs/durability.md: the request outlives any message), then the bus,
+            // whose control handler ends the child if nobody drives it.
+            yield* requestRunCancel(db, runId).pipe(Effect.ignore)
             yield* bus.control(runId, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
           })
           return { runId, result, cancel } satisfies RunHandle

@@ -1,12 +1,12 @@
-import type { TaskContract } from '@agentvisor/core'
-import { type Database, getRun, isFinalStatus, isInterrupted, listApprovals, requestCancel, toRunRecord } from '@agentvisor/store'
+import { type Database, getRun, type StoreError, toRunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
-import { decideRequest } from '../approval/decide.js'
-import { loadRunPolicy } from '../approval/run-policy.js'
 import type { ControlHandler } from '../bus/bus.js'
 import { type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
-
+import { RunNotFoundError } from '../errors.js'
+import { type ApproveAnswer, type ApproveError, approveRun } from '../use-cases/approve.js'
+import { requestRunCancel } from '../use-cases/cancel.js'
+import { query } from '../use-cases/store-query.js'
 
 export interface ControlDeps {
   readonly db: Kysely<Database>
@@ -14,10 +14,31 @@ export interface ControlDeps {
   readonly drive: (runId: string) => void
 }
 
+/** A NATS approve body as the use case's answer: a deny carries no edit (docs/nats.md). */
+const answerOf = (body: ApproveBody): ApproveAnswer =>
+  body.decision === 'approve'
+    ? { requestId: body.requestId, decision: 'approve', remember: body.remember, edit: body.edit }
+    : { requestId: body.requestId, decision: 'deny', remember: body.remember }
+
+/** The `{ok: false, error}` text of a refused approve: a named request that is not pending reads as such. */
+const approveRefusal = (runId: string, error: ApproveError): string => {
+  switch (error._tag) {
+    case 'RequestNotFoundError':
+    case 'RequestDecidedError':
+      return `run ${runId} has no pending request ${error.requestId}`
+    case 'StoreError':
+      return storeFailure('approve', runId, error)
+    default:
+      return error.message
+  }
+}
+
 /**
- * The control API of docs/nats.md over the store: `status` reads the run, `cancel` records
- * the request (the run's driver, wherever it is, acts on it), `approve` decides pending
- * requests (source `nats`). Whatever arrives is answered; nothing here throws.
+ * The control API of docs/nats.md over the store, through the use cases every adapter shares
+ * (`use-cases/`): `status` reads the run, `cancel` records the request (the run's driver,
+ * wherever it is, acts on it; a run nobody drives is driven here to its end), `approve` decides
+ * pending requests (source `nats`) and drives the run on. Whatever arrives is answered; nothing
+ * here throws.
  */
 export const makeControlHandler =
   (deps: ControlDeps): ControlHandler =>
@@ -25,41 +46,31 @@ export const makeControlHandler =
     Effect.gen(function* () {
       const parsed = parseControlBody(verb, body)
       if (Either.isLeft(parsed)) return controlError(parsed.left)
-      const run = yield* Effect.promise(() => getRun(deps.db, runId))
-      if (run === undefined) return controlError(`no run with id ${runId}`)
-      if (verb === 'status') return { v: PROTOCOL_VERSION, ok: true as const, ...toRunRecord(run) }
+      if (verb === 'status') {
+        const run = yield* query(`load run ${runId}`, () => getRun(deps.db, runId))
+        if (run === undefined) return controlError(new RunNotFoundError({ runId }).message)
+        return { v: PROTOCOL_VERSION, ok: true as const, ...toRunRecord(run) }
+      }
       if (verb === 'cancel') {
-        if (isFinalStatus(run.status)) return { v: PROTOCOL_VERSION, ok: true as const, status: run.status }
-        yield* Effect.promise(() => requestCancel(deps.db, runId, new Date().toISOString()))
-        if (run.status === 'awaiting_approval' || isInterrupted(run, Date.now())) deps.drive(runId)
+        const requested = yield* Effect.either(requestRunCancel(deps.db, runId))
+        if (Either.isLeft(requested)) {
+          const error = requested.left
+          return controlError(error._tag === 'StoreError' ? storeFailure('cancel', runId, error) : error.message)
+        }
+        if (requested.right.alreadyEnded) return { v: PROTOCOL_VERSION, ok: true as const, status: requested.right.status }
+        if (requested.right.undriven) deps.drive(runId)
         return { v: PROTOCOL_VERSION, ok: true as const }
       }
-      const approve = parsed.right as ApproveBody
-      const pending = (yield* Effect.promise(() => listApprovals(deps.db, runId))).filter(
-        (r) => r.status === 'pending' && r.kind === 'policy' && (approve.requestId === undefined || r.id === approve.requestId)
-      )
-      if (pending.length === 0) return controlError(approve.requestId === undefined ? `run ${runId} has no pending approval requests` : `run ${runId} has no pending request ${approve.requestId}`)
-      const contract = JSON.parse(run.contract_json) as TaskContract
-      const policy = yield* Effect.promise(() => loadRunPolicy(deps.db, contract))
-      if (Either.isLeft(policy)) return controlError(`run ${runId}: ${policy.left}`)
-      for (const request of pending) {
-        yield* Effect.tryPromise(() =>
-          decideRequest({
-            db: deps.db,
-            policy: policy.right,
-            workspace: contract.workspace,
-            request,
-            answer: { decision: approve.decision, remember: approve.remember, edit: approve.edit },
-            source: 'nats',
-            at: new Date().toISOString()
-          })
-        )
-      }
+      const approved = yield* Effect.either(approveRun({ db: deps.db, source: 'nats' }, runId, answerOf(parsed.right as ApproveBody)))
+      if (Either.isLeft(approved)) return controlError(approveRefusal(runId, approved.left))
       deps.drive(runId)
-      return { v: PROTOCOL_VERSION, ok: true as const, decided: pending.map((r) => r.id) }
+      return { v: PROTOCOL_VERSION, ok: true as const, decided: approved.right.decided.map((r) => r.id) }
     }).pipe(
       Effect.catchAllCause((cause) => Effect.succeed(controlError(`cannot ${verb} run ${runId}: ${causeMessage(cause)}`)))
     )
+
+/** A store that failed under a control request, as the reply says it: what failed, one line. */
+const storeFailure = (verb: string, runId: string, error: StoreError): string => `cannot ${verb} run ${runId}: ${(error.message.split('\n')[0] ?? '').slice(0, 300)}`
 
 const causeMessage = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)

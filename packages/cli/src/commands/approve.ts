@@ -1,7 +1,6 @@
-import { ApprovalError, decideRecovery, decideRequest, loadRunPolicy, type RecoveryResolution } from '@agentvisor/actors'
-import { MAX_NESTING_DEPTH, type TaskContract, valueTooDeepAt } from '@agentvisor/core'
-import { getRun, listApprovals } from '@agentvisor/store'
-import { Either } from 'effect'
+import { ApprovalError, type ApproveAnswer, type ApproveOutcome, type ApproveRefusal, approveRun, isApproveRefusal, type RecoveryResolution } from '@agentvisor/actors'
+import { MAX_NESTING_DEPTH, valueTooDeepAt } from '@agentvisor/core'
+import { Cause, Effect, Exit } from 'effect'
 import { openCliStore } from '../open-store.js'
 import { printJson, say } from '../output.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
@@ -47,59 +46,46 @@ export const approveCommand = async (argv: string[]): Promise<number> => {
   if (resolution !== undefined && (values.deny === true || values.remember === true || edit !== undefined)) {
     throw new UsageError(`--${resolution} settles a recovery request; it does not combine with --deny, --remember or --edit`)
   }
+  const answer: ApproveAnswer =
+    resolution === 'completed'
+      ? { requestId, decision: 'completed', account: values.completed! }
+      : resolution !== undefined
+        ? { requestId, decision: resolution }
+        : values.deny === true
+          ? { requestId, decision: 'deny', remember: values.remember === true }
+          : { requestId, decision: 'approve', remember: values.remember === true, edit }
   const store = await openCliStore(values.db)
+  let outcome: ApproveOutcome
   try {
-    const run = await getRun(store.db, runId)
-    if (run === undefined) throw new UsageError(`no run with id ${runId}`)
-    const requests = await listApprovals(store.db, runId)
-    const pending = requests.filter((r) => r.status === 'pending' && (requestId === undefined || r.id === requestId))
-    if (pending.length === 0) {
-      const named = requests.find((r) => r.id === requestId)
-      if (requestId !== undefined && named !== undefined) throw new UsageError(`request ${requestId} was already ${named.status}`)
-      if (requestId !== undefined) throw new UsageError(`run ${runId} has no request ${requestId}`)
-      throw new UsageError(`run ${runId} has no pending approval requests`)
+    const exit = await Effect.runPromiseExit(approveRun({ db: store.db, source: 'cli' }, runId, answer))
+    if (Exit.isFailure(exit)) {
+      const error = Cause.squash(exit.cause)
+      throw isApproveRefusal(error) ? new UsageError(cliMessage(runId, error)) : error
     }
-    if (edit !== undefined && pending.length > 1) throw new UsageError('--edit needs exactly one request: name it after the run id')
-    const recovery = pending.filter((r) => r.kind === 'recovery')
-    if (resolution !== undefined) {
-      if (recovery.length === 0) throw new UsageError(`run ${runId} has no pending recovery request`)
-      if (recovery.length > 1 && requestId === undefined) throw new UsageError('several recovery requests are pending: name one after the run id')
-      const request = recovery[0]!
-      await decideRecovery({ db: store.db, request, resolution, account: values.completed, source: 'cli', at: new Date().toISOString() })
-      say(`${resolution} for interrupted exec ${request.target}  [${request.id}]`)
-      say(`continue the run with: agentvisor resume ${runId}`)
-      if (values.json === true) printJson([{ id: request.id, act: request.act, target: request.target, status: resolution }])
-      return 0
-    }
-    if (recovery.length > 0 && requestId !== undefined) {
-      throw new UsageError(`request ${requestId} is a recovery request: decide it with --retry, --completed TEXT or --abort`)
-    }
-    if (pending.every((r) => r.kind === 'recovery')) {
-      throw new UsageError(`run ${runId} is waiting for a recovery decision: use --retry, --completed TEXT or --abort`)
-    }
-    const contract = JSON.parse(run.contract_json) as TaskContract
-    const policy = await loadRunPolicy(store.db, contract)
-    if (Either.isLeft(policy)) throw new UsageError(`run ${runId}: ${policy.left}`)
-    const decided: Array<{ id: string; act: string; target: string; status: string }> = []
-    for (const request of pending.filter((r) => r.kind !== 'recovery')) {
-      await decideRequest({
-        db: store.db,
-        policy: policy.right,
-        workspace: contract.workspace,
-        request,
-        answer: { decision: values.deny === true ? 'deny' : 'approve', remember: values.remember === true, edit },
-        source: 'cli',
-        at: new Date().toISOString()
-      })
-      const status = values.deny === true ? 'denied' : 'approved'
-      decided.push({ id: request.id, act: request.act, target: request.target, status })
-      say(`${status} ${request.act} ${request.target}${edit === undefined ? '' : ' (with edits)'}${values.remember === true ? ' (remembered for this workspace)' : ''}  [${request.id}]`)
-    }
-    say(`continue the run with: agentvisor resume ${runId}`)
-    if (values.json === true) printJson(decided)
-    return 0
+    outcome = exit.value
   } finally {
     await store.close()
+  }
+  for (const request of outcome.decided) {
+    if (request.kind === 'recovery') say(`${request.status} for interrupted exec ${request.target}  [${request.id}]`)
+    else say(`${request.status} ${request.act} ${request.target}${edit === undefined ? '' : ' (with edits)'}${values.remember === true ? ' (remembered for this workspace)' : ''}  [${request.id}]`)
+  }
+  say(`continue the run with: agentvisor resume ${runId}`)
+  if (values.json === true) printJson(outcome.decided.map(({ id, act, target, status }) => ({ id, act, target, status })))
+  return 0
+}
+
+/** The use case's refusals this command words in its own flags; the rest keep their message. */
+const cliMessage = (runId: string, error: ApproveRefusal): string => {
+  switch (error._tag) {
+    case 'AmbiguousRequestError':
+      return error.what === 'edit' ? '--edit needs exactly one request: name it after the run id' : 'several recovery requests are pending: name one after the run id'
+    case 'RecoveryDecisionNeededError':
+      return error.requestId !== undefined
+        ? `request ${error.requestId} is a recovery request: decide it with --retry, --completed TEXT or --abort`
+        : `run ${runId} is waiting for a recovery decision: use --retry, --completed TEXT or --abort`
+    default:
+      return error.message
   }
 }
 

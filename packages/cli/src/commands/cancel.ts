@@ -1,62 +1,29 @@
-import { Agentvisor } from '@agentvisor/actors'
-import { getRun, isFinalStatus, openStore, requestCancel, resolveDbPath } from '@agentvisor/store'
+import { Agentvisor, CancelTimeoutError } from '@agentvisor/actors'
+import { resolveDbPath } from '@agentvisor/store'
 import { printJson, say } from '../output.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
-
 /**
- * `agentvisor cancel RUN [--db PATH] [--json]`: works from any process. The request goes to the
- * store; a live driver notices it within its poll interval, kills the run's tool processes and
- * ends it `cancelled`. A run nobody drives (paused or interrupted) is ended here.
+ * `agentvisor cancel RUN [--db PATH] [--json]`: works from any process, through
+ * `Agentvisor.cancel`. The request goes to the store; a live driver notices it within its poll
+ * interval, kills the run's tool processes and ends it `cancelled`; a run nobody drives (paused
+ * or interrupted) is ended here. Exit 0 when the run ends cancelled (or had already ended), 1
+ * when it ended otherwise, 2 when it is unknown or its driver does not stop within 10 s.
  */
 export const cancelCommand = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseCommandArgs(argv, { db: { type: 'string' }, json: { type: 'boolean' } }, { min: 1, max: 1, names: 'RUN (the run to cancel)' })
   const runId = positionals[0]!
-  const dbPath = resolveDbPath(values.db)
-  const store = await openStore(dbPath)
-  let status: string
+  const av = await Agentvisor.open({ db: resolveDbPath(values.db) })
+  let outcome
   try {
-    const run = await getRun(store.db, runId)
-    if (run === undefined) throw new UsageError(`no run with id ${runId}`)
-    if (isFinalStatus(run.status)) {
-      say(`agentvisor: run ${runId} already ended (${run.status})`)
-      if (values.json === true) printJson({ runId, status: run.status })
-      return 0
-    }
-    await requestCancel(store.db, runId, new Date().toISOString())
-  } finally {
-    await store.close()
-  }
-  // Resuming a run whose cancel is requested only writes its final transition; while another
-  // process drives it, that driver does the cancelling and this waits for it to finish.
-  const av = await Agentvisor.open({ db: dbPath })
-  try {
-    status = await finish(av, runId, dbPath)
+    outcome = await av.cancel(runId)
+  } catch (error) {
+    throw error instanceof CancelTimeoutError ? new UsageError(error.message) : error
   } finally {
     await av.close()
   }
-  say(`agentvisor: run ${runId} ${status}`)
+  const { status } = outcome
+  say(outcome.alreadyEnded ? `agentvisor: run ${runId} already ended (${status})` : `agentvisor: run ${runId} ${status}`)
   if (values.json === true) printJson({ runId, status })
-  return status === 'cancelled' ? 0 : 1
-}
-
-const finish = async (av: Agentvisor, runId: string, dbPath: string): Promise<string> => {
-  const until = Date.now() + 10_000
-  for (;;) {
-    try {
-      const run = await av.resume(runId)
-      return (await run.result).status
-    } catch (error) {
-      if ((error as { _tag?: string })._tag !== 'LeaseConflictError') throw error
-    }
-    const store = await openStore(dbPath)
-    try {
-      const run = await getRun(store.db, runId)
-      if (run !== undefined && isFinalStatus(run.status)) return run.status
-    } finally {
-      await store.close()
-    }
-    if (Date.now() > until) throw new UsageError(`run ${runId}: its driver did not stop within 10 s; the cancel request stays recorded`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  return outcome.alreadyEnded || status === 'cancelled' ? 0 : 1
 }

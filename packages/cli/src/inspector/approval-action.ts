@@ -1,7 +1,7 @@
-import { ApprovalError, decideRequest, loadRunPolicy } from '@agentvisor/actors'
-import { MAX_NESTING_DEPTH, type TaskContract, valueTooDeepAt } from '@agentvisor/core'
-import { getRun, listApprovals, type Store } from '@agentvisor/store'
-import { Either } from 'effect'
+import { type ApproveAnswer, type ApproveRefusal, approveRun, isApproveRefusal } from '@agentvisor/actors'
+import { MAX_NESTING_DEPTH, valueTooDeepAt } from '@agentvisor/core'
+import type { Store } from '@agentvisor/store'
+import { Cause, Effect, Exit } from 'effect'
 import { HttpError } from './http.js'
 
 /** The body of `POST /api/runs/:id/approvals/:requestId`. */
@@ -55,47 +55,18 @@ export interface DecisionDeps {
  * request, the paused run is driven on here, so it goes on without a separate `resume`.
  */
 export const decideFromInspector = async (deps: DecisionDeps, runId: string, requestId: string, body: ApprovalBody): Promise<DecisionOutcome> => {
-  const run = await getRun(deps.db, runId)
-  if (run === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
-  const requests = await listApprovals(deps.db, runId)
-  const request = requests.find((r) => r.id === requestId)
-  if (request === undefined) throw new HttpError({ status: 404, message: `run ${runId} has no request ${requestId}` })
-  if (request.status !== 'pending') throw new HttpError({ status: 409, message: `request ${requestId} was already ${request.status}` })
-  if (request.kind === 'recovery') {
-    throw new HttpError({
-      status: 409,
-      message: `request ${requestId} is an interrupted exec: settle it with agentvisor approve ${runId} ${requestId} --retry | --completed TEXT | --abort`
-    })
+  const answer: ApproveAnswer =
+    body.decision === 'approve' ? { requestId, decision: 'approve', remember: body.remember, edit: body.edit } : { requestId, decision: 'deny', remember: body.remember }
+  const exit = await Effect.runPromiseExit(approveRun({ db: deps.db, source: 'cli' }, runId, answer))
+  if (Exit.isFailure(exit)) {
+    const error = Cause.squash(exit.cause)
+    throw isApproveRefusal(error) ? httpErrorOf(runId, requestId, error) : error
   }
-  let contract: TaskContract
-  try {
-    contract = JSON.parse(run.contract_json) as TaskContract
-  } catch {
-    throw new HttpError({ status: 409, message: `run ${runId}: its stored contract is not readable` })
-  }
-  const policy = await loadRunPolicy(deps.db, contract)
-  if (Either.isLeft(policy)) throw new HttpError({ status: 409, message: `run ${runId}: ${policy.left}` })
-  try {
-    await decideRequest({
-      db: deps.db,
-      policy: policy.right,
-      workspace: contract.workspace,
-      request,
-      answer: { decision: body.decision, remember: body.remember, edit: body.edit },
-      source: 'cli',
-      at: new Date().toISOString()
-    })
-  } catch (error) {
-    if (error instanceof ApprovalError) {
-      throw new HttpError({ status: error.message.includes('already decided') ? 409 : 422, message: error.message })
-    }
-    throw error
-  }
+  const { runStatus, pending } = exit.value
   const status = body.decision === 'approve' ? 'approved' : 'denied'
-  const pending = (await listApprovals(deps.db, runId)).filter((r) => r.status === 'pending').length
   const decided = { requestId, status, pending } as const
   if (pending > 0) return { ...decided, resumed: false, note: `the run waits for ${pending} more decision${pending === 1 ? '' : 's'}` }
-  if (run.status !== 'awaiting_approval') return { ...decided, resumed: false, note: `the run is ${run.status}, not paused` }
+  if (runStatus !== 'awaiting_approval') return { ...decided, resumed: false, note: `the run is ${runStatus}, not paused` }
   try {
     await deps.drive(runId)
     return { ...decided, resumed: true }
@@ -103,5 +74,26 @@ export const decideFromInspector = async (deps: DecisionDeps, runId: string, req
     // The decision stands whoever drives the run; say why this process does not.
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
     return { ...decided, resumed: false, note: `decided, but the run was not resumed here: ${message}` }
+  }
+}
+
+/** The use case's refusals as HTTP statuses (docs/inspector.md): unknown 404, conflicting 409, a refused edit 422. */
+const httpErrorOf = (runId: string, requestId: string, error: ApproveRefusal): HttpError => {
+  switch (error._tag) {
+    case 'RunNotFoundError':
+    case 'RequestNotFoundError':
+      return new HttpError({ status: 404, message: error.message })
+    case 'EditRefusedError':
+      return new HttpError({ status: 422, message: error.message })
+    case 'RecoveryDecisionNeededError':
+      return new HttpError({
+        status: 409,
+        message: `request ${requestId} is an interrupted exec: settle it with agentvisor approve ${runId} ${requestId} --retry | --completed TEXT | --abort`
+      })
+    case 'RequestDecidedError':
+    case 'NothingPendingError':
+    case 'AmbiguousRequestError':
+    case 'RunUnreadableError':
+      return new HttpError({ status: 409, message: error.message })
   }
 }

@@ -1,0 +1,65 @@
+import { type ApprovalRow, type Database, getRun, listApprovals } from '@agentvisor/store'
+import type { StoreError } from '@agentvisor/store'
+import { Effect } from 'effect'
+import type { Kysely } from 'kysely'
+import { RunNotFoundError } from '../errors.js'
+import { query } from './store-query.js'
+
+/**
+ * A request a run waits on, as `Agentvisor.pending` lists it: `approval` for a tool call the
+ * policy answered `ask`, `recovery` for an exec interrupted after it started (docs/policy.md,
+ * docs/durability.md).
+ */
+export interface PendingRequest {
+  readonly id: string
+  readonly kind: 'approval' | 'recovery'
+  readonly step: number
+  readonly act?: string
+  readonly target?: string
+  /** The tool call's arguments as the model sent them (the raw text when they are not a JSON object). */
+  readonly arguments?: Readonly<Record<string, unknown>> | string
+  readonly rule?: string
+  readonly layer?: string
+}
+
+/** The kind a stored request is shown as. */
+export const requestKindOf = (row: ApprovalRow): PendingRequest['kind'] => (row.kind === 'recovery' ? 'recovery' : 'approval')
+
+const argumentsOf = (row: ApprovalRow): PendingRequest['arguments'] => {
+  let raw: unknown
+  try {
+    raw = (JSON.parse(row.payload_json) as { arguments?: unknown }).arguments
+  } catch {
+    return undefined
+  }
+  if (typeof raw !== 'string') return undefined
+  try {
+    const parsed = JSON.parse(raw) as unknown
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : raw
+  } catch {
+    return raw
+  }
+}
+
+export const pendingRequestOf = (row: ApprovalRow): PendingRequest => {
+  const args = argumentsOf(row)
+  return {
+    id: row.id,
+    kind: requestKindOf(row),
+    step: row.step,
+    act: row.act,
+    target: row.target,
+    ...(args !== undefined ? { arguments: args } : {}),
+    rule: row.rule,
+    layer: row.layer
+  }
+}
+
+/** The requests `runId` waits on, in the order they are asked (step, then call position). */
+export const pendingRequests = (db: Kysely<Database>, runId: string): Effect.Effect<PendingRequest[], RunNotFoundError | StoreError> =>
+  Effect.gen(function* () {
+    const run = yield* query(`load run ${runId}`, () => getRun(db, runId))
+    if (run === undefined) return yield* new RunNotFoundError({ runId })
+    const rows = yield* query(`load the requests of run ${runId}`, () => listApprovals(db, runId))
+    return rows.filter((row) => row.status === 'pending').map(pendingRequestOf)
+  })
