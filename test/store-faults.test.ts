@@ -30,7 +30,7 @@ const writeDone = { name: 'write_file', arguments: { path: 'out.txt', content: '
 describe('a store that fails mid-run', () => {
   it('leaves the run interrupted, never failed, when the disk fills up; resume finishes it with each effect once', async () => {
     const dir = tempDir()
-    const disk = smallDisk(path.join(dir, 'disk'), '8m')
+    const disk = smallDisk(path.join(dir, 'disk'), '32m')
     const db = path.join(disk, 'av.db')
     const filled = path.join(dir, 'filled')
     // Step 1 has an effect; the verification after it fills the store's disk (once), and step 2's
