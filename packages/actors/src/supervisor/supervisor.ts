@@ -414,18 +414,23 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const bus = options.bus
       if (bus !== undefined && options.serveChildren !== undefined) {
         const { concurrency } = options.serveChildren
-        // A bus that cannot be reached yet (NATS restarting) is tried again, not given up on.
-        yield* Effect.forkScoped(
-          surviving(
-            'consume child runs',
-            bus.consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), log: options.log }, delivery), {
-              concurrency,
-              log: warn,
-              giveUp: (request, cause) => giveUpChild(db, request, cause)
-            }),
-            warn
+        // A bus that cannot be reached yet (NATS restarting) is tried again, not given up on; a
+        // concurrency that can never work is said once.
+        if (!Number.isInteger(concurrency) || concurrency < 1) {
+          warn(`cannot consume child runs: concurrency must be a positive integer, got ${concurrency}`)
+        } else {
+          yield* Effect.forkScoped(
+            surviving(
+              'consume child runs',
+              bus.consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), log: options.log }, delivery), {
+                concurrency,
+                log: warn,
+                giveUp: (request, cause) => giveUpChild(db, request, cause)
+              }),
+              warn
+            )
           )
-        )
+        }
       }
       if (bus !== undefined && options.serveControl === true) {
         // Runs resumed for a control request go on in the background, like any other run.
