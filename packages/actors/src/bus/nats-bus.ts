@@ -278,7 +278,8 @@ export const makeNatsBus = (options: NatsBusOptions): Effect.Effect<Bus, BusErro
         try: () => connect(connection),
         catch: (cause) => new BusError({ message: `cannot connect to NATS at ${serverList(options.servers)}: ${firstLine(cause)}`, cause })
       }),
-      (nc) => Effect.promise(() => nc.close().catch(() => undefined))
+      // A connection that cannot close cleanly is closed as far as this process is concerned.
+      (nc) => Effect.ignore(Effect.tryPromise(() => nc.close()))
     )
     return makeBus(nc, options)
   })

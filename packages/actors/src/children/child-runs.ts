@@ -145,10 +145,17 @@ export const makeChildRuns = (env: {
 
   /** Cancels the run's unfinished children (store first, then the bus for remote drivers). */
   const cancelChildren: Effect.Effect<void> = Effect.gen(function* () {
-    const rows = yield* Effect.orElseSucceed(store('load child runs', () => listChildren(db, runId)), () => [] as RunRow[])
+    // A parent ending on a failing store cannot reach its children; it says so rather than
+    // leaving them to run on unnoticed (they end at their own deadlines).
+    const rows = yield* store('load child runs', () => listChildren(db, runId)).pipe(
+      Effect.catchAll((error) => Effect.as(Effect.sync(() => warn(`run ${runId}: cannot cancel its children: ${error.message}`)), [] as RunRow[]))
+    )
     const at = iso(yield* nowMs)
     for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
-      yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(Effect.ignore)
+      yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(
+        Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot cancel child run ${child.id}: ${error.message}`)))
+      )
+      // Nobody answering is no failure: the request in the store reaches the child's next driver.
       if (bus !== undefined) yield* bus.control(child.id, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
       const undriven = child.lease_owner === null || (child.lease_expires_at ?? 0) <= (yield* nowMs)
       if (undriven && env.endUndriven !== undefined) yield* env.endUndriven(child.id)

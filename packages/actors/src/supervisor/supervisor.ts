@@ -24,7 +24,7 @@ import {
   type RunStatus,
   StoreError
 } from '@agentvisor/store'
-import { Cause, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
+import { Cause, Chunk, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
@@ -408,7 +408,10 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // final transition (and ends its own children the same way). One that another driver took
       // meanwhile is that driver's to end.
       function endUndrivenChild(childId: string): Effect.Effect<void> {
-        return Effect.ignore(Effect.flatMap(resume(childId), (handle) => handle.result))
+        return Effect.flatMap(resume(childId), (handle) => handle.result).pipe(
+          Effect.asVoid,
+          Effect.catchAllCause((cause) => (isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot end child run ${childId}: ${causeLine(cause)}`))))
+        )
       }
 
       const bus = options.bus
@@ -434,7 +437,12 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       }
       if (bus !== undefined && options.serveControl === true) {
         // Runs resumed for a control request go on in the background, like any other run.
-        const drive = (runId: string) => void Effect.runFork(Effect.ignore(Effect.flatMap(resume(runId), (h) => h.result)))
+        const drive = (runId: string) =>
+          void Effect.runFork(
+            Effect.flatMap(resume(runId), (h) => h.result).pipe(
+              Effect.catchAllCause((cause) => (isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot resume run ${runId} for a control request: ${causeLine(cause)}`))))
+            )
+          )
         yield* Effect.forkScoped(surviving('serve control requests', bus.serveControl(makeControlHandler({ db, drive }), { log: warn }), warn))
       }
 
@@ -483,7 +491,11 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             }
           })
           const cancel = Effect.gen(function* () {
-            yield* storeCall('request a cancel', () => requestCancel(db, runId, new Date().toISOString())).pipe(Effect.ignore)
+            yield* storeCall('request a cancel', () => requestCancel(db, runId, new Date().toISOString())).pipe(
+              Effect.catchAll((error) => Effect.sync(() => warn(`cannot cancel child run ${runId}: ${error.message}`)))
+            )
+            // Nobody answering (the child is queued, or its worker is gone) is not a failure: the
+            // request in the store reaches whoever drives it next.
             yield* bus.control(runId, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
           })
           return { runId, result, cancel } satisfies RunHandle
@@ -495,6 +507,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       return { start, resume, spawn }
     })
   )
+
+/** Another live driver holds the run: it is that driver's to move, nothing went wrong. */
+const isLeaseConflict = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some((error) => error instanceof LeaseConflictError))
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
 
