@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { parseTaskContract, type TaskContract } from '@agentvisor/core'
-import { Effect, Either, Exit, Scope } from 'effect'
+import { Cause, Effect, Either, Exit, Scope } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Bus, BusError, type ChildDelivery } from '../packages/actors/src/bus/bus.js'
+import { type Bus, BusError, type ChildDelivery, type ConsumeOptions, MAX_CHILD_HANDLING_FAILURES } from '../packages/actors/src/bus/bus.js'
 import { type ChildRunRequest, type ControlReply, type ControlVerb, controlError, parseControlBody, PROTOCOL_VERSION } from '../packages/actors/src/bus/messages.js'
 import { waitFor } from './support/cli.js'
 
@@ -74,9 +74,14 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
       return { within: <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => run(Scope.extend(effect, scope)), close }
     }
 
-    const consume = async (bus: Bus, concurrency: number, handle: (delivery: ChildDelivery) => Effect.Effect<void>) => {
+    const consume = async (
+      bus: Bus,
+      concurrency: number,
+      handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>,
+      options: Omit<ConsumeOptions, 'concurrency'> = {}
+    ) => {
       const worker = await scoped()
-      await worker.within(bus.consumeChildren(handle, { concurrency }))
+      await worker.within(bus.consumeChildren(handle, { concurrency, ...options }))
       return worker
     }
 
@@ -220,27 +225,109 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
       expect(again.deliveryCount).toBe(2)
     })
 
-    it('keeps delivering after handlers throw or die, handing their requests back at once', async () => {
+    it('tries a handler that throws or dies again in the same delivery, logging the cause, and keeps delivering others', async () => {
       const { bus, bus2 } = await setup({ ackWaitMs: LONG_ACK_WAIT_MS })
       const throws = childRequest('throws')
       const dies = childRequest('dies')
       const fine = childRequest('fine')
       const seen: ChildDelivery[] = []
-      await consume(bus2, 1, (delivery) =>
-        Effect.gen(function* () {
-          seen.push(delivery)
-          if (delivery.deliveryCount === 1 && delivery.request.runId === throws.runId) throw new Error('handler bug')
-          if (delivery.deliveryCount === 1 && delivery.request.runId === dies.runId) return yield* Effect.die('handler defect')
-          yield* delivery.ack
-        })
+      const tries = new Map<string, number>()
+      const lines: string[] = []
+      await consume(
+        bus2,
+        1,
+        (delivery) =>
+          Effect.gen(function* () {
+            seen.push(delivery)
+            const tried = (tries.get(delivery.request.runId) ?? 0) + 1
+            tries.set(delivery.request.runId, tried)
+            if (tried === 1 && delivery.request.runId === throws.runId) throw new Error('handler bug')
+            if (tried === 1 && delivery.request.runId === dies.runId) return yield* Effect.die('handler defect')
+            yield* delivery.ack
+          }),
+        { log: (line) => lines.push(line), retryBaseMs: 10 }
       )
       for (const request of [throws, dies, fine]) await run(bus.submitChild(request))
-      const done = (request: ChildRunRequest) => seen.some((d) => d.request.runId === request.runId && (d.deliveryCount > 1 || request === fine))
-      await waitFor(() => (done(throws) && done(dies) && done(fine) ? true : undefined), 'every request handled', AT_ONCE_MS)
+      await waitFor(() => ([throws, dies, fine].every((r) => (tries.get(r.runId) ?? 0) >= (r === fine ? 1 : 2)) ? true : undefined), 'every request handled', AT_ONCE_MS)
 
-      expect(seen.filter((d) => d.request.runId === fine.runId)).toHaveLength(1)
-      expect(seen.find((d) => d.request.runId === throws.runId && d.deliveryCount === 2)?.request).toEqual(throws)
-      expect(seen.find((d) => d.request.runId === dies.runId && d.deliveryCount === 2)?.request).toEqual(dies)
+      expect(tries.get(fine.runId)).toBe(1)
+      // Tried again within its first delivery: the bus did not have to hand it out again.
+      expect(seen.filter((d) => d.request.runId === throws.runId).map((d) => d.deliveryCount)).toEqual([1, 1])
+      expect(seen.filter((d) => d.request.runId === dies.runId).map((d) => d.deliveryCount)).toEqual([1, 1])
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`child run ${throws.runId}: handling failed \\(1 of ${MAX_CHILD_HANDLING_FAILURES}\\): handler bug`)))
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`child run ${dies.runId}: handling failed \\(1 of ${MAX_CHILD_HANDLING_FAILURES}\\): handler defect`)))
+    })
+
+    it(`gives a request up after its handler died ${MAX_CHILD_HANDLING_FAILURES} times: its run is given up with the cause, the request is never delivered again, and the worker serves the others`, async () => {
+      const { bus, bus2 } = await setup()
+      const doomed = childRequest('doomed')
+      const fine = childRequest('fine')
+      const unacked = childRequest('unacked')
+      const seen: ChildDelivery[] = []
+      const givenUp: Array<{ runId: string; cause: string }> = []
+      await consume(
+        bus2,
+        1,
+        (delivery) =>
+          Effect.suspend(() => {
+            seen.push(delivery)
+            if (delivery.request.runId === doomed.runId) return Effect.die(new Error('handler defect'))
+            // Left unacked once: its redelivery comes a full ack deadline later.
+            if (delivery.request.runId === unacked.runId && delivery.deliveryCount === 1) return Effect.void
+            return delivery.ack
+          }),
+        {
+          log: () => undefined,
+          retryBaseMs: 10,
+          giveUp: (request, cause) => Effect.sync(() => void givenUp.push({ runId: request.runId, cause: Cause.pretty(cause) }))
+        }
+      )
+      await run(bus.submitChild(doomed))
+      await run(bus.submitChild(fine))
+      await waitFor(() => (seen.some((d) => d.request.runId === fine.runId) ? true : undefined), 'the request after the doomed one')
+      // Submitted once the doomed one was given up; its redelivery comes an ack deadline later,
+      // by when a doomed request that was not terminated would have come back.
+      await run(bus.submitChild(unacked))
+      await waitFor(() => (seen.some((d) => d.request.runId === unacked.runId && d.deliveryCount === 2) ? true : undefined), 'the redelivery')
+
+      const doomedTries = seen.filter((d) => d.request.runId === doomed.runId)
+      expect(doomedTries).toHaveLength(MAX_CHILD_HANDLING_FAILURES)
+      expect(doomedTries.every((d) => d.deliveryCount === 1)).toBe(true)
+      expect(givenUp).toHaveLength(1)
+      expect(givenUp[0]?.runId).toBe(doomed.runId)
+      expect(givenUp[0]?.cause).toContain('handler defect')
+    })
+
+    it('hands a request back instead of terminating it when giving its run up fails', async () => {
+      const { bus, bus2 } = await setup({ ackWaitMs: LONG_ACK_WAIT_MS })
+      const doomed = childRequest('doomed')
+      const seen: ChildDelivery[] = []
+      const lines: string[] = []
+      let giveUps = 0
+      await consume(
+        bus2,
+        1,
+        (delivery) =>
+          Effect.suspend(() => {
+            seen.push(delivery)
+            return delivery.deliveryCount === 1 ? Effect.die(new Error('handler defect')) : delivery.ack
+          }),
+        {
+          log: (line) => lines.push(line),
+          retryBaseMs: 10,
+          giveUp: () =>
+            Effect.suspend(() => {
+              giveUps += 1
+              return Effect.fail(new Error('store down'))
+            })
+        }
+      )
+      await run(bus.submitChild(doomed))
+      const again = await waitFor(() => seen.find((d) => d.deliveryCount === 2), 'the redelivery', AT_ONCE_MS)
+
+      expect(again.request).toEqual(doomed)
+      expect(giveUps).toBe(1)
+      expect(lines).toContainEqual(expect.stringContaining(`child run ${doomed.runId}: cannot give it up, handing it back: store down`))
     })
 
     it('publishes done messages to every watcher', async () => {
@@ -370,13 +457,18 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
     it('answers a control handler that dies with an internal error and keeps serving', async () => {
       const { bus, bus2 } = await setup()
       const server = await scoped()
+      const lines: string[] = []
       await server.within(
-        bus2.serveControl((runId) => (runId.startsWith('die-') ? Effect.die('handler bug') : Effect.succeed({ v: PROTOCOL_VERSION, ok: true as const })))
+        bus2.serveControl((runId) => (runId.startsWith('die-') ? Effect.die(new Error('handler bug')) : Effect.succeed({ v: PROTOCOL_VERSION, ok: true as const })), {
+          log: (line) => lines.push(line)
+        })
       )
-      const died = await run(bus.control(`die-${randomUUID()}`, 'status', {}))
+      const dying = `die-${randomUUID()}`
+      const died = await run(bus.control(dying, 'status', {}))
       const fine = await run(bus.control(randomUUID(), 'status', {}))
 
       expect(died).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'internal error' })
       expect(fine).toEqual({ v: PROTOCOL_VERSION, ok: true })
+      expect(lines).toEqual([`control status of run ${dying} failed: handler bug`])
     })
   })

@@ -340,7 +340,8 @@ describe('a worker handed a child it drives already', () => {
       deliveryCount: 2,
       working: Effect.sync(() => void calls.push('working')),
       ack: Effect.sync(() => void calls.push('ack')),
-      nak: Effect.sync(() => void calls.push('nak'))
+      nak: Effect.sync(() => void calls.push('nak')),
+      term: Effect.sync(() => void calls.push('term'))
     }
     const resume = () => Effect.sync(() => void calls.push('resume')).pipe(Effect.zipRight(Effect.die('a second driver in the same process')))
     await Effect.runPromise(handleChildDelivery({ db: store.db, resume }, delivery))

@@ -1,5 +1,6 @@
 import type { Scope } from 'effect'
-import { Context, Data, Effect } from 'effect'
+import { Cause, Context, Data, Effect, Schedule } from 'effect'
+import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'
 import type { ChildRunRequest, ControlReply, ControlVerb, RunDoneMessage, RunEventMessage } from './messages.js'
 
 /** The bus could not be reached or refused an operation. */
@@ -16,6 +17,78 @@ export interface ChildDelivery {
   readonly ack: Effect.Effect<void>
   /** Hands it back at once for another worker (e.g. a worker shutting down). */
   readonly nak: Effect.Effect<void>
+  /** Gives up on it: it will not be delivered again (JetStream `term`; the in-process bus drops it). */
+  readonly term: Effect.Effect<void>
+}
+
+/**
+ * How many times the handling of one child-run request may fail (a store error, a defect)
+ * before it is given up on: its run ends `failed` and the request is terminated instead of
+ * redelivered forever (docs/nats.md, "When handling a request fails").
+ */
+export const MAX_CHILD_HANDLING_FAILURES = 5
+
+/** How a worker consumes child-run requests. */
+export interface ConsumeOptions {
+  readonly concurrency: number
+  /** One line per failure the consumer survives (default stderr). */
+  readonly log?: LogLine | undefined
+  /**
+   * Ends the run of a request given up on (the worker writes it `failed` with the cause). If it
+   * fails too, the request is handed back rather than terminated: a run is never left without
+   * either a request or an end.
+   */
+  readonly giveUp?: ((request: ChildRunRequest, cause: Cause.Cause<unknown>) => Effect.Effect<void, unknown>) | undefined
+  /** The pause after a first failed try, doubling after each (default 1000 ms, at most 30 s). */
+  readonly retryBaseMs?: number | undefined
+}
+
+const DEFAULT_RETRY_BASE_MS = 1_000
+const MAX_RETRY_PAUSE = '30 seconds'
+
+/**
+ * Handles one delivery the way every bus does: kept in progress while its handler runs
+ * (`handleInProgress`); a handler that fails or dies is logged with its cause and tried again
+ * in the same delivery, up to {@link MAX_CHILD_HANDLING_FAILURES} tries on an exponential
+ * schedule; then the run is given up on (`giveUp`) and the request terminated. An interrupted
+ * handler (its worker going away) leaves the request to the ack deadline, as a crashed process
+ * would. The consumer goes on serving other requests whatever happened.
+ */
+export const serveDelivery = (
+  delivery: ChildDelivery,
+  ackWaitMs: number,
+  handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>,
+  options: ConsumeOptions
+): Effect.Effect<void> => {
+  const log = options.log ?? stderrLog
+  const { runId } = delivery.request
+  let failures = 0
+  const schedule = Schedule.exponential(options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS).pipe(
+    Schedule.union(Schedule.spaced(MAX_RETRY_PAUSE)),
+    Schedule.intersect(Schedule.recurs(MAX_CHILD_HANDLING_FAILURES - 1))
+  )
+  const tries = Effect.sandbox(Effect.suspend(() => handle(delivery))).pipe(
+    Effect.tapError((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.void
+        : Effect.sync(() => {
+            failures += 1
+            log(`child run ${runId}: handling failed (${failures} of ${MAX_CHILD_HANDLING_FAILURES}): ${causeLine(cause)}`)
+          })
+    ),
+    Effect.retry({ schedule, while: (cause) => !Cause.isInterruptedOnly(cause) })
+  )
+  const gaveUp = (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
+    Effect.suspend(() => (options.giveUp === undefined ? Effect.void : options.giveUp(delivery.request, cause))).pipe(
+      Effect.zipRight(delivery.term),
+      Effect.zipRight(Effect.sync(() => log(`child run ${runId}: given up after ${MAX_CHILD_HANDLING_FAILURES} failed tries`))),
+      Effect.catchAllCause((failed) =>
+        Effect.zipRight(Effect.sync(() => log(`child run ${runId}: cannot give it up, handing it back: ${causeLine(failed)}`)), delivery.nak)
+      )
+    )
+  return handleInProgress(delivery, ackWaitMs, () =>
+    Effect.catchAll(tries, (cause) => (Cause.isInterruptedOnly(cause) ? Effect.interrupt : gaveUp(cause)))
+  )
 }
 
 /**
@@ -54,8 +127,8 @@ export interface Bus {
    * acked is delivered again (to any consumer) after the ack deadline.
    */
   readonly consumeChildren: (
-    handle: (delivery: ChildDelivery) => Effect.Effect<void>,
-    options: { readonly concurrency: number }
+    handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>,
+    options: ConsumeOptions
   ) => Effect.Effect<void, BusError, Scope.Scope>
   /** Publishes a transition; best effort (a run never fails because nobody listens). */
   readonly publishEvent: (message: RunEventMessage) => Effect.Effect<void>
@@ -65,8 +138,11 @@ export interface Bus {
   readonly watchDone: (onDone: (message: RunDoneMessage) => void) => Effect.Effect<void, BusError, Scope.Scope>
   /** Calls `onEvent` for each transition of `runId` until the scope closes. */
   readonly watchEvents: (runId: string, onEvent: (message: RunEventMessage) => void) => Effect.Effect<void, BusError, Scope.Scope>
-  /** Answers control requests for every run until the scope closes (workers share them). */
-  readonly serveControl: (handler: ControlHandler) => Effect.Effect<void, BusError, Scope.Scope>
+  /**
+   * Answers control requests for every run until the scope closes (workers share them); a
+   * handler that dies is answered `internal error` and logged on `log` (default stderr).
+   */
+  readonly serveControl: (handler: ControlHandler, options?: { readonly log?: LogLine | undefined }) => Effect.Effect<void, BusError, Scope.Scope>
   /** Sends a control request and waits for the reply (`timeoutMs`, then `BusError`). */
   readonly control: (runId: string, verb: ControlVerb, body: unknown, timeoutMs?: number) => Effect.Effect<ControlReply, BusError>
 }

@@ -1,4 +1,5 @@
 import { Effect } from 'effect'
+import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'
 import type { ControlHandler } from './bus.js'
 import type { ControlReply, ControlVerb } from './messages.js'
 import { ControlVerb as ControlVerbs, controlError, invalidRunId } from './messages.js'
@@ -13,11 +14,19 @@ const isControlVerb = (verb: string): verb is ControlVerb => verbs.has(verb)
  * unknown verb and a handler that dies are `{ok: false}` replies, never a crash of the serving
  * loop; a handler only ever sees a valid run id and a known verb.
  */
-export const answerControl = (handler: ControlHandler, runId: string, verb: string, body: string): Effect.Effect<ControlReply> => {
+export const answerControl = (handler: ControlHandler, runId: string, verb: string, body: string, log: LogLine = stderrLog): Effect.Effect<ControlReply> => {
   const badId = invalidRunId(runId)
   if (badId !== undefined) return Effect.succeed(controlError(badId))
   return isControlVerb(verb)
-    ? Effect.suspend(() => handler(runId, verb, body)).pipe(Effect.catchAllCause(() => Effect.succeed(controlError('internal error'))))
+    ? Effect.suspend(() => handler(runId, verb, body)).pipe(
+        // The requester learns only that it failed; the cause is the operator's, in the log.
+        Effect.catchAllCause((cause) =>
+          Effect.sync(() => {
+            log(`control ${verb} of run ${runId} failed: ${causeLine(cause)}`)
+            return controlError('internal error')
+          })
+        )
+      )
     : Effect.succeed(controlError(`unknown control verb "${verb}"`))
 }
 

@@ -1,6 +1,7 @@
 import { Effect, FiberSet } from 'effect'
-import type { Bus, ChildDelivery, ControlHandler } from './bus.js'
-import { BusError, handleInProgress } from './bus.js'
+import type { Bus, ChildDelivery, ConsumeOptions, ControlHandler } from './bus.js'
+import { BusError, serveDelivery } from './bus.js'
+import { type LogLine, stderrLog } from '../loop/survive.js'
 import { answerControl, encodeControlReply } from './control-answer.js'
 import type { ChildRunRequest, RunDoneMessage, RunEventMessage } from './messages.js'
 import { bytesToText, decodeControlReply, encodeControlBody, encodeJson } from './wire.js'
@@ -16,7 +17,8 @@ const DEFAULT_ACK_WAIT_MS = 30_000
 type Run = (effect: Effect.Effect<void>) => unknown
 
 interface Consumer {
-  readonly handle: (delivery: ChildDelivery) => Effect.Effect<void>
+  readonly handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>
+  readonly options: ConsumeOptions
   readonly concurrency: number
   readonly run: Run
   active: number
@@ -60,7 +62,7 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
   let dispatchScheduled = false
   const doneListeners = new Set<(message: RunDoneMessage) => void>()
   const eventListeners = new Set<{ readonly runId: string; readonly onEvent: (message: RunEventMessage) => void }>()
-  const controlHandlers: ControlHandler[] = []
+  const controlHandlers: Array<{ readonly handler: ControlHandler; readonly log: LogLine }> = []
   let nextHandler = 0
 
   const isCurrent = (entry: Entry, generation: number): boolean =>
@@ -120,13 +122,16 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
       }),
       nak: Effect.sync(() => {
         if (isCurrent(entry, generation)) requeue(entry)
+      }),
+      // JetStream's `term`: like an ack, the request is gone for good.
+      term: Effect.sync(() => {
+        if (!isCurrent(entry, generation)) return
+        clearTimer(entry)
+        entries.delete(entry.request.runId)
       })
     }
     consumer.run(
-      handleInProgress(delivery, ackWaitMs, consumer.handle).pipe(
-        // A handler that dies hands its request back; one interrupted with its scope (a worker
-        // going away) leaves it to the ack deadline, as a crashed process would.
-        Effect.catchAllCause(() => delivery.nak),
+      serveDelivery(delivery, ackWaitMs, consumer.handle, consumer.options).pipe(
         Effect.ensuring(
           Effect.sync(() => {
             consumer.active -= 1
@@ -167,15 +172,16 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
       return Effect.void
     })
 
-  const consumeChildren: Bus['consumeChildren'] = (handle, { concurrency }) =>
+  const consumeChildren: Bus['consumeChildren'] = (handle, options) =>
     Effect.gen(function* () {
+      const { concurrency } = options
       if (!Number.isInteger(concurrency) || concurrency < 1) {
         return yield* Effect.fail(new BusError({ message: `concurrency must be a positive integer, got ${concurrency}` }))
       }
       // The fiber set is released last, so the consumer stops taking work before its handlers
       // are interrupted.
       const run = yield* FiberSet.makeRuntime<never, void, never>()
-      const consumer: Consumer = { handle, concurrency, run, active: 0 }
+      const consumer: Consumer = { handle, options, concurrency, run, active: 0 }
       consumers.push(consumer)
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
@@ -217,11 +223,11 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
       (listener) => Effect.sync(() => eventListeners.delete(listener))
     ).pipe(Effect.asVoid)
 
-  const serveControl: Bus['serveControl'] = (handler) =>
+  const serveControl: Bus['serveControl'] = (handler, serveOptions) =>
     Effect.acquireRelease(
       Effect.sync(() => {
         // Each registration is its own entry, so one handler served twice is removed once.
-        const served: ControlHandler = (runId, verb, body) => handler(runId, verb, body)
+        const served = { handler, log: serveOptions?.log ?? stderrLog }
         controlHandlers.push(served)
         return served
       }),
@@ -232,7 +238,7 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
         })
     ).pipe(Effect.asVoid)
 
-  const pickHandler = (): ControlHandler | undefined => {
+  const pickHandler = (): { readonly handler: ControlHandler; readonly log: LogLine } | undefined => {
     if (controlHandlers.length === 0) return undefined
     const index = nextHandler % controlHandlers.length
     nextHandler = index + 1
@@ -242,12 +248,12 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
   const control: Bus['control'] = (runId, verb, body, timeoutMs = 5_000) =>
     Effect.gen(function* () {
       const payload = yield* encodeControlBody(body)
-      const handler = pickHandler()
-      if (handler === undefined) {
+      const served = pickHandler()
+      if (served === undefined) {
         return yield* Effect.fail(new BusError({ message: `no responders for control ${verb} of run ${runId}` }))
       }
       const text = typeof payload === 'string' ? payload : bytesToText(payload)
-      const reply = yield* answerControl(handler, runId, verb, text).pipe(
+      const reply = yield* answerControl(served.handler, runId, verb, text, served.log).pipe(
         Effect.timeoutFail({
           duration: timeoutMs,
           onTimeout: () => new BusError({ message: `control ${verb} of run ${runId} timed out after ${timeoutMs}ms` })

@@ -11,6 +11,7 @@ import type { RunDoneMessage, RunEventMessage } from './messages.js'
 import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
 import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
+import { stderrLog } from '../loop/survive.js'
 import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, encodeControlBody, encodeJson } from './wire.js'
 
 /** How to reach NATS and where the bus keeps its queue (docs/nats.md). */
@@ -196,16 +197,20 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
       )
     )
 
-  const serveControl: Bus['serveControl'] = (handler) =>
+  const serveControl: Bus['serveControl'] = (handler, serveOptions) =>
     Effect.gen(function* () {
+      const log = serveOptions?.log ?? stderrLog
       // Registered before the subscription, so released after it: no request is taken once
       // the answers in progress are being interrupted.
       const run = yield* FiberSet.makeRuntime<never, void, never>()
       const onRequest = (error: Error | null, msg: Msg): void => {
-        if (error !== null) return
+        if (error !== null) {
+          log(`control subscription: ${firstLine(error)}`)
+          return
+        }
         const { runId, verb } = controlTarget(msg.subject)
         run(
-          answerControl(handler, runId, verb, bytesToText(msg.data)).pipe(
+          answerControl(handler, runId, verb, bytesToText(msg.data), log).pipe(
             Effect.flatMap((reply) =>
               Effect.sync(() => {
                 try {
@@ -273,7 +278,8 @@ export const makeNatsBus = (options: NatsBusOptions): Effect.Effect<Bus, BusErro
         try: () => connect(connection),
         catch: (cause) => new BusError({ message: `cannot connect to NATS at ${serverList(options.servers)}: ${firstLine(cause)}`, cause })
       }),
-      (nc) => Effect.promise(() => nc.close().catch(() => undefined))
+      // A connection that cannot close cleanly is closed as far as this process is concerned.
+      (nc) => Effect.ignore(Effect.tryPromise(() => nc.close()))
     )
     return makeBus(nc, options)
   })

@@ -3,9 +3,10 @@ import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiError, jetstreamManage
 import type { NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/transport-node'
 import { maskUrlCredentials } from '@agentvisor/core'
-import { Effect } from 'effect'
-import type { Bus, ChildDelivery } from './bus.js'
-import { BusError, handleInProgress } from './bus.js'
+import { Effect, Schedule } from 'effect'
+import type { Bus, ChildDelivery, ConsumeOptions } from './bus.js'
+import { BusError, serveDelivery } from './bus.js'
+import { stderrLog, surviving } from '../loop/survive.js'
 import { bytesToText, decodeChildRequest, encodeJson } from './wire.js'
 
 /** Where child-run requests wait: one work-queue stream and one durable consumer all workers share. */
@@ -26,8 +27,10 @@ export interface NatsWorkQueue {
 const STREAM_NAME_IN_USE = 10058
 // How long one pull request waits at the server before the slot asks again (the client's default).
 const PULL_EXPIRES_MS = 30_000
-// After a failed pull (server restarting, consumer deleted) a slot waits this long before retrying.
+// After a failed pull (server restarting, consumer deleted) a slot waits this long before
+// retrying, doubling while it keeps failing, up to PULL_RETRY_MAX.
 const PULL_RETRY_MS = 1_000
+const PULL_RETRY_MAX = '30 seconds'
 
 /** An error as one line, for messages that name what failed; a URL in it keeps no credentials. */
 export const firstLine = (error: unknown): string => maskUrlCredentials((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '')
@@ -61,7 +64,9 @@ const quietly = (f: () => void): Effect.Effect<void> =>
 /**
  * The child-run queue on JetStream: a work-queue stream on the start subject, created or
  * updated on first use (several workers may race to create it), deduplicating resubmissions by
- * message id = run id; one durable pull consumer with explicit acks and unlimited redelivery.
+ * message id = run id; one durable pull consumer with explicit acks and unlimited redelivery
+ * (a request comes back as long as its worker dies; one whose handling keeps failing is
+ * terminated by `serveDelivery` instead).
  * Each of a worker's `concurrency` slots holds one pull request of one message, so a worker
  * never owns more requests than it can drive and an idle slot takes work as soon as it exists.
  */
@@ -155,7 +160,7 @@ export const makeNatsWorkQueue = (nc: NatsConnection, config: WorkQueueConfig): 
       })
     })
 
-  const handleMessage = (message: JsMsg, handle: (delivery: ChildDelivery) => Effect.Effect<void>): Effect.Effect<void> => {
+  const handleMessage = (message: JsMsg, handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>, options: ConsumeOptions): Effect.Effect<void> => {
     const request = decodeChildRequest(bytesToText(message.data))
     // Not ours to drive and never will be: drop it for good rather than redeliver it forever.
     // No reason with the term: servers before 2.10 do not recognise `+TERM <reason>` and would
@@ -166,36 +171,44 @@ export const makeNatsWorkQueue = (nc: NatsConnection, config: WorkQueueConfig): 
       deliveryCount: message.info.deliveryCount,
       working: quietly(() => message.working()),
       ack: quietly(() => message.ack()),
-      nak: quietly(() => message.nak())
+      nak: quietly(() => message.nak()),
+      term: quietly(() => message.term())
     }
-    // A handler that dies hands the request back; one interrupted with the worker's scope leaves
-    // it to the ack deadline, as a crashed process would.
-    return handleInProgress(delivery, ackWaitMs, handle).pipe(Effect.catchAllCause(() => delivery.nak))
+    return serveDelivery(delivery, ackWaitMs, handle, options)
   }
 
-  const slot = (handle: (delivery: ChildDelivery) => Effect.Effect<void>): Effect.Effect<never> =>
-    Effect.gen(function* () {
-      const source = yield* Effect.tryPromise(consumer.get)
-      const message = yield* pullOne(source)
-      if (message !== undefined) yield* handleMessage(message, handle)
-    }).pipe(
-      Effect.catchAll(() =>
-        Effect.sync(() => {
-          // The consumer may have been deleted under us: set it up again on the next pull.
-          consumer.reset()
-          stream.reset()
-        }).pipe(Effect.zipRight(Effect.sleep(PULL_RETRY_MS)))
-      ),
-      Effect.forever
+  const pullRetry = Schedule.exponential(PULL_RETRY_MS).pipe(Schedule.union(Schedule.spaced(PULL_RETRY_MAX)))
+
+  // A slot outlives any failed pull: it is logged, and the slot pulls again on `pullRetry`.
+  const slot = (handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>, options: ConsumeOptions): Effect.Effect<never> =>
+    Effect.forever(
+      surviving(
+        `pull a child-run request from ${streamName}/${consumerName}`,
+        Effect.gen(function* () {
+          const source = yield* Effect.tryPromise(consumer.get)
+          return yield* pullOne(source)
+        }).pipe(
+          Effect.tapError(() =>
+            Effect.sync(() => {
+              // The consumer may have been deleted under us: set it up again on the next pull.
+              consumer.reset()
+              stream.reset()
+            })
+          )
+        ),
+        options.log ?? stderrLog,
+        pullRetry
+      ).pipe(Effect.flatMap((message) => (message === undefined ? Effect.void : handleMessage(message, handle, options))))
     )
 
-  const consume: Bus['consumeChildren'] = (handle, { concurrency }) =>
+  const consume: Bus['consumeChildren'] = (handle, options) =>
     Effect.gen(function* () {
+      const { concurrency } = options
       if (!Number.isInteger(concurrency) || concurrency < 1) {
         return yield* Effect.fail(new BusError({ message: `concurrency must be a positive integer, got ${concurrency}` }))
       }
       yield* setUp(consumer.get)
-      yield* Effect.forkScoped(Effect.all(Array.from({ length: concurrency }, () => slot(handle)), { concurrency: 'unbounded', discard: true }))
+      yield* Effect.forkScoped(Effect.all(Array.from({ length: concurrency }, () => slot(handle, options)), { concurrency: 'unbounded', discard: true }))
     })
 
   return { submit, consume }

@@ -9,6 +9,7 @@ import type { RunEvent } from '../machine/run-machine.js'
 import { iso, nowMs, store } from '../supervisor/driver-io.js'
 import { isUndriven } from '../use-cases/cancel.js'
 import { childContract, childRunId } from './child-contract.js'
+import { causeLine, type LogLine, stderrLog, surviving } from '../loop/survive.js'
 
 /** A `spawn_child` call's answer, once its child ended (or it was refused). */
 export interface SpawnResult {
@@ -48,8 +49,11 @@ export const makeChildRuns = (env: {
    * to its driver, which hears of the request through its lease keeper.
    */
   readonly endUndriven?: ((childId: string) => Effect.Effect<void>) | undefined
+  /** Where the wait logs the failures it survives (default stderr). */
+  readonly warn?: LogLine | undefined
 }) => {
   const { db, runId, contract, bus } = env
+  const warn = env.warn ?? stderrLog
   const limits = contract.children ?? DEFAULT_CHILD_LIMITS
   // A run may start children while it is shallower than the tree's depth cap, and only with a bus.
   const canSpawn = bus !== undefined && (contract.lineage?.depth ?? 0) < limits.maxDepth
@@ -110,22 +114,31 @@ export const makeChildRuns = (env: {
    * order, at most `maxConcurrent` at a time (the rest wait their turn); submitting is
    * idempotent, so a resumed parent re-attaches to children that are still queued or running.
    * Done messages wake the wait early; the store is the truth, so a missed message never hangs it.
+   * A store query or a submission that fails is logged and tried again: the wait goes on (until
+   * the run's deadline) instead of letting the run go.
    */
   const awaitChildren = (step: number): Effect.Effect<{ readonly event: RunEvent }, StoreError | LeaseLostError> =>
     Effect.gen(function* () {
       if (bus === undefined) return { event: { type: 'FAIL', error: { kind: 'internal', message: 'child runs need a bus' } } as RunEvent }
       const submitted = new Set<string>()
       const wake = yield* Effect.makeSemaphore(0)
-      yield* Effect.forkScoped(bus.watchDone(() => Effect.runSync(wake.release(1))).pipe(Effect.ignore))
+      // Without done messages the wait still ends: it polls the store.
+      yield* Effect.forkScoped(
+        bus.watchDone(() => Effect.runSync(wake.release(1))).pipe(Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: no done messages, polling only: ${error.message}`))))
+      )
       for (;;) {
-        const rows = yield* stepChildren(step)
+        const rows = yield* surviving(`run ${runId}: load its children`, stepChildren(step), warn)
         const open = rows.filter((r) => !isFinalStatus(r.status))
         if (open.length === 0) return { event: { type: 'CHILDREN_DONE' } as RunEvent }
         const running = open.filter((r) => submitted.has(r.id)).length
         for (const child of open.filter((r) => !submitted.has(r.id)).slice(0, Math.max(0, limits.maxConcurrent - running))) {
           const childContractJson = JSON.parse(child.contract_json) as TaskContract
-          yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: childContractJson }).pipe(Effect.ignore)
-          submitted.add(child.id)
+          // One that cannot be handed to the bus now is handed again on the next look.
+          const handed = yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: childContractJson }).pipe(
+            Effect.as(true),
+            Effect.catchAllCause((cause) => Effect.as(Effect.sync(() => warn(`run ${runId}: cannot submit child run ${child.id}, trying again: ${causeLine(cause)}`)), false))
+          )
+          if (handed) submitted.add(child.id)
         }
         yield* Effect.race(wake.take(1), Effect.sleep(Duration.millis(500)))
       }
@@ -133,10 +146,17 @@ export const makeChildRuns = (env: {
 
   /** Cancels the run's unfinished children (store first, then the bus for remote drivers). */
   const cancelChildren: Effect.Effect<void> = Effect.gen(function* () {
-    const rows = yield* Effect.orElseSucceed(store('load child runs', () => listChildren(db, runId)), () => [] as RunRow[])
+    // A parent ending on a failing store cannot reach its children; it says so rather than
+    // leaving them to run on unnoticed (they end at their own deadlines).
+    const rows = yield* store('load child runs', () => listChildren(db, runId)).pipe(
+      Effect.catchAll((error) => Effect.as(Effect.sync(() => warn(`run ${runId}: cannot cancel its children: ${error.message}`)), [] as RunRow[]))
+    )
     const at = iso(yield* nowMs)
     for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
-      yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(Effect.ignore)
+      yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(
+        Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot cancel child run ${child.id}: ${error.message}`)))
+      )
+      // Nobody answering is no failure: the request in the store reaches the child's next driver.
       if (bus !== undefined) yield* bus.control(child.id, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
       if (env.endUndriven !== undefined && isUndriven(child, yield* nowMs)) yield* env.endUndriven(child.id)
     }

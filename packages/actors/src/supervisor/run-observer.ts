@@ -51,7 +51,7 @@ export interface AttemptSettled {
 
 /**
  * Progress hooks of a run, called after the fact they report is durable. The CLI prints them;
- * the bus publishes them. An observer that throws is ignored: watching never breaks a run.
+ * the bus publishes them. An observer that throws is logged once per hook: watching never breaks a run.
  */
 export interface RunObserver {
   readonly onTransition?: (transition: TransitionRecord) => void
@@ -70,17 +70,36 @@ export interface RunObserver {
   readonly onDriveEnded?: (info: { runId: string }) => void
 }
 
-/** Calls one hook of several observers, swallowing their failures. */
+// The hooks of each observer that threw already: a broken observer is reported once per hook,
+// not once per transition of every run (docs/durability.md, "What is logged").
+const reported = new WeakMap<RunObserver, Set<keyof RunObserver>>()
+
+const report = (observer: RunObserver, hook: keyof RunObserver, error: unknown, log: (line: string) => void): void => {
+  const hooks = reported.get(observer) ?? new Set()
+  if (hooks.has(hook)) return
+  hooks.add(hook)
+  reported.set(observer, hooks)
+  const text = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? ''
+  log(`a run observer's ${hook} threw (reported once per observer and hook; the run goes on): ${text.slice(0, 300)}`)
+}
+
+const stderrLine = (line: string): void => void process.stderr.write(`agentvisor: ${line}\n`)
+
+/**
+ * Calls one hook of several observers. One that throws does not change the run, nor stop the
+ * others: its error is logged on `log` (default stderr), once per observer and hook.
+ */
 export const notify = <K extends keyof RunObserver>(
   observers: ReadonlyArray<RunObserver>,
   hook: K,
-  payload: Parameters<NonNullable<RunObserver[K]>>[0]
+  payload: Parameters<NonNullable<RunObserver[K]>>[0],
+  log: (line: string) => void = stderrLine
 ): void => {
   for (const observer of observers) {
     try {
       ;(observer[hook] as ((p: typeof payload) => void) | undefined)?.(payload)
-    } catch {
-      // An observer's failure must not change the run.
+    } catch (error) {
+      report(observer, hook, error, log)
     }
   }
 }

@@ -1,5 +1,6 @@
 import { openStore, redactPassword, type Store, StoreError } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
+import { causeLine, stderrLog } from '../loop/survive.js'
 
 /** The run store as an Effect service: opened (and migrated) when the layer is built, closed with it. */
 export class StoreService extends Context.Tag('agentvisor/Store')<StoreService, Store>() {}
@@ -13,7 +14,11 @@ export const StoreLive = (file: string): Layer.Layer<StoreService, StoreError> =
         try: () => openStore(file),
         catch: (cause) => new StoreError({ message: `cannot open the store at ${redactPassword(file)}: ${describe(cause)}`, cause })
       }),
-      (store) => Effect.promise(() => store.close())
+      // A close that fails (a last checkpoint refused) is reported; the layer still closes.
+      (store) =>
+        Effect.tryPromise(() => store.close()).pipe(
+          Effect.catchAllCause((cause) => Effect.sync(() => stderrLog(`cannot close the store at ${redactPassword(file)}: ${causeLine(cause)}`)))
+        )
     )
   )
 

@@ -17,13 +17,13 @@ import {
   getRun,
   insertRun,
   listChildren,
-  type LeaseConflictError,
+  LeaseConflictError,
   LeaseLostError,
   makeRunWriter,
   type RunStatus,
   StoreError
 } from '@agentvisor/store'
-import { Cause, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
+import { Cause, Chunk, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
@@ -40,7 +40,8 @@ import { store as storeCall } from './driver-io.js'
 import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
 import { type TelemetryOptions, telemetryObserver } from '../telemetry/telemetry-observer.js'
-import { handleChildDelivery } from '../worker/child-worker.js'
+import { giveUpChild, handleChildDelivery } from '../worker/child-worker.js'
+import { causeLine, surviving } from '../loop/survive.js'
 import { childContract, childRunRow } from '../children/child-contract.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
 import { makeControlHandler } from '../worker/control-handler.js'
@@ -186,11 +187,14 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const storeService = yield* StoreService
       const { db } = storeService
       const writer = makeRunWriter(storeService)
-      // Runs before the store closes (layers close in reverse): the checkpointer ends first.
-      yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
-      const env = options.env ?? process.env
       // Failures a loop survives are logged with their cause: to the worker's log, else stderr.
       const warn = options.log ?? ((line: string) => void process.stderr.write(`agentvisor: ${line}\n`))
+      // Runs before the store closes (layers close in reverse): the checkpointer ends first. A
+      // last write that fails is reported, not a defect of the closing layer.
+      yield* Effect.addFinalizer(() =>
+        Effect.tryPromise(() => writer.close()).pipe(Effect.catchAllCause((cause) => Effect.sync(() => warn(`cannot close the run writer: ${causeLine(cause)}`))))
+      )
+      const env = options.env ?? process.env
       const buildProvider = options.makeProvider ?? makeProvider
       // Every key any run of this supervisor uses: a tool of one run can read another's key
       // from this process's environment, so each run redacts them all (docs/task-file.md).
@@ -261,7 +265,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         }
         const finished = Effect.sync(() => {
           const result = resultOf(runId, driver, stoppedBy)
-          notify(observers, 'onFinished', result)
+          notify(observers, 'onFinished', result, warn)
           return result
         })
         const letGo = Effect.ensuring(
@@ -404,23 +408,42 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // final transition (and ends its own children the same way). One that another driver took
       // meanwhile is that driver's to end.
       function endUndrivenChild(childId: string): Effect.Effect<void> {
-        return Effect.ignore(Effect.flatMap(resume(childId), (handle) => handle.result))
+        return Effect.flatMap(resume(childId), (handle) => handle.result).pipe(
+          Effect.asVoid,
+          Effect.catchAllCause((cause) => (isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot end child run ${childId}: ${causeLine(cause)}`))))
+        )
       }
 
       const bus = options.bus
       if (bus !== undefined && options.serveChildren !== undefined) {
-        yield* Effect.forkScoped(
-          bus
-            .consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), log: options.log }, delivery), {
-              concurrency: options.serveChildren.concurrency
-            })
-            .pipe(Effect.catchAll((error) => Effect.sync(() => options.log?.(`cannot consume child runs: ${error.message}`))))
-        )
+        const { concurrency } = options.serveChildren
+        // A bus that cannot be reached yet (NATS restarting) is tried again, not given up on; a
+        // concurrency that can never work is said once.
+        if (!Number.isInteger(concurrency) || concurrency < 1) {
+          warn(`cannot consume child runs: concurrency must be a positive integer, got ${concurrency}`)
+        } else {
+          yield* Effect.forkScoped(
+            surviving(
+              'consume child runs',
+              bus.consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), log: options.log }, delivery), {
+                concurrency,
+                log: warn,
+                giveUp: (request, cause) => giveUpChild(db, request, cause)
+              }),
+              warn
+            )
+          )
+        }
       }
       if (bus !== undefined && options.serveControl === true) {
         // Runs resumed for a control request go on in the background, like any other run.
-        const drive = (runId: string) => void Effect.runFork(Effect.ignore(Effect.flatMap(resume(runId), (h) => h.result)))
-        yield* Effect.forkScoped(bus.serveControl(makeControlHandler({ db, drive })).pipe(Effect.ignore))
+        const drive = (runId: string) =>
+          void Effect.runFork(
+            Effect.flatMap(resume(runId), (h) => h.result).pipe(
+              Effect.catchAllCause((cause) => (isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot resume run ${runId} for a control request: ${causeLine(cause)}`))))
+            )
+          )
+        yield* Effect.forkScoped(surviving('serve control requests', bus.serveControl(makeControlHandler({ db, drive }), { log: warn }), warn))
       }
 
       // Children are numbered by how many their parent has: spawns are taken one at a time.
@@ -454,7 +477,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           // The store is the truth wherever the child runs: wait on it.
           const result: Effect.Effect<RunResult> = Effect.gen(function* () {
             for (;;) {
-              const row = yield* storeCall('load the child run', () => getRun(db, runId)).pipe(Effect.orElseSucceed(() => undefined))
+              // A store that fails is logged and asked again on a schedule; the wait goes on.
+              const row = yield* surviving(`wait for child run ${runId}`, storeCall('load the child run', () => getRun(db, runId)), warn)
               if (row !== undefined && ended(row.status)) {
                 return {
                   runId,
@@ -469,7 +493,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const cancel = Effect.gen(function* () {
             // The store first (docs/durability.md: the request outlives any message), then the bus,
             // whose control handler ends the child if nobody drives it.
-            yield* requestRunCancel(db, runId).pipe(Effect.ignore)
+            yield* requestRunCancel(db, runId).pipe(Effect.catchAll((error) => Effect.sync(() => warn(`cannot cancel child run ${runId}: ${error.message}`))))
+            // Nobody answering (the child is queued, or its worker is gone) is not a failure: the
+            // request in the store reaches whoever drives it next.
             yield* bus.control(runId, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
           })
           return { runId, result, cancel } satisfies RunHandle
@@ -481,6 +507,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       return { start, resume, spawn }
     })
   )
+
+/** Another live driver holds the run: it is that driver's to move, nothing went wrong. */
+const isLeaseConflict = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some((error) => error instanceof LeaseConflictError))
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
 

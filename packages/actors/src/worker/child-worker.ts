@@ -1,10 +1,13 @@
 import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, WorkspaceError } from '@agentvisor/core'
-import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError, listChildren, type RunRow, updateRun } from '@agentvisor/store'
-import { Duration, Effect, Either } from 'effect'
+import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError, type LeaseLostError, listChildren, type RunRow, type StoreError, updateRun } from '@agentvisor/store'
+import { type Cause, Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
-import type { ChildDelivery } from '../bus/bus.js'
+import { type ChildDelivery, MAX_CHILD_HANDLING_FAILURES } from '../bus/bus.js'
 import { invalidRunId } from '../bus/messages.js'
 import { childRunRow, narrowChildRequest } from '../children/child-contract.js'
+import type { ChildRunRequest } from '../bus/messages.js'
+import { causeLine } from '../loop/survive.js'
+import { store } from '../supervisor/driver-io.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
 import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
 
@@ -28,14 +31,14 @@ const refuse = (reason: string): Admission => ({ refused: reason })
  * must narrow the parent's: the row is then created from the parent's contract. Whatever is
  * refused leaves no row, no folder, no request to any provider and no process behind.
  */
-const admit = (db: Kysely<Database>, runId: string, parentId: string, asked: unknown): Effect.Effect<Admission> =>
+const admit = (db: Kysely<Database>, runId: string, parentId: string, asked: unknown): Effect.Effect<Admission, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
-    const row = yield* Effect.promise(() => getRun(db, runId))
+    const row = yield* store('load the child run', () => getRun(db, runId))
     if (row !== undefined) {
       if (row.parent_id !== parentId) return refuse(row.parent_id === null ? 'it is not a child run' : `it is a child of ${row.parent_id}, not of ${parentId}`)
       return { drive: row }
     }
-    const parent = yield* Effect.promise(() => getRun(db, parentId))
+    const parent = yield* store('load the parent run', () => getRun(db, parentId))
     if (parent === undefined) return refuse(`its parent ${parentId} is not in this worker's store`)
     if (isFinalStatus(parent.status)) return refuse(`its parent ${parentId} has ended (${parent.status})`)
     const parentContract = readContract(parent.contract_json)
@@ -43,11 +46,11 @@ const admit = (db: Kysely<Database>, runId: string, parentId: string, asked: unk
     const caps = parentContract.children ?? DEFAULT_CHILD_LIMITS
     const depth = parentContract.lineage?.depth ?? 0
     if (depth >= caps.maxDepth) return refuse(`its parent ${parentId} may not start children (depth ${depth} of at most ${caps.maxDepth})`)
-    const siblings = yield* Effect.promise(() => listChildren(db, parentId))
+    const siblings = yield* store('load the sibling runs', () => listChildren(db, parentId))
     if (siblings.length >= caps.maxChildren) return refuse(`its parent ${parentId} has started its ${caps.maxChildren} children already`)
     const contract = narrowChildRequest(parentContract, parentId, asked)
     if (Either.isLeft(contract)) return refuse(contract.left)
-    yield* Effect.promise(() => insertRun(db, childRunRow(runId, parentId, contract.right, new Date().toISOString())))
+    yield* store('create the child run', () => insertRun(db, childRunRow(runId, parentId, contract.right, new Date().toISOString())))
     return { drive: undefined }
   })
 
@@ -55,9 +58,11 @@ const admit = (db: Kysely<Database>, runId: string, parentId: string, asked: unk
  * Drives one child-run request to its end, then acks it. A request for a run another live
  * driver holds is handed back for later; one that may not run here (see `admit`) or cannot run
  * at all (malformed, unreadable) is acked, so never delivered again, and logged in one line
- * naming the run; nothing a publisher sends crashes the worker.
+ * naming the run; nothing a publisher sends crashes the worker. A store that fails fails the
+ * handling: the bus logs it and tries again, a bounded number of times (`serveDelivery`), then
+ * gives the run up with {@link giveUpChild}.
  */
-export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelivery): Effect.Effect<void> =>
+export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelivery): Effect.Effect<void, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
     const { request } = delivery
     const log = deps.log ?? (() => {})
@@ -88,7 +93,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
       log(`cannot run child ${request.runId}: ${reason}`)
       // A child that cannot open its workspace (spawned onto a file) never starts: it ends
       // failed, so its parent's wait ends too instead of lasting to the parent's deadline.
-      if (started.left instanceof WorkspaceError) yield* Effect.promise(() => failUnstartedChild(deps.db, request.runId, reason))
+      if (started.left instanceof WorkspaceError) yield* failUnstartedChild(deps.db, request.runId, reason)
       return yield* delivery.ack
     }
     log(`run ${request.runId} started (child of ${request.parentId}${delivery.deliveryCount > 1 ? `, delivery ${delivery.deliveryCount}` : ''})`)
@@ -96,7 +101,21 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     const result: RunResult = yield* started.right.result
     log(`run ${request.runId} ${result.status}`)
     yield* delivery.ack
-  }).pipe(Effect.catchAllCause(() => delivery.nak))
+  })
+
+/**
+ * Ends the run of a request whose handling failed too often (docs/nats.md, "When handling a
+ * request fails"): `failed`, kind `internal`, the cause in its message, so its parent's wait
+ * ends. A run that ended meanwhile, or that a live driver holds, is left as it is.
+ */
+export const giveUpChild = (db: Kysely<Database>, request: ChildRunRequest, cause: Cause.Cause<unknown>): Effect.Effect<void, StoreError | LeaseLostError> =>
+  Effect.gen(function* () {
+    if (invalidRunId(request.runId) !== undefined) return
+    const row = yield* store('load the child run', () => getRun(db, request.runId))
+    if (row === undefined || isFinalStatus(row.status)) return
+    if (row.lease_owner !== null && (row.lease_expires_at ?? 0) > Date.now()) return
+    yield* failUnstartedChild(db, request.runId, `the worker gave this run up after its request failed ${MAX_FAILURES_TEXT}: ${causeLine(cause)}`)
+  })
 
 const readContract = (json: string): TaskContract | undefined => {
   try {
@@ -106,11 +125,15 @@ const readContract = (json: string): TaskContract | undefined => {
   }
 }
 
+const MAX_FAILURES_TEXT = `${MAX_CHILD_HANDLING_FAILURES} times`
+
 /** A reason on one line, whatever a contract's text held. */
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').slice(0, 500)
 
-const failUnstartedChild = async (db: Kysely<Database>, runId: string, message: string): Promise<void> => {
+const failUnstartedChild = (db: Kysely<Database>, runId: string, message: string): Effect.Effect<void, StoreError | LeaseLostError> => {
   const at = new Date().toISOString()
   const error: RunError = { kind: 'internal', message }
-  await updateRun(db, runId, { status: 'failed', state: 'finished.failed', error_json: JSON.stringify(error), ended_at: at, updated_at: at, lease_owner: null, lease_expires_at: null })
+  return store('end the child run', () =>
+    updateRun(db, runId, { status: 'failed', state: 'finished.failed', error_json: JSON.stringify(error), ended_at: at, updated_at: at, lease_owner: null, lease_expires_at: null })
+  )
 }
