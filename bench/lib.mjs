@@ -20,7 +20,9 @@ export const workspace = (dir) => {
 export const scriptedTask = (ws, steps, extra = {}) => ({
   goal: 'bench',
   workspace: ws,
-  providers: [{ name: 'script', kind: 'scripted', steps: Array.from({ length: steps }, () => ({ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] })) }],
+  providers: [
+    { name: 'script', kind: 'scripted', steps: Array.from({ length: steps }, () => ({ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] })) }
+  ],
   limits: { maxSteps: steps + 1, dispatchCeiling: 100000 },
   approval: 'auto',
   ...extra
@@ -37,7 +39,13 @@ export const stats = (xs) => {
   const med = median(xs)
   const min = Math.min(...xs)
   const max = Math.max(...xs)
-  return { median: round(med), min: round(min), max: round(max), spreadPct: med === 0 ? 0 : round(((max - min) / 2 / Math.abs(med)) * 100), samples: xs.map(round) }
+  return {
+    median: round(med),
+    min: round(min),
+    max: round(max),
+    spreadPct: med === 0 ? 0 : round(((max - min) / 2 / Math.abs(med)) * 100),
+    samples: xs.map(round)
+  }
 }
 
 export const round = (x) => (x === null || x === undefined ? x : Math.round(x * 100) / 100)

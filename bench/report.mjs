@@ -5,20 +5,81 @@ const f = r.figures
 const spread = (x) => (x ? `${x.min}–${x.max} (±${x.spreadPct}%)` : 'n/a')
 const yes = (b) => (b === null ? 'not measured' : b ? 'yes' : '**no**')
 const rows = [
-  ['µs per step, agentvisor (3 durable transitions and one `list_dir`)', f.perStep.median, spread(f.perStep), '', '', `of which the tool's own work (realpath + readdir, alone): ${f.toolWorkPerStep?.median ?? '?'} µs`],
-  ['µs orchestration overhead per step (the above minus the tool\'s work)', f.orchestrationPerStep?.median ?? 'n/a', spread(f.orchestrationPerStep), `≤ 2× floor (${r.ratios.orchestrationOverFloor ?? '?'}×)`, yes(r.met.perStep),
-    'one commit a step, like the floor, but of 4–6 B-tree pages (the floor: 1–2): three transition rows, the receipt (inserted, then settled), the step row with its results, the run head; with a `write_file` or `exec` in the step, two commits and two journal writes. Then per transition an XState send and snapshot, the Effect fibers of the driver (the forked call with its deadline, the tool, the step), and GC. A commit costs ~100 µs on this machine, about what the whole floor step costs'],
-  ['µs per step, raw floor (xstate + 1 prepared INSERT per transition, 1 tx per step)', f.floorPerStep.median, spread(f.floorPerStep), '(baseline)', '', `with one tx per transition: ${f.floorPerStepTxPerTransition.median} µs/step (agentvisor ${r.ratios.perStepOverFloorOneTxPerTransition}× that)`],
-  ['µs per step, LangGraph.js + SqliteSaver', f.langgraphPerStep.median, spread(f.langgraphPerStep), `≥ 10× agentvisor (${r.ratios.langgraphOverAgentvisor}×)`, yes(r.met.langgraph), 'LangGraph writes one checkpoint per step and no receipts or step rows; agentvisor writes one transaction of three transitions, a receipt and a step row per step (see the per-step row), and runs each step through Effect fibers and an XState actor'],
-  ['steps/s, 1,000 concurrent runs of 10 steps', f.concurrentStepsPerSec.median, spread(f.concurrentStepsPerSec), '≥ 5,000', yes(r.met.concurrent), 'one thread and one SQLite writer: commits of concurrent runs share a transaction (group commit), but the statements alone cost ~130–190 µs a step with 1,000 runs interleaved (every run\'s rows land on other B-tree pages, so a group commit dirties thousands of pages), which by itself caps one process near 5,000 steps/s; every step of every run runs on one core; GC of a 500 MB heap (~20% of the time); 2,000 concurrent fs calls through libuv\'s 4 threads'],
+  [
+    'µs per step, agentvisor (3 durable transitions and one `list_dir`)',
+    f.perStep.median,
+    spread(f.perStep),
+    '',
+    '',
+    `of which the tool's own work (realpath + readdir, alone): ${f.toolWorkPerStep?.median ?? '?'} µs`
+  ],
+  [
+    "µs orchestration overhead per step (the above minus the tool's work)",
+    f.orchestrationPerStep?.median ?? 'n/a',
+    spread(f.orchestrationPerStep),
+    `≤ 2× floor (${r.ratios.orchestrationOverFloor ?? '?'}×)`,
+    yes(r.met.perStep),
+    'one commit a step, like the floor, but of 4–6 B-tree pages (the floor: 1–2): three transition rows, the receipt (inserted, then settled), the step row with its results, the run head; with a `write_file` or `exec` in the step, two commits and two journal writes. Then per transition an XState send and snapshot, the Effect fibers of the driver (the forked call with its deadline, the tool, the step), and GC. A commit costs ~100 µs on this machine, about what the whole floor step costs'
+  ],
+  [
+    'µs per step, raw floor (xstate + 1 prepared INSERT per transition, 1 tx per step)',
+    f.floorPerStep.median,
+    spread(f.floorPerStep),
+    '(baseline)',
+    '',
+    `with one tx per transition: ${f.floorPerStepTxPerTransition.median} µs/step (agentvisor ${r.ratios.perStepOverFloorOneTxPerTransition}× that)`
+  ],
+  [
+    'µs per step, LangGraph.js + SqliteSaver',
+    f.langgraphPerStep.median,
+    spread(f.langgraphPerStep),
+    `≥ 10× agentvisor (${r.ratios.langgraphOverAgentvisor}×)`,
+    yes(r.met.langgraph),
+    'LangGraph writes one checkpoint per step and no receipts or step rows; agentvisor writes one transaction of three transitions, a receipt and a step row per step (see the per-step row), and runs each step through Effect fibers and an XState actor'
+  ],
+  [
+    'steps/s, 1,000 concurrent runs of 10 steps',
+    f.concurrentStepsPerSec.median,
+    spread(f.concurrentStepsPerSec),
+    '≥ 5,000',
+    yes(r.met.concurrent),
+    "one thread and one SQLite writer: commits of concurrent runs share a transaction (group commit), but the statements alone cost ~130–190 µs a step with 1,000 runs interleaved (every run's rows land on other B-tree pages, so a group commit dirties thousands of pages), which by itself caps one process near 5,000 steps/s; every step of every run runs on one core; GC of a 500 MB heap (~20% of the time); 2,000 concurrent fs calls through libuv's 4 threads"
+  ],
   ['peak RSS (MB), same', f.concurrentPeakRssMb.median, spread(f.concurrentPeakRssMb), '', '', ''],
-  ['KB RSS per idle run (1,000 runs waiting in a model call)', f.rssPerRunKb.median, spread(f.rssPerRunKb), '< 50', yes(r.met.rssPerRun), 'per run (JS heap ~35 KB): three Effect fibers with their stacks (the run, its drive, the forked model call: ~15 KB), an XState actor with its own actor system (~4 KB), the driver\'s closures (~2.5 KB), the parsed contract (~2.5 KB here) and conversation, the compiled policy, the provider; the rest of the RSS is malloc and V8 page overhead'],
-  ['ms to resume 1,000 interrupted runs', f.resume1000Ms.median, spread(f.resume1000Ms), '< 2,000', yes(r.met.resume), 'each resume reads the run, its last transition and steps and takes its lease with prepared statements (one transaction each); the remembered-rules query goes through Kysely; workspace realpath; all on one thread'],
+  [
+    'KB RSS per idle run (1,000 runs waiting in a model call)',
+    f.rssPerRunKb.median,
+    spread(f.rssPerRunKb),
+    '< 50',
+    yes(r.met.rssPerRun),
+    "per run (JS heap ~35 KB): three Effect fibers with their stacks (the run, its drive, the forked model call: ~15 KB), an XState actor with its own actor system (~4 KB), the driver's closures (~2.5 KB), the parsed contract (~2.5 KB here) and conversation, the compiled policy, the provider; the rest of the RSS is malloc and V8 page overhead"
+  ],
+  [
+    'ms to resume 1,000 interrupted runs',
+    f.resume1000Ms.median,
+    spread(f.resume1000Ms),
+    '< 2,000',
+    yes(r.met.resume),
+    'each resume reads the run, its last transition and steps and takes its lease with prepared statements (one transaction each); the remembered-rules query goes through Kysely; workspace realpath; all on one thread'
+  ],
   f.childOverheadMs
-    ? [`ms overhead per child (NATS, ${f.fanOut.children} children, ${f.fanOut.workers} workers)`, f.childOverheadMs.median, spread(f.childOverheadMs), '', '',
-        `fan-out ${f.fanOutMs.median} ms vs ${f.fanOutDirectMs.median} ms for the same children in-process. CPU over all processes: ${f.childCpuOverheadMs.median} ms more per child (in wall time, the workers running on other cores hide part of it). Per child a worker inserts the row, resumes the run from the store, publishes each transition and acks over NATS (about twice the CPU of an in-process run); three processes take turns at one SQLite file's write lock, and SQLite's busy sleeps (1–10 ms) block a worker's whole event loop; the parent re-reads all its children from the store on every child's done message`]
+    ? [
+        `ms overhead per child (NATS, ${f.fanOut.children} children, ${f.fanOut.workers} workers)`,
+        f.childOverheadMs.median,
+        spread(f.childOverheadMs),
+        '',
+        '',
+        `fan-out ${f.fanOutMs.median} ms vs ${f.fanOutDirectMs.median} ms for the same children in-process. CPU over all processes: ${f.childCpuOverheadMs.median} ms more per child (in wall time, the workers running on other cores hide part of it). Per child a worker inserts the row, resumes the run from the store, publishes each transition and acks over NATS (about twice the CPU of an in-process run); three processes take turns at one SQLite file's write lock, and SQLite's busy sleeps (1–10 ms) block a worker's whole event loop; the parent re-reads all its children from the store on every child's done message`
+      ]
     : ['ms overhead per child (NATS, 100 children, 2 workers)', 'n/a', 'n/a', '', 'not measured', 'not measured'],
-  ['ms, `agentvisor runs --json` on 10,000 runs (cold process)', f.cliColdStart.median, spread(f.cliColdStart), '< 400', yes(r.met.cli), `a bare \`node -e 0\` takes ${f.nodeColdStart.median} ms here; on a current SQLite store \`runs\` loads better-sqlite3 and a few small modules (no Kysely, no Effect) and SQLite writes the JSON of 10,000 rows itself`]
+  [
+    'ms, `agentvisor runs --json` on 10,000 runs (cold process)',
+    f.cliColdStart.median,
+    spread(f.cliColdStart),
+    '< 400',
+    yes(r.met.cli),
+    `a bare \`node -e 0\` takes ${f.nodeColdStart.median} ms here; on a current SQLite store \`runs\` loads better-sqlite3 and a few small modules (no Kysely, no Effect) and SQLite writes the JSON of 10,000 rows itself`
+  ]
 ]
 const m = r.machine
 const md = `# Benchmarks

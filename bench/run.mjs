@@ -22,12 +22,18 @@ const CHILDREN = Number(process.env.BENCH_CHILDREN ?? 100)
 const CLI_RUNS = 10000
 const here = (p) => fileURLToPath(new URL(p, import.meta.url))
 const log = (line) => process.stderr.write(`[bench] ${line}\n`)
-const repeat = async (n, f) => { const xs = []; for (let i = 0; i < n; i++) xs.push(await f(i)); return xs }
+const repeat = async (n, f) => {
+  const xs = []
+  for (let i = 0; i < n; i++) xs.push(await f(i))
+  return xs
+}
 
 const machine = () => {
   const cpu = (readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) ?? [])[1] ?? cpus()[0]?.model
   let free = ''
-  try { free = execFileSync('free', ['-h'], { encoding: 'utf8' }).trim() } catch {}
+  try {
+    free = execFileSync('free', ['-h'], { encoding: 'utf8' }).trim()
+  } catch {}
   return { cpu, nproc: cpus().length, memTotalGb: round(totalmem() / 2 ** 30), free, node: process.version, platform: `${process.platform} ${process.arch}` }
 }
 
@@ -42,7 +48,13 @@ await agentvisorPerStepUs(20)
 const floor = stats(await repeat(REPS + 2, () => floorPerStepUs(STEPS).us))
 const floorTx = stats(await repeat(REPS + 2, () => floorPerTransitionTxUs(STEPS).us))
 const work = stats(await repeat(REPS + 2, async () => (await toolWorkPerStepUs(STEPS)).us))
-const av = stats(await repeat(REPS, async (i) => { const r = await agentvisorPerStepUs(STEPS); log(`   agentvisor rep ${i + 1}: ${round(r.us)} µs/step`); return r.us }))
+const av = stats(
+  await repeat(REPS, async (i) => {
+    const r = await agentvisorPerStepUs(STEPS)
+    log(`   agentvisor rep ${i + 1}: ${round(r.us)} µs/step`)
+    return r.us
+  })
+)
 log(`5. LangGraph.js, ${STEPS} steps`)
 await langgraphPerStepUs(20)
 const lg = stats(await repeat(REPS, () => langgraphPerStepUs(STEPS).then((r) => r.us)))
@@ -62,12 +74,20 @@ const child = (args) => {
   return JSON.parse(r.stdout.trim().split('\n').at(-1))
 }
 log(`2. ${RUNS} concurrent runs of 10 steps, ${HEAVY} repetitions`)
-const thr = await repeat(HEAVY, (i) => { const r = child([String(RUNS), '10', 'throughput']); log(`   rep ${i + 1}: ${round(r.concurrentStepsPerSec)} steps/s, peak ${round(r.peakRssMb)} MB`); return r })
+const thr = await repeat(HEAVY, (i) => {
+  const r = child([String(RUNS), '10', 'throughput'])
+  log(`   rep ${i + 1}: ${round(r.concurrentStepsPerSec)} steps/s, peak ${round(r.peakRssMb)} MB`)
+  return r
+})
 figures.concurrentStepsPerSec = stats(thr.map((r) => r.concurrentStepsPerSec))
 figures.concurrentPeakRssMb = stats(thr.map((r) => r.peakRssMb))
 figures.concurrentPeakRssPerRunKb = stats(thr.map((r) => r.peakRssPerRunKb))
 log(`2b/3. ${RUNS} idle runs, then their resume, ${HEAVY + 1} repetitions`)
-const idle = await repeat(HEAVY + 1, (i) => { const r = child([String(RUNS), '10', 'idle']); log(`   rep ${i + 1}: ${round(r.rssPerRunKb)} KB/run, resume ${round(r.resumeMs)} ms`); return r })
+const idle = await repeat(HEAVY + 1, (i) => {
+  const r = child([String(RUNS), '10', 'idle'])
+  log(`   rep ${i + 1}: ${round(r.rssPerRunKb)} KB/run, resume ${round(r.resumeMs)} ms`)
+  return r
+})
 figures.rssPerRunKb = stats(idle.map((r) => r.rssPerRunKb))
 figures.resume1000Ms = stats(idle.map((r) => r.resumeMs))
 
@@ -87,7 +107,13 @@ log(`4. fan-out of ${CHILDREN} children to 2 workers over NATS, ${REPS} repetiti
   figures.childCpuOverheadMs = out.childCpuOverheadMs
   figures.fanOutMs = out.fanOutMs
   figures.fanOutDirectMs = out.directMs
-  figures.fanOut = { children: out.children, workers: out.workers, workerConcurrency: out.workerConcurrency, childrenPerWorker: out.childrenPerWorker, cpuMs: out.cpu }
+  figures.fanOut = {
+    children: out.children,
+    workers: out.workers,
+    workerConcurrency: out.workerConcurrency,
+    childrenPerWorker: out.childrenPerWorker,
+    cpuMs: out.cpu
+  }
 }
 
 // 6. CLI cold start on 10,000 runs, against a bare `node -e 0`.

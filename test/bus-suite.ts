@@ -3,7 +3,14 @@ import { parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { Cause, Effect, Either, Exit, Scope } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Bus, BusError, type ChildDelivery, type ConsumeOptions, MAX_CHILD_HANDLING_FAILURES } from '../packages/actors/src/bus/bus.js'
-import { type ChildRunRequest, type ControlReply, type ControlVerb, controlError, parseControlBody, PROTOCOL_VERSION } from '../packages/actors/src/bus/messages.js'
+import {
+  type ChildRunRequest,
+  type ControlReply,
+  type ControlVerb,
+  controlError,
+  parseControlBody,
+  PROTOCOL_VERSION
+} from '../packages/actors/src/bus/messages.js'
 import { waitFor } from './support/cli.js'
 
 /** What a bus implementation hands the shared suite. */
@@ -40,7 +47,12 @@ const contract: TaskContract = Either.getOrThrow(
   )
 )
 
-const childRequest = (label: string): ChildRunRequest => ({ v: PROTOCOL_VERSION, runId: `${label}-${randomUUID()}`, parentId: `parent-${randomUUID()}`, contract })
+const childRequest = (label: string): ChildRunRequest => ({
+  v: PROTOCOL_VERSION,
+  runId: `${label}-${randomUUID()}`,
+  parentId: `parent-${randomUUID()}`,
+  contract
+})
 
 const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
 
@@ -248,14 +260,22 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
         { log: (line) => lines.push(line), retryBaseMs: 10 }
       )
       for (const request of [throws, dies, fine]) await run(bus.submitChild(request))
-      await waitFor(() => ([throws, dies, fine].every((r) => (tries.get(r.runId) ?? 0) >= (r === fine ? 1 : 2)) ? true : undefined), 'every request handled', AT_ONCE_MS)
+      await waitFor(
+        () => ([throws, dies, fine].every((r) => (tries.get(r.runId) ?? 0) >= (r === fine ? 1 : 2)) ? true : undefined),
+        'every request handled',
+        AT_ONCE_MS
+      )
 
       expect(tries.get(fine.runId)).toBe(1)
       // Tried again within its first delivery: the bus did not have to hand it out again.
       expect(seen.filter((d) => d.request.runId === throws.runId).map((d) => d.deliveryCount)).toEqual([1, 1])
       expect(seen.filter((d) => d.request.runId === dies.runId).map((d) => d.deliveryCount)).toEqual([1, 1])
-      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`child run ${throws.runId}: handling failed \\(1 of ${MAX_CHILD_HANDLING_FAILURES}\\): handler bug`)))
-      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`child run ${dies.runId}: handling failed \\(1 of ${MAX_CHILD_HANDLING_FAILURES}\\): handler defect`)))
+      expect(lines).toContainEqual(
+        expect.stringMatching(new RegExp(`child run ${throws.runId}: handling failed \\(1 of ${MAX_CHILD_HANDLING_FAILURES}\\): handler bug`))
+      )
+      expect(lines).toContainEqual(
+        expect.stringMatching(new RegExp(`child run ${dies.runId}: handling failed \\(1 of ${MAX_CHILD_HANDLING_FAILURES}\\): handler defect`))
+      )
     })
 
     it(`gives a request up after its handler died ${MAX_CHILD_HANDLING_FAILURES} times: its run is given up with the cause, the request is never delivered again, and the worker serves the others`, async () => {
@@ -420,7 +440,9 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
       const server = await scoped()
       await server.within(
         bus2.serveControl((_runId, verb, body) =>
-          Effect.sync((): ControlReply => Either.match(parseControlBody(verb, body), { onLeft: controlError, onRight: () => ({ v: PROTOCOL_VERSION, ok: true }) }))
+          Effect.sync(
+            (): ControlReply => Either.match(parseControlBody(verb, body), { onLeft: controlError, onRight: () => ({ v: PROTOCOL_VERSION, ok: true }) })
+          )
         )
       )
       const runId = randomUUID()
@@ -444,7 +466,11 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
       await server.within(bus2.serveControl((runId) => Effect.sync(() => (calls.push(runId), { v: PROTOCOL_VERSION, ok: true as const }))))
       const tooLong = 'r'.repeat(65)
       const body = new TextEncoder().encode('{"v":1}')
-      const replies = [JSON.parse(await rawControl(tooLong, 'status', body)), JSON.parse(await rawControl('ab%$', 'cancel', body)), JSON.parse(await rawControl('ok-id_1', 'status', body))] as unknown[]
+      const replies = [
+        JSON.parse(await rawControl(tooLong, 'status', body)),
+        JSON.parse(await rawControl('ab%$', 'cancel', body)),
+        JSON.parse(await rawControl('ok-id_1', 'status', body))
+      ] as unknown[]
 
       expect(replies).toEqual([
         { v: PROTOCOL_VERSION, ok: false, error: `run id "${tooLong}" is not valid: expected 1 to 64 letters, digits, "_" or "-"` },
@@ -459,9 +485,12 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
       const server = await scoped()
       const lines: string[] = []
       await server.within(
-        bus2.serveControl((runId) => (runId.startsWith('die-') ? Effect.die(new Error('handler bug')) : Effect.succeed({ v: PROTOCOL_VERSION, ok: true as const })), {
-          log: (line) => lines.push(line)
-        })
+        bus2.serveControl(
+          (runId) => (runId.startsWith('die-') ? Effect.die(new Error('handler bug')) : Effect.succeed({ v: PROTOCOL_VERSION, ok: true as const })),
+          {
+            log: (line) => lines.push(line)
+          }
+        )
       )
       const dying = `die-${randomUUID()}`
       const died = await run(bus.control(dying, 'status', {}))

@@ -112,5 +112,3 @@ describe('chaos: SIGKILL at random moments, resume, again and again', () => {
     expect(kills).toBeGreaterThanOrEqual(20)
   }, 600_000)
 })
-
-

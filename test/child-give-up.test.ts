@@ -26,7 +26,13 @@ const inProcess = async (): Promise<Bus> => makeInProcessBus({ ackWaitMs: 60_000
 
 const nats = async (): Promise<Bus> => {
   const suffix = randomUUID().replaceAll('-', '').slice(0, 12)
-  const options = { servers: inject('natsUrl'), ackWaitMs: 60_000, streamName: `GIVEUP_${suffix}`, consumerName: `workers-${suffix}`, subjectPrefix: `g${suffix}` }
+  const options = {
+    servers: inject('natsUrl'),
+    ackWaitMs: 60_000,
+    streamName: `GIVEUP_${suffix}`,
+    consumerName: `workers-${suffix}`,
+    subjectPrefix: `g${suffix}`
+  }
   const scope = await run(Scope.make())
   cleanups.push(async () => {
     await run(Scope.close(scope, Exit.void))

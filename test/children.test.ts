@@ -84,7 +84,11 @@ describe('parent and child runs on the embedded in-process bus', () => {
     const run = await runCli(['run', file, '--json', '--db', db])
     expect(run.code, run.stderr).toBe(0)
     const parentId = String(lastJson(run)['runId'])
-    for (const [n, letter] of [[1, 'A'], [2, 'B'], [3, 'C']] as const) {
+    for (const [n, letter] of [
+      [1, 'A'],
+      [2, 'B'],
+      [3, 'C']
+    ] as const) {
       expect(readFileSync(path.join(dir, 'ws', 'children', String(n), 'part.txt'), 'utf8')).toBe(letter)
     }
     const trace = lastJson<Trace>(await runCli(['show', parentId, '--json', '--db', db]))
@@ -92,7 +96,12 @@ describe('parent and child runs on the embedded in-process bus', () => {
     expect(trace.children.every((c) => c.status === 'succeeded')).toBe(true)
     expect(new Set(trace.children.map((c) => c.id)).size).toBe(3)
     const rows = lastJson<Array<{ id: string; parentId: string | null; goal: string }>>(await runCli(['runs', '--json', '--db', db]))
-    expect(rows.filter((r) => r.parentId === parentId).map((r) => r.goal).sort()).toEqual(['part A', 'part B', 'part C'])
+    expect(
+      rows
+        .filter((r) => r.parentId === parentId)
+        .map((r) => r.goal)
+        .sort()
+    ).toEqual(['part A', 'part B', 'part C'])
     // The parent's model got the three results in the order it spawned them.
     const second = mock.requests.find((r) => JSON.stringify(r.body).includes('Child run'))!
     const tools = (second.body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool').map((m) => m.content)
@@ -145,20 +154,34 @@ describe('parent and child runs on the embedded in-process bus', () => {
     const db = path.join(dir, 'av.db')
     const file = parentTask(dir, 'Split the work and write DONE into out.txt', extra)
     const run = await runCli(['run', file, '--json', '--db', db])
-    const rows = lastJson<Array<{ id: string; parentId: string | null; goal: string; status: string; updatedAt: string }>>(await runCli(['runs', '--json', '--db', db]))
+    const rows = lastJson<Array<{ id: string; parentId: string | null; goal: string; status: string; updatedAt: string }>>(
+      await runCli(['runs', '--json', '--db', db])
+    )
     return { run, dir, rows, parentId: String(lastJson(run)['runId']) }
   }
 
   it('refuses spawns past maxChildren and feeds the refusal back while the siblings complete', async () => {
-    const { run, rows, parentId } = await runParent([{ toolCalls: [spawn('part A'), spawn('part B'), spawn('part C')] }, write('out.txt', 'DONE')], { 'part A': [write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] }, { children: { maxChildren: 2 } })
+    const { run, rows, parentId } = await runParent(
+      [{ toolCalls: [spawn('part A'), spawn('part B'), spawn('part C')] }, write('out.txt', 'DONE')],
+      { 'part A': [write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] },
+      { children: { maxChildren: 2 } }
+    )
     expect(run.code, run.stderr).toBe(0)
     expect(rows.filter((r) => r.parentId === parentId).map((r) => r.status)).toEqual(['succeeded', 'succeeded'])
     const tools = (mock!.requests[3]!.body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool')
-    expect(tools.map((m) => m.content.slice(0, 40))).toEqual([expect.stringMatching(/^Child run/), expect.stringMatching(/^Child run/), 'Refused: this run may start at most 2 ch'])
+    expect(tools.map((m) => m.content.slice(0, 40))).toEqual([
+      expect.stringMatching(/^Child run/),
+      expect.stringMatching(/^Child run/),
+      'Refused: this run may start at most 2 ch'
+    ])
   })
 
   it('queues children past maxConcurrent instead of refusing them', async () => {
-    const { run, rows, parentId } = await runParent([{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')], { 'part A': [{ delayMs: 400, ...write('part.txt', 'A') }], 'part B': [write('part.txt', 'B')] }, { children: { maxConcurrent: 1 } })
+    const { run, rows, parentId } = await runParent(
+      [{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')],
+      { 'part A': [{ delayMs: 400, ...write('part.txt', 'A') }], 'part B': [write('part.txt', 'B')] },
+      { children: { maxConcurrent: 1 } }
+    )
     expect(run.code, run.stderr).toBe(0)
     const children = rows.filter((r) => r.parentId === parentId)
     expect(children.map((r) => r.status)).toEqual(['succeeded', 'succeeded'])
@@ -169,15 +192,25 @@ describe('parent and child runs on the embedded in-process bus', () => {
   })
 
   it('shares the dispatch ceiling across the tree and halts it when reached', async () => {
-    const { run, parentId } = await runParent([{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')], { 'part A': [write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] }, { limits: { dispatchCeiling: 3 }, children: { maxConcurrent: 1 } })
+    const { run, parentId } = await runParent(
+      [{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')],
+      { 'part A': [write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] },
+      { limits: { dispatchCeiling: 3 }, children: { maxConcurrent: 1 } }
+    )
     expect(run.code).toBe(1)
-    expect(lastJson(run)).toMatchObject({ runId: parentId, status: 'failed', error: { kind: 'ceiling', message: 'dispatch ceiling of 3 exhausted by the run tree' } })
+    expect(lastJson(run)).toMatchObject({
+      runId: parentId,
+      status: 'failed',
+      error: { kind: 'ceiling', message: 'dispatch ceiling of 3 exhausted by the run tree' }
+    })
     expect(mock!.requests).toHaveLength(3)
   })
 
   it('refuses a child workspace outside the parent and feeds the refusal back', async () => {
     mock = await startMockLlm({
-      scenarios: { models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'escape', workspace: '../elsewhere' } }] }, write('out.txt', 'DONE')] } } as never,
+      scenarios: {
+        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'escape', workspace: '../elsewhere' } }] }, write('out.txt', 'DONE')] }
+      } as never,
       port: 0
     })
     const dir = tempDir()

@@ -48,9 +48,7 @@ const requestText = (m: MockLlm): string => m.requests.map((r) => JSON.stringify
 describe('agentvisor run against the mock LLM over HTTP', () => {
   for (const stream of [false, true]) {
     it(`writes the file, verifies the contract and ends succeeded (${stream ? 'streaming' : 'plain'})`, async () => {
-      const llm = await startMock([
-        { text: 'Writing it.', toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' } }] }
-      ])
+      const llm = await startMock([{ text: 'Writing it.', toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' } }] }])
       const dir = tempDir()
       const db = path.join(dir, 'av.db')
       const task = writeTask(dir, taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', stream }] }))
@@ -120,7 +118,12 @@ describe('agentvisor run against the mock LLM over HTTP', () => {
 
   it('feeds malformed tool arguments and unknown tools back to the model and goes on', async () => {
     const llm = await startMock([
-      { toolCalls: [{ name: 'write_file', arguments: '{"path": "out.txt", "content": ' }, { name: 'teleport', arguments: {} }] },
+      {
+        toolCalls: [
+          { name: 'write_file', arguments: '{"path": "out.txt", "content": ' },
+          { name: 'teleport', arguments: {} }
+        ]
+      },
       writeDone
     ])
     const dir = tempDir()
@@ -150,7 +153,10 @@ describe('agentvisor run against the mock LLM over HTTP', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const key = 'sk-test-0123456789-secret-value'
-    const task = writeTask(dir, taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', apiKeyEnv: 'AV_TEST_KEY' }] }))
+    const task = writeTask(
+      dir,
+      taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', apiKeyEnv: 'AV_TEST_KEY' }] })
+    )
     const run = await runCli(['run', task, '--json', '--db', db], { env: { AV_TEST_KEY: key } })
     expect(run.code, run.stderr).toBe(0)
     expect(llm.requests[0]!.hasAuthorization).toBe(true)
@@ -163,7 +169,10 @@ describe('agentvisor run against the mock LLM over HTTP', () => {
   it('fails with kind auth and exit 1 when the named key variable is not set, without calling the model', async () => {
     const llm = await startMock([writeDone])
     const dir = tempDir()
-    const task = writeTask(dir, taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', apiKeyEnv: 'AV_UNSET_KEY' }] }))
+    const task = writeTask(
+      dir,
+      taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', apiKeyEnv: 'AV_UNSET_KEY' }] })
+    )
     const run = await runCli(['run', task, '--json', '--db', path.join(dir, 'av.db')], { env: { AV_UNSET_KEY: '' } })
     expect(run.code).toBe(1)
     expect(lastJson(run)).toMatchObject({ status: 'failed', error: { kind: 'auth', provider: 'primary' } })
@@ -176,7 +185,11 @@ describe('agentvisor run with bad input', () => {
     ['malformed JSON', '{"goal": "x", ', /not valid JSON/],
     ['a missing goal', JSON.stringify({ workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }] }), /goal/],
     ['an unknown provider kind', JSON.stringify({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'gemini', model: 'm' }] }), /providers\.0\.kind/],
-    ['a negative maxSteps', JSON.stringify({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }], limits: { maxSteps: -1 } }), /limits\.maxSteps/]
+    [
+      'a negative maxSteps',
+      JSON.stringify({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }], limits: { maxSteps: -1 } }),
+      /limits\.maxSteps/
+    ]
   ]
   for (const [what, text, pattern] of cases) {
     it(`exits 2 with one clear line for ${what}`, async () => {
@@ -217,18 +230,38 @@ describe('agentvisor run refuses bad input with exit 2, one line and nothing lef
   const cases: Array<[string, (dir: string) => string, RegExp]> = [
     ['the filesystem root as workspace', json({ goal: 'g', workspace: '/', providers: scripted }), /workspace: \/ is the filesystem root/],
     ['the home folder as workspace', json({ goal: 'g', workspace: homedir(), providers: scripted }), /workspace: .* is your home folder/],
-    ['a lineage in the task file', json({ goal: 'g', workspace: 'ws', providers: scripted, lineage: { rootId: 'r', parentId: 'p', depth: 1, treeDispatchCeiling: 1e6 } }), /lineage: is set by agentvisor/],
+    [
+      'a lineage in the task file',
+      json({ goal: 'g', workspace: 'ws', providers: scripted, lineage: { rootId: 'r', parentId: 'p', depth: 1, treeDispatchCeiling: 1e6 } }),
+      /lineage: is set by agentvisor/
+    ],
     ['an empty YAML file', text('task.yaml', ''), /the task must be an object with goal, workspace and providers, got nothing$/],
     ['a top-level YAML list', text('task.yaml', '- goal: g\n'), /must be an object with goal, workspace and providers, got a list$/],
     ['a top-level YAML string', text('task.yaml', 'just a goal\n'), /got a string$/],
     ['a JSON null', text('task.json', 'null'), /got nothing$/],
     ['a whitespace-only goal', json({ goal: '   ', workspace: 'ws', providers: scripted }), /goal: must have non-space text/],
-    ['a file: baseUrl', json({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'openai', model: 'm', baseUrl: 'file:///etc/passwd' }] }), /providers\.0\.baseUrl: must be an http:\/\/ or https:\/\/ URL/],
-    ['an attemptTimeoutMs past the timer range', json({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [], attemptTimeoutMs: 2 ** 31 }] }), /providers\.0\.attemptTimeoutMs: must be at most 2147483647/],
-    ['a timeoutMs past the timer range', json({ goal: 'g', workspace: 'ws', providers: scripted, limits: { timeoutMs: 1e12 } }), /limits\.timeoutMs: must be at most/],
+    [
+      'a file: baseUrl',
+      json({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'openai', model: 'm', baseUrl: 'file:///etc/passwd' }] }),
+      /providers\.0\.baseUrl: must be an http:\/\/ or https:\/\/ URL/
+    ],
+    [
+      'an attemptTimeoutMs past the timer range',
+      json({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [], attemptTimeoutMs: 2 ** 31 }] }),
+      /providers\.0\.attemptTimeoutMs: must be at most 2147483647/
+    ],
+    [
+      'a timeoutMs past the timer range',
+      json({ goal: 'g', workspace: 'ws', providers: scripted, limits: { timeoutMs: 1e12 } }),
+      /limits\.timeoutMs: must be at most/
+    ],
     ['a YAML file that also draws a YAML warning', text('task.yaml', 'goal: !nosuchtag g\nworkspace: ws\n'), /providers: is missing/],
     // Written as text: JSON.stringify itself overflows at this depth.
-    ['a task file 200,000 levels deep', text('task.json', `{"goal":${'{"a":'.repeat(200_000)}"g"${'}'.repeat(200_000)},"workspace":"ws","providers":${JSON.stringify(scripted)}}`), /goal: nests deeper than 64 levels/],
+    [
+      'a task file 200,000 levels deep',
+      text('task.json', `{"goal":${'{"a":'.repeat(200_000)}"g"${'}'.repeat(200_000)},"workspace":"ws","providers":${JSON.stringify(scripted)}}`),
+      /goal: nests deeper than 64 levels/
+    ],
     ['an allOf 1,000 deep', json({ goal: 'g', workspace: 'ws', providers: scripted, verify: allOf }), /verify: nests deeper than 64 levels/],
     [
       'a FIFO as the task file',
@@ -289,8 +322,12 @@ describe('tool-call arguments nested past the limit', () => {
       expect(run.code, run.stderr).toBe(0)
       const result = lastJson(run)
       expect(result).toMatchObject({ status: 'succeeded', steps: 2 })
-      const second = llm.requests[1]!.body as { messages: Array<{ role: string; content: string | null; tool_calls?: Array<{ function: { arguments: string } }> }> }
-      expect(second.messages.find((m) => m.role === 'tool')!.content).toBe('Invalid arguments for write_file: nested deeper than 64 levels; send flatter arguments')
+      const second = llm.requests[1]!.body as {
+        messages: Array<{ role: string; content: string | null; tool_calls?: Array<{ function: { arguments: string } }> }>
+      }
+      expect(second.messages.find((m) => m.role === 'tool')!.content).toBe(
+        'Invalid arguments for write_file: nested deeper than 64 levels; send flatter arguments'
+      )
       // What the model sent is not replayed to it (nor kept): only the marker.
       expect(second.messages.find((m) => m.tool_calls !== undefined)!.tool_calls![0]!.function.arguments).toBe(TOO_DEEP_ARGUMENTS)
       const show = await runCli(['show', String(result['runId']), '--json', '--db', db])
@@ -301,9 +338,14 @@ describe('tool-call arguments nested past the limit', () => {
 
   it('from an Anthropic tool_use input are dropped where the reply is decoded', async () => {
     // The mock LLM cannot serialise such an input itself, so this server answers with fixed bodies.
-    const message = (content: string) => `{"id":"msg","type":"message","role":"assistant","model":"m","content":[${content}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+    const message = (content: string) =>
+      `{"id":"msg","type":"message","role":"assistant","model":"m","content":[${content}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
     const toolUse = (input: string) => `{"type":"tool_use","id":"tu_${Math.random().toString(36).slice(2)}","name":"write_file","input":${input}}`
-    const answers = [message(toolUse(deepArguments(100_000))), message(toolUse('{"path":"out.txt","content":"DONE"}')), message('{"type":"text","text":"done"}')]
+    const answers = [
+      message(toolUse(deepArguments(100_000))),
+      message(toolUse('{"path":"out.txt","content":"DONE"}')),
+      message('{"type":"text","text":"done"}')
+    ]
     const received: string[] = []
     const server: Server = createServer((req, res) => {
       let body = ''
@@ -342,7 +384,8 @@ describe('tool-call arguments nested past the limit', () => {
       makeProvider: (config) => ({
         name: config.name,
         kind: 'scripted',
-        chat: () => Effect.sync(() => (calls++ === 0 ? { text: '', toolCalls: [{ id: 'c1', name: 'write_file', arguments: raw }] } : { text: 'done', toolCalls: [] }))
+        chat: () =>
+          Effect.sync(() => (calls++ === 0 ? { text: '', toolCalls: [{ id: 'c1', name: 'write_file', arguments: raw }] } : { text: 'done', toolCalls: [] }))
       })
     })
     let runId: string

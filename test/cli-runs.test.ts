@@ -76,7 +76,9 @@ describe('agentvisor runs and show', () => {
       SELECT printf('copy-%05d', i), NULL, 'succeeded', printf('%0200d', i), 'finished.succeeded', 1, '2026-11-30T00:00:00.000Z', '2026-11-30T00:00:00.000Z' FROM n`)
     raw.close()
     // pipefail: the pipeline's status is the CLI's own when it fails (head's is 0).
-    const piped = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${BIN}" runs --json --db "${db}" | head -c 1; echo " exit=$?"`], { encoding: 'utf8' })
+    const piped = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${BIN}" runs --json --db "${db}" | head -c 1; echo " exit=$?"`], {
+      encoding: 'utf8'
+    })
     expect(piped.stdout).toBe('[ exit=0\n')
     expect(piped.stderr).toBe('')
   })

@@ -1,4 +1,3 @@
-
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
@@ -156,12 +155,20 @@ describe('one driver per run', () => {
         goal: 'g',
         workspace: path.join(dir, 'ws'),
         approval: 'auto',
-        providers: [{ name: 'p', kind: 'scripted', steps: [{ delayMs: 800, toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'x' } }] }] }]
+        providers: [
+          { name: 'p', kind: 'scripted', steps: [{ delayMs: 800, toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'x' } }] }] }
+        ]
       })
       const store = await openStore(db)
       try {
         // Another driver takes the run over (as if this one's lease had expired).
-        const takeover = await acquireLease(store.db, { runId: run.runId, owner: 'other-host/1/x', now: Date.now() + 3_600_000, ttlMs: 60_000, isAbandoned: () => false })
+        const takeover = await acquireLease(store.db, {
+          runId: run.runId,
+          owner: 'other-host/1/x',
+          now: Date.now() + 3_600_000,
+          ttlMs: 60_000,
+          isAbandoned: () => false
+        })
         expect(takeover).toEqual({ token: 2 })
         const result = await run.result
         expect(result.error?.message).toMatch(/lease was taken over/)
@@ -224,5 +231,3 @@ describe('an exec interrupted after it started', () => {
     expect(readFileSync(path.join(ws, 'effects.txt'), 'utf8')).toBe('ran\n')
   })
 })
-
-

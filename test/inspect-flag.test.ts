@@ -104,7 +104,15 @@ describe('agentvisor run --inspect', () => {
     expect(session).toMatch(/^[0-9a-f]{8}:x:\d+$/)
     expect(receiver.events.every((e) => e['sessionId'] === session)).toBe(true)
     expect(eventTypes(receiver)).toEqual(['xstate.init', 'PROVIDER_ERROR', 'NEXT_PROVIDER', 'PROVIDER_OK', 'TOOLS_DONE', 'VERIFY_PASSED'])
-    expect(stateValues(receiver)).toEqual(['dispatching', 'fallingOver', 'dispatching', 'acting', 'verifying', { finished: 'succeeded' }, { finished: 'succeeded' }])
+    expect(stateValues(receiver)).toEqual([
+      'dispatching',
+      'fallingOver',
+      'dispatching',
+      'acting',
+      'verifying',
+      { finished: 'succeeded' },
+      { finished: 'succeeded' }
+    ])
   })
 
   it('warns once and still succeeds with exit 0 when nothing listens at the relay URL', async () => {
@@ -164,14 +172,22 @@ describe('agentvisor worker --inspect', () => {
     mock = await startMockLlm({
       port: 0,
       scenarios: {
-        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] }, write('out.txt', 'DONE')] },
+        models: {
+          m: [
+            { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] },
+            write('out.txt', 'DONE')
+          ]
+        },
         goals: { 'part A': [write('part.txt', 'A')] }
       } as never
     })
     const receiver = await startReceiver()
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--inspect', receiver.url], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--inspect', receiver.url], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe']
+    })
     worker = child
     let log = ''
     child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
@@ -190,7 +206,10 @@ describe('agentvisor worker --inspect', () => {
     expect(readFileSync(path.join(dir, 'ws', 'children', '1', 'part.txt'), 'utf8')).toBe('A')
 
     // Only the worker inspects: what the relay saw is the child's run actor, driven to its end.
-    await waitFor(() => (stateValues(receiver).some((v) => JSON.stringify(v) === '{"finished":"succeeded"}') ? true : undefined), 'the child to finish on the relay')
+    await waitFor(
+      () => (stateValues(receiver).some((v) => JSON.stringify(v) === '{"finished":"succeeded"}') ? true : undefined),
+      'the child to finish on the relay'
+    )
     expect(ofType(receiver, '@xstate.actor').map((e) => e['name'])).toEqual(['run'])
     expect(eventTypes(receiver)).toContain('VERIFY_PASSED')
 

@@ -33,8 +33,7 @@ const cliRun = async (file: string, db: string, expectedCode: number): Promise<s
   return lastJson<{ runId: string }>(result).runId
 }
 
-const post = (url: string, body: string, contentType = 'application/json') =>
-  fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body })
+const post = (url: string, body: string, contentType = 'application/json') => fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body })
 
 let inspector: Inspector | undefined
 afterEach(async () => {
@@ -71,7 +70,10 @@ describe('the inspector API', () => {
       expect(await res.json(), body).toEqual({ error: expect.any(String) })
     }
     expect((await post(url, 'decision=approve', 'application/x-www-form-urlencoded')).status).toBe(415)
-    expect((await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body: '{"decision":"approve"}' })).status).toBe(403)
+    expect(
+      (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body: '{"decision":"approve"}' }))
+        .status
+    ).toBe(403)
     expect((await fetch(url)).status).toBe(405)
 
     const store = await openStore(db)
@@ -92,7 +94,18 @@ describe('the inspector API', () => {
     }
     expect(graph.initial).toBe('dispatching')
     expect(graph.nodes.map((n) => n.id)).toEqual(
-      expect.arrayContaining(['dispatching', 'retrying', 'fallingOver', 'awaitingApproval', 'acting', 'awaitingChildren', 'verifying', 'finished', 'finished.succeeded', 'finished.timedOut'])
+      expect.arrayContaining([
+        'dispatching',
+        'retrying',
+        'fallingOver',
+        'awaitingApproval',
+        'acting',
+        'awaitingChildren',
+        'verifying',
+        'finished',
+        'finished.succeeded',
+        'finished.timedOut'
+      ])
     )
     expect(graph.nodes.find((n) => n.id === 'finished')?.children).toEqual([
       'finished.succeeded',
@@ -226,7 +239,13 @@ describe('the inspector page in headless Chromium', () => {
     try {
       expect((await getRun(store.db, runId))?.status).toBe('succeeded')
       expect(await listApprovals(store.db, runId)).toEqual([expect.objectContaining({ status: 'approved', source: 'cli' })])
-      expect((await listTransitions(store.db, runId)).map((t) => t.event)).toEqual(['PROVIDER_OK', 'APPROVAL_REQUESTED', 'APPROVALS_DECIDED', 'TOOLS_DONE', 'VERIFY_PASSED'])
+      expect((await listTransitions(store.db, runId)).map((t) => t.event)).toEqual([
+        'PROVIDER_OK',
+        'APPROVAL_REQUESTED',
+        'APPROVALS_DECIDED',
+        'TOOLS_DONE',
+        'VERIFY_PASSED'
+      ])
     } finally {
       await store.close()
     }
@@ -268,7 +287,7 @@ describe('the inspector page in headless Chromium', () => {
       expect(await page.locator('[data-testid=timeline-row]').count()).toBe(4)
       expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true)
       await page.close()
-    expect(errors).toEqual([])
+      expect(errors).toEqual([])
     } finally {
       await av.close()
     }
@@ -284,7 +303,10 @@ describe('the inspector page in headless Chromium', () => {
       makeProvider: (config) => ({
         name: config.name,
         kind: 'scripted',
-        chat: () => Effect.promise(() => answered).pipe(Effect.as({ text: '', toolCalls: [{ id: 'w', name: 'write_file', arguments: JSON.stringify({ path: 'out.txt', content: 'DONE' }) }] }))
+        chat: () =>
+          Effect.promise(() => answered).pipe(
+            Effect.as({ text: '', toolCalls: [{ id: 'w', name: 'write_file', arguments: JSON.stringify({ path: 'out.txt', content: 'DONE' }) }] })
+          )
       })
     })
     try {
@@ -310,7 +332,10 @@ describe('the inspector page in headless Chromium', () => {
     const { page, errors } = await openPage(`${inspector.url}#/runs/${parentRow!.id}`)
     const tree = page.getByTestId('children')
     await tree.waitFor()
-    expect(await tree.locator('[data-testid=tree-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-run-id')))).toEqual([parentRow!.id, childRow!.id])
+    expect(await tree.locator('[data-testid=tree-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-run-id')))).toEqual([
+      parentRow!.id,
+      childRow!.id
+    ])
     await tree.locator(`[data-testid=tree-node][data-run-id="${childRow!.id}"] > div > a`).click()
     await page.locator(`[data-testid=run-view][data-run-id="${childRow!.id}"]`).waitFor()
     expect(await page.locator('[data-testid=run-view] h1').textContent()).toBe('Child: write part a')

@@ -31,10 +31,14 @@ const post = (mock: MockLlm, route: string, body: unknown, headers: Record<strin
   fetch(`${mock.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
 
 interface Completion {
-  choices: Array<{ message: { content: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> }; finish_reason: string }>
+  choices: Array<{
+    message: { content: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> }
+    finish_reason: string
+  }>
 }
 
-const completion = async (mock: MockLlm, model: string): Promise<Completion> => (await post(mock, '/chat/completions', { model, messages: [] })).json() as Promise<Completion>
+const completion = async (mock: MockLlm, model: string): Promise<Completion> =>
+  (await post(mock, '/chat/completions', { model, messages: [] })).json() as Promise<Completion>
 
 /** Parses an SSE body into its events (`event` name, if any, and raw `data`). */
 const parseSse = (text: string): Array<{ event?: string; data: string }> =>
@@ -103,7 +107,12 @@ describe('mock LLM server', () => {
     expect(names[0]).toBe('message_start')
     expect(names.slice(-2)).toEqual(['message_delta', 'message_stop'])
     const parsed = events.map((event) => JSON.parse(event.data))
-    expect(parsed.find((event) => event.type === 'content_block_start').content_block).toEqual({ type: 'tool_use', id: 'toolu_1_1', name: 'write_file', input: {} })
+    expect(parsed.find((event) => event.type === 'content_block_start').content_block).toEqual({
+      type: 'tool_use',
+      id: 'toolu_1_1',
+      name: 'write_file',
+      input: {}
+    })
     const pieces = parsed.filter((event) => event.delta?.type === 'input_json_delta').map((event) => event.delta.partial_json)
     expect(pieces.length).toBeGreaterThan(1)
     expect(JSON.parse(pieces.join(''))).toEqual(args)
@@ -204,7 +213,10 @@ describe('mock LLM server', () => {
 describe('loadScenarios', () => {
   it('reads YAML as well as JSON', async () => {
     const file = path.join(dir, 'scenarios.yaml')
-    await writeFile(file, 'models:\n  gpt-a:\n    - error: { status: 503, retryAfterMs: 0 }\n    - toolCalls:\n        - name: write_file\n          arguments: { path: a.txt, content: x }\n')
+    await writeFile(
+      file,
+      'models:\n  gpt-a:\n    - error: { status: 503, retryAfterMs: 0 }\n    - toolCalls:\n        - name: write_file\n          arguments: { path: a.txt, content: x }\n'
+    )
     expect(await loadScenarios(file)).toEqual({
       models: { 'gpt-a': [{ error: { status: 503, retryAfterMs: 0 } }, { toolCalls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] }] }
     })
@@ -260,12 +272,19 @@ describe('runMockLlmCommand', () => {
       const { stdout } = run.output()
       expect(stdout).toMatch(/^mock-llm listening on http:\/\/127\.0\.0\.1:\d+\/v1\n$/)
       const url = stdout.trim().slice('mock-llm listening on '.length)
-      const reply = (await (await fetch(`${url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'x', messages: [] }) })).json()) as Completion
+      const reply = (await (
+        await fetch(`${url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'x', messages: [] }) })
+      ).json()) as Completion
       expect(reply.choices[0]!.message.content).toBe('from the command')
 
       run.child.kill('SIGTERM')
       expect(await run.exit).toBe(0)
-      expect(run.output().stdout.split('\n').filter((line) => line !== '')).toHaveLength(1)
+      expect(
+        run
+          .output()
+          .stdout.split('\n')
+          .filter((line) => line !== '')
+      ).toHaveLength(1)
     } finally {
       run.child.kill('SIGKILL')
     }

@@ -76,8 +76,7 @@ interface RunRow {
   lease_owner: string | null
   token: number
 }
-const runsOf = (db: TestDatabase) =>
-  db.query<RunRow>('select id, goal, status, lease_owner, lease_token::int as token from runs order by goal')
+const runsOf = (db: TestDatabase) => db.query<RunRow>('select id, goal, status, lease_owner, lease_token::int as token from runs order by goal')
 
 describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
   it('finishes every child exactly once when a worker is SIGKILLed mid-run: the other takes its child over', async () => {
@@ -101,7 +100,10 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
       port: 0
     })
     const dir = tempDir('agentvisor-hosts-')
-    const task = writeTask(dir, mockTask(mock.url, { goal: 'Split the work in four parts and write DONE into out.txt', limits: { maxSteps: 4, timeoutMs: 60_000 } }))
+    const task = writeTask(
+      dir,
+      mockTask(mock.url, { goal: 'Split the work in four parts and write DONE into out.txt', limits: { maxSteps: 4, timeoutMs: 60_000 } })
+    )
     const db = await freshDatabase()
     const env = natsEnv()
     const nats = new URL(inject('natsUrl'))
@@ -130,7 +132,8 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
       const called = mock!.requests.some((r) => JSON.stringify(r.body).includes('part A'))
       const owner = workers.find((w) => a.lease_owner?.includes(`/${w.pid}/`))
       // Its log too has caught up: each sibling it drove is logged as ended.
-      const logged = owner !== undefined && children.slice(1).every((c) => !owner.log().includes(`run ${c.id} started`) || owner.log().includes(`run ${c.id} succeeded`))
+      const logged =
+        owner !== undefined && children.slice(1).every((c) => !owner.log().includes(`run ${c.id} started`) || owner.log().includes(`run ${c.id} succeeded`))
       return pending.length === 1 && called && logged ? { worker: owner, runId: a.id } : undefined
     }, 'child A mid-dispatch on a worker, its siblings done')
     const survivor = workers.find((w) => w !== victim.worker)!
@@ -167,7 +170,9 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
         { name: 'exec', status: 'completed' },
         { name: 'write_file', status: 'completed' }
       ])
-      expect(await db.query('select count(*)::int as n from transitions where run_id = $1 and to_state = $2', [child.id, 'finished.succeeded'])).toEqual([{ n: 1 }])
+      expect(await db.query('select count(*)::int as n from transitions where run_id = $1 and to_state = $2', [child.id, 'finished.succeeded'])).toEqual([
+        { n: 1 }
+      ])
     }
     // A's lost dispatch is on record as unknown; the survivor's is the one that answered.
     expect(await db.query('select attempt, outcome from attempts where run_id = $1 order by step, attempt', [victim.runId])).toEqual([
@@ -228,7 +233,13 @@ const interruptedRun = async () => {
     onStderr: (text) => (announced ??= /run (\S+) started/.exec(text)?.[1])
   })
   const runId = await waitFor(() => announced, 'the run id')
-  await waitFor(async () => ((await db.query('select 1 from attempts where run_id = $1 and outcome = $2', [runId, 'pending'])).length === 1 && mock!.requests.length === 1 ? true : undefined), 'the pending dispatch')
+  await waitFor(
+    async () =>
+      (await db.query('select 1 from attempts where run_id = $1 and outcome = $2', [runId, 'pending'])).length === 1 && mock!.requests.length === 1
+        ? true
+        : undefined,
+    'the pending dispatch'
+  )
   process.kill(pid, 'SIGKILL')
   await first
   return { dir, ws: path.join(dir, 'ws'), db, runId }
@@ -266,12 +277,17 @@ describe('one driver per run on PostgreSQL, under a race', () => {
     }
     await waitFor(() => (losers.length === contenders - 1 ? true : undefined), `${contenders - 1} refused resumes`)
     for (const loser of losers) {
-      expect(loser.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^agentvisor: run ${runId} is being driven by [^ /]+/\\d+/[0-9a-f]+/[0-9a-f]+ \\(lease until [^)]+\\)$`))])
+      expect(loser.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(new RegExp(`^agentvisor: run ${runId} is being driven by [^ /]+/\\d+/[0-9a-f]+/[0-9a-f]+ \\(lease until [^)]+\\)$`))
+      ])
       // With --json an exit-2 error is also the last stdout line (docs/cli.md).
       expect(JSON.parse(loser.stdout)).toEqual({ error: { kind: 'input', message: expect.stringMatching(new RegExp(`^run ${runId} is being driven by `)) } })
     }
     expect(winner).toBeUndefined()
-    await waitFor(async () => ((await db.query('select 1 from tool_effects where run_id = $1', [runId])).length === 1 ? true : undefined), 'the exec of the winner')
+    await waitFor(
+      async () => ((await db.query('select 1 from tool_effects where run_id = $1', [runId])).length === 1 ? true : undefined),
+      'the exec of the winner'
+    )
     writeFileSync(path.join(ws, 'go'), '')
     const results = await Promise.all(all)
     const won = results.filter((r) => r.code !== 2)
@@ -310,7 +326,10 @@ describe('one driver per run on PostgreSQL, under a race', () => {
     const refused = outcome.filter((o) => o['drove'] !== true)
     expect(refused).toHaveLength(racers.length - 1)
     for (const r of refused) expect(r).toEqual({ error: 'LeaseConflictError', message: expect.stringMatching(new RegExp(`^run ${runId} is being driven by `)) })
-    await waitFor(async () => ((await db.query('select 1 from tool_effects where run_id = $1', [runId])).length === 1 ? true : undefined), 'the exec of the winner')
+    await waitFor(
+      async () => ((await db.query('select 1 from tool_effects where run_id = $1', [runId])).length === 1 ? true : undefined),
+      'the exec of the winner'
+    )
     writeFileSync(path.join(ws, 'go'), '')
     const codes = await Promise.all(racers.map((r) => r.exited))
     expect(codes, racers.map((r) => r.stderr()).join('\n')).toEqual(racers.map(() => 0))

@@ -33,7 +33,10 @@ const natsEnv = () => {
 }
 
 const startWorker = (db: string, env: Record<string, string>) => {
-  const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe']
+  })
   let log = ''
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
   const worker = { child, log: () => log }
@@ -67,7 +70,11 @@ describe('child runs over NATS on worker processes', () => {
     mock = await startMockLlm({
       scenarios: {
         models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B'), spawnChild('part C')] }, write('out.txt', 'DONE')] },
-        goals: { 'part A': [{ delayMs: 800, ...write('part.txt', 'A') }], 'part B': [{ delayMs: 800, ...write('part.txt', 'B') }], 'part C': [{ delayMs: 800, ...write('part.txt', 'C') }] }
+        goals: {
+          'part A': [{ delayMs: 800, ...write('part.txt', 'A') }],
+          'part B': [{ delayMs: 800, ...write('part.txt', 'B') }],
+          'part C': [{ delayMs: 800, ...write('part.txt', 'C') }]
+        }
       } as never,
       port: 0
     })
@@ -81,7 +88,11 @@ describe('child runs over NATS on worker processes', () => {
     const rows = lastJson<Array<{ id: string; parentId: string | null; goal: string; status: string }>>(await runCli(['runs', '--json', '--db', db]))
     const children = rows.filter((r) => r.parentId === parentId)
     expect(children.map((c) => c.status)).toEqual(['succeeded', 'succeeded', 'succeeded'])
-    for (const [n, letter] of [[1, 'A'], [2, 'B'], [3, 'C']] as const) {
+    for (const [n, letter] of [
+      [1, 'A'],
+      [2, 'B'],
+      [3, 'C']
+    ] as const) {
       expect(readFileSync(path.join(dir, 'ws', 'children', String(n), 'part.txt'), 'utf8')).toBe(letter)
     }
     for (const worker of [w1, w2]) expect(worker.log()).toMatch(/run \S+ started \(child of /)
@@ -99,7 +110,10 @@ describe('child runs over NATS on worker processes', () => {
 
   it('finishes a child on another worker when the one driving it is killed', async () => {
     mock = await startMockLlm({
-      scenarios: { models: { m: [{ toolCalls: [spawnChild('part A')] }, write('out.txt', 'DONE')] }, goals: { 'part A': [{ delayMs: 60_000, text: 'lost' }, write('part.txt', 'A')] } } as never,
+      scenarios: {
+        models: { m: [{ toolCalls: [spawnChild('part A')] }, write('out.txt', 'DONE')] },
+        goals: { 'part A': [{ delayMs: 60_000, text: 'lost' }, write('part.txt', 'A')] }
+      } as never,
       port: 0
     })
     const dir = tempDir()
@@ -150,7 +164,10 @@ describe('child runs over NATS on worker processes', () => {
     mock = await startMockLlm({
       scenarios: {
         models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B')] }] },
-        goals: { 'part A': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }], 'part B': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }] }
+        goals: {
+          'part A': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }],
+          'part B': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }]
+        }
       } as never,
       port: 0
     })

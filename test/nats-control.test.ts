@@ -47,13 +47,17 @@ describe('supervising runs from another service over raw NATS', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const task = (name: string) =>
-      writeTask(dir, {
-        goal: 'Write DONE into out.txt',
-        workspace: name,
-        providers: [{ name: 'p', kind: 'openai', baseUrl: mock!.url, model: 'm' }],
-        verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-        approval: 'defer'
-      }, `${name}.json`)
+      writeTask(
+        dir,
+        {
+          goal: 'Write DONE into out.txt',
+          workspace: name,
+          providers: [{ name: 'p', kind: 'openai', baseUrl: mock!.url, model: 'm' }],
+          verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+          approval: 'defer'
+        },
+        `${name}.json`
+      )
     const first = lastJson<{ runId: string; status: string }>(await runCli(['run', task('one'), '--json', '--db', db]))
     const second = lastJson<{ runId: string; status: string }>(await runCli(['run', task('two'), '--json', '--db', db]))
     expect([first.status, second.status]).toEqual(['awaiting_approval', 'awaiting_approval'])
@@ -65,12 +69,18 @@ describe('supervising runs from another service over raw NATS', () => {
 
     const approved = await ask(`agentvisor.control.${first.runId}.approve`, { v: 1, decision: 'approve' })
     expect(approved).toMatchObject({ v: 1, ok: true })
-    await waitFor(async () => ((await ask(`agentvisor.control.${first.runId}.status`, { v: 1 }))['status'] === 'succeeded' ? true : undefined), 'the approved run to finish')
+    await waitFor(
+      async () => ((await ask(`agentvisor.control.${first.runId}.status`, { v: 1 }))['status'] === 'succeeded' ? true : undefined),
+      'the approved run to finish'
+    )
     expect(readFileSync(path.join(dir, 'one', 'out.txt'), 'utf8')).toBe('DONE')
 
     const cancelled = await ask(`agentvisor.control.${second.runId}.cancel`, { v: 1 })
     expect(cancelled).toMatchObject({ v: 1, ok: true })
-    await waitFor(async () => ((await ask(`agentvisor.control.${second.runId}.status`, { v: 1 }))['status'] === 'cancelled' ? true : undefined), 'the cancelled run')
+    await waitFor(
+      async () => ((await ask(`agentvisor.control.${second.runId}.status`, { v: 1 }))['status'] === 'cancelled' ? true : undefined),
+      'the cancelled run'
+    )
     expect(existsSync(path.join(dir, 'two', 'out.txt'))).toBe(false)
   })
 
@@ -113,7 +123,11 @@ describe('supervising runs from another service over raw NATS', () => {
     expect(await ask('agentvisor.control.some-run.approve', { v: 1, decision: 'maybe' })).toMatchObject({ ok: false })
     expect(await ask('agentvisor.control.some-run.status', { v: 2 })).toMatchObject({ ok: false })
     expect(await ask('agentvisor.control.some-run.explode', { v: 1 })).toMatchObject({ ok: false })
-    expect(await ask('agentvisor.control.some-run.approve', { v: 1, decision: 'approve', remeber: true })).toEqual({ v: 1, ok: false, error: 'remeber: is not a known field' })
+    expect(await ask('agentvisor.control.some-run.approve', { v: 1, decision: 'approve', remeber: true })).toEqual({
+      v: 1,
+      ok: false,
+      error: 'remeber: is not a known field'
+    })
     expect(await ask('agentvisor.control.some-run.cancel', { v: 1, force: true })).toEqual({ v: 1, ok: false, error: 'force: is not a known field' })
     nc.publish('agentvisor.runs.start', new TextEncoder().encode('garbage'))
     expect(await ask('agentvisor.control.no-such-run.status', { v: 1 })).toEqual({ v: 1, ok: false, error: 'no run with id no-such-run' })

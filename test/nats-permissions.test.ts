@@ -28,7 +28,6 @@ const stopProcess = async (child: ChildProcess): Promise<void> => {
   await exited
 }
 
-
 /** A nats-server of this test's own on a free loopback port, with the shipped users and permissions. */
 const startServer = async (attempt = 1): Promise<{ url: string; passwords: { worker: string; supervisor: string }; log: () => string }> => {
   const port = await freePort()
@@ -62,7 +61,10 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
   it('keep supervisors and anonymous clients off the start subject while workers still serve children', async () => {
     const server = await startServer()
     const mock: MockLlm = await startMockLlm({
-      scenarios: { models: {}, goals: { 'Split the work': [{ toolCalls: [spawnChild] }, write('out.txt', 'DONE')], 'Write part A': [write('part.txt', 'A')] } } as never,
+      scenarios: {
+        models: {},
+        goals: { 'Split the work': [{ toolCalls: [spawnChild] }, write('out.txt', 'DONE')], 'Write part A': [write('part.txt', 'A')] }
+      } as never,
       port: 0
     })
     stops.push(() => mock.close())
@@ -71,7 +73,10 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
     const asWorker = { AGENTVISOR_NATS_URL: server.url, AGENTVISOR_NATS_USER: 'worker', AGENTVISOR_NATS_PASS: server.passwords.worker }
 
     // A worker logged in as `worker` sets up the queue and serves.
-    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], { env: { ...process.env, ...asWorker }, stdio: ['ignore', 'ignore', 'pipe'] })
+    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
+      env: { ...process.env, ...asWorker },
+      stdio: ['ignore', 'ignore', 'pipe']
+    })
     let workerLog = ''
     worker.stderr!.on('data', (d: Buffer) => (workerLog += d.toString()))
     stops.push(() => stopProcess(worker))
@@ -83,11 +88,21 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
     // A supervisor may not publish on the start subject: the server refuses it.
     const supervisor: NatsConnection = await connect({ servers: server.url, user: 'supervisor', pass: server.passwords.supervisor })
     stops.push(() => supervisor.close())
-    const forged = JSON.stringify({ v: 1, runId: 'forged-by-supervisor', parentId: 'p', contract: { goal: 'g', workspace: dir, providers: [{ name: 'p', kind: 'scripted', steps: [] }] } })
-    await expect(jetstream(supervisor).publish('agentvisor.runs.start', forged, { timeout: 5_000 })).rejects.toThrow('Permissions Violation for Publish to "agentvisor.runs.start"')
+    const forged = JSON.stringify({
+      v: 1,
+      runId: 'forged-by-supervisor',
+      parentId: 'p',
+      contract: { goal: 'g', workspace: dir, providers: [{ name: 'p', kind: 'scripted', steps: [] }] }
+    })
+    await expect(jetstream(supervisor).publish('agentvisor.runs.start', forged, { timeout: 5_000 })).rejects.toThrow(
+      'Permissions Violation for Publish to "agentvisor.runs.start"'
+    )
     // Nor reach the queue through the JetStream API.
     await expect(jetstreamManager(supervisor, { timeout: 5_000 }).then((jsm) => jsm.streams.purge('AGENTVISOR_RUNS'))).rejects.toThrow(/Permissions Violation/)
-    await waitFor(() => (server.log().includes('Publish Violation - User "supervisor", Subject "agentvisor.runs.start"') ? true : undefined), "the server's record of it")
+    await waitFor(
+      () => (server.log().includes('Publish Violation - User "supervisor", Subject "agentvisor.runs.start"') ? true : undefined),
+      "the server's record of it"
+    )
 
     // A parent logged in as `worker` hands a real child to the queue; the worker drives it.
     const task = writeTask(dir, {

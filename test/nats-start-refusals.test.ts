@@ -73,7 +73,10 @@ const setUp = async () => {
       models: {},
       goals: {
         'Hold the tree open': [exec('echo waiting')],
-        'Split the work': [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Write part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] }, write('out.txt', 'DONE')],
+        'Split the work': [
+          { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Write part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] },
+          write('out.txt', 'DONE')
+        ],
         'Write part A': [write('part.txt', 'A')],
         // What each forged child would do if it ran: leave a file an exec wrote.
         'forged policy': [exec(`touch ${pwned('policy')}`)],
@@ -103,7 +106,14 @@ const setUp = async () => {
   // The worker creates its queue's stream as it starts consuming, a moment after it says it
   // serves: a publish before that would find no stream at all.
   const jsm = await jetstreamManager(nc)
-  await waitFor(() => jsm.streams.info(env['AGENTVISOR_NATS_STREAM']!).then(() => true, () => undefined), 'the work queue stream')
+  await waitFor(
+    () =>
+      jsm.streams.info(env['AGENTVISOR_NATS_STREAM']!).then(
+        () => true,
+        () => undefined
+      ),
+    'the work queue stream'
+  )
   /** The contract the parent itself would hand the bus for a child with this goal. */
   const legitimateChild = (goal: string, workspace: string): Record<string, unknown> =>
     JSON.parse(JSON.stringify(Either.getOrThrow(childContract(parent, held.runId, JSON.stringify({ goal, workspace }), 1)))) as Record<string, unknown>
@@ -164,7 +174,10 @@ describe('child-run requests published straight on the start subject', () => {
     }
 
     for (const request of forged) {
-      const line = w.log().split('\n').find((l) => l.includes(`refused child run ${request.runId}: `))
+      const line = w
+        .log()
+        .split('\n')
+        .find((l) => l.includes(`refused child run ${request.runId}: `))
       expect(line).toContain(request.reason)
       expect(await rowOf(request.runId)).toBeUndefined()
       expect(existsSync(request.folder)).toBe(false)
@@ -203,7 +216,11 @@ describe('child-run requests published straight on the start subject', () => {
     await insertRun(store.db, childRunRow('stored-child', parentId, contract, new Date().toISOString()))
     await store.close()
     // The request names that child but carries a wider contract of its own.
-    const replaced = { ...(JSON.parse(JSON.stringify(contract)) as Record<string, unknown>), goal: 'forged policy', policy: { layers: [{ name: 'all', allow: { exec: ['*'] } }] } }
+    const replaced = {
+      ...(JSON.parse(JSON.stringify(contract)) as Record<string, unknown>),
+      goal: 'forged policy',
+      policy: { layers: [{ name: 'all', allow: { exec: ['*'] } }] }
+    }
     await publish(env, { runId: 'stored-child', parentId, contract: replaced })
     await waitFor(() => (w.log().includes('run stored-child succeeded') ? true : undefined), 'the stored child to finish')
     // The same child claimed for another parent is refused.
@@ -213,7 +230,11 @@ describe('child-run requests published straight on the start subject', () => {
     const after = await openStore(db)
     try {
       const row = await getRun(after.db, 'stored-child')
-      expect({ status: row?.status, goal: row?.goal, contract: row?.contract_json }).toEqual({ status: 'succeeded', goal: 'Write part A', contract: JSON.stringify(contract) })
+      expect({ status: row?.status, goal: row?.goal, contract: row?.contract_json }).toEqual({
+        status: 'succeeded',
+        goal: 'Write part A',
+        contract: JSON.stringify(contract)
+      })
     } finally {
       await after.close()
     }
@@ -228,7 +249,11 @@ describe('child-run requests published straight on the start subject', () => {
     const bad = ['../../etc/passwd', 'gt>', 'a.b.c', 'line\nbreak', 'x'.repeat(5000), 'ünïcode', '']
     for (const [n, runId] of bad.entries()) await publish(env, { runId, parentId, contract: legitimateChild(`bad id ${n}`, `bad-${n}`) })
     await publish(env, { runId: 'fine-id', parentId: '../up', contract: legitimateChild('bad parent', 'bad-parent') })
-    const refusals = () => w.log().split('\n').filter((l) => l.includes('refused a child-run request: '))
+    const refusals = () =>
+      w
+        .log()
+        .split('\n')
+        .filter((l) => l.includes('refused a child-run request: '))
     await waitFor(() => (refusals().length === bad.length + 1 ? true : undefined), 'every refusal')
 
     const lines = refusals().map((l) => l.replace(/^agentvisor worker: /, ''))

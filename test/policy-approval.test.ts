@@ -41,7 +41,12 @@ const toolMessages = (m: MockLlm, request: number) =>
 describe('policy layers', () => {
   it('refuses a base-layer deny on secrets/** although a later layer allows **, naming rule and layer', async () => {
     const { file, db, ws } = await setup([{ toolCalls: [write('secrets/key.txt', 'k'), write('out.txt')] }], {
-      policy: { layers: [{ name: 'base', deny: { write: ['secrets/**'] } }, { name: 'team', allow: { read: ['**'], write: ['**'] } }] }
+      policy: {
+        layers: [
+          { name: 'base', deny: { write: ['secrets/**'] } },
+          { name: 'team', allow: { read: ['**'], write: ['**'] } }
+        ]
+      }
     })
     const run = await runCli(['run', file, '--json', '--db', db])
     expect(run.code, run.stderr).toBe(0)
@@ -49,13 +54,27 @@ describe('policy layers', () => {
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE')
     const trace = await show(db, String(lastJson(run)['runId']))
     expect(trace.policyEvents).toEqual([
-      expect.objectContaining({ step: 1, kind: 'refusal', act: 'write', target: 'secrets/key.txt', rule: 'secrets/**', layer: 'base', decision: 'deny', source: 'policy' })
+      expect.objectContaining({
+        step: 1,
+        kind: 'refusal',
+        act: 'write',
+        target: 'secrets/key.txt',
+        rule: 'secrets/**',
+        layer: 'base',
+        decision: 'deny',
+        source: 'policy'
+      })
     ])
   })
 
   it('never runs a denied exec, tells the model, and goes on', async () => {
     const { dir, file, db, ws } = await setup([{ toolCalls: [exec('rm -rf keep')] }, { toolCalls: [write('out.txt')] }], {
-      policy: { layers: [{ name: 'base', deny: { exec: ['rm *'] } }, { name: 'team', allow: { write: ['out.txt'] } }] }
+      policy: {
+        layers: [
+          { name: 'base', deny: { exec: ['rm *'] } },
+          { name: 'team', allow: { write: ['out.txt'] } }
+        ]
+      }
     })
     mkdirSync(path.join(ws, 'keep'), { recursive: true })
     const run = await runCli(['run', file, '--json', '--db', db])
@@ -88,7 +107,9 @@ describe('approvals that survive the process', () => {
     expect(run.stderr).toContain(`agentvisor approve ${runId}`)
     expect(existsSync(path.join(ws, 'out.txt'))).toBe(false)
     const paused = await show(db, runId)
-    expect(paused.approvals).toEqual([expect.objectContaining({ step: 1, act: 'write', target: 'out.txt', status: 'pending', rule: 'default', layer: 'default' })])
+    expect(paused.approvals).toEqual([
+      expect.objectContaining({ step: 1, act: 'write', target: 'out.txt', status: 'pending', rule: 'default', layer: 'default' })
+    ])
 
     const approve = await runCli(['approve', runId, '--db', db])
     expect(approve.code, approve.stderr).toBe(0)
@@ -134,7 +155,15 @@ describe('approvals that survive the process', () => {
     expect(trace.policyEvents).toEqual([expect.objectContaining({ kind: 'decision', decision: 'approved', source: 'remembered', layer: 'remembered' })])
     await mock!.close()
 
-    const third = await setup([{ toolCalls: [write('out.txt', 'NOPE')] }], { policy: { layers: [{ name: 'base', deny: { write: ['out.txt'] } }] }, verify: { fileContains: { path: 'out.txt', text: 'NOPE' } }, limits: { maxSteps: 1 } }, dir)
+    const third = await setup(
+      [{ toolCalls: [write('out.txt', 'NOPE')] }],
+      {
+        policy: { layers: [{ name: 'base', deny: { write: ['out.txt'] } }] },
+        verify: { fileContains: { path: 'out.txt', text: 'NOPE' } },
+        limits: { maxSteps: 1 }
+      },
+      dir
+    )
     const denied = await runCli(['run', third.file, '--json', '--db', third.db])
     expect(denied.code).toBe(1)
     expect(readFileSync(path.join(third.ws, 'out.txt'), 'utf8')).toBe('DONE')
@@ -144,7 +173,12 @@ describe('approvals that survive the process', () => {
 
   it('refuses an edited approval that crosses a deny, and performs an allowed edit, auditing both targets', async () => {
     const { file, db, ws } = await setup([{ toolCalls: [write('draft.txt', 'x')] }, { toolCalls: [write('out.txt')] }], {
-      policy: { layers: [{ name: 'base', deny: { write: ['secrets/**'] } }, { name: 'team', allow: { write: ['out.txt'] } }] }
+      policy: {
+        layers: [
+          { name: 'base', deny: { write: ['secrets/**'] } },
+          { name: 'team', allow: { write: ['out.txt'] } }
+        ]
+      }
     })
     const { runId } = lastJson<{ runId: string }>(await runCli(['run', file, '--json', '--db', db]))
     const crossing = await runCli(['approve', runId, '--edit', '{"path": "secrets/x.txt", "content": "x"}', '--db', db])
@@ -215,4 +249,3 @@ describe('agentvisor approve with bad input', () => {
     expect(bad.stderr.trim().split('\n')).toHaveLength(1)
   })
 })
-

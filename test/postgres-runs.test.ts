@@ -72,7 +72,9 @@ describe('the CLI on PostgreSQL', () => {
     const trace = lastJson<Trace>(show)
     expect(trace.run).toMatchObject({ id: result.runId, status: 'succeeded', parentId: null })
     expect(trace.transitions.map((t) => `${t.seq}:${t.from}>${t.to}`)).toEqual(['1:dispatching>acting', '2:acting>verifying', '3:verifying>finished.succeeded'])
-    expect(trace.receipts).toEqual([expect.objectContaining({ step: 1, winner: 0, attempts: [expect.objectContaining({ provider: 'primary', reason: 'initial', outcome: 'ok' })] })])
+    expect(trace.receipts).toEqual([
+      expect.objectContaining({ step: 1, winner: 0, attempts: [expect.objectContaining({ provider: 'primary', reason: 'initial', outcome: 'ok' })] })
+    ])
   })
 
   it('pauses for approval (exit 3), then approve and resume finish the run', async () => {
@@ -86,7 +88,9 @@ describe('the CLI on PostgreSQL', () => {
     expect(lastJson(paused)).toMatchObject({ status: 'awaiting_approval' })
     expect(existsSync(path.join(ws, 'out.txt'))).toBe(false)
     expect(await db.query('select status, lease_owner from runs where id = $1', [runId])).toEqual([{ status: 'awaiting_approval', lease_owner: null }])
-    expect(await db.query('select act, target, status from approvals where run_id = $1', [runId])).toEqual([{ act: 'write', target: 'out.txt', status: 'pending' }])
+    expect(await db.query('select act, target, status from approvals where run_id = $1', [runId])).toEqual([
+      { act: 'write', target: 'out.txt', status: 'pending' }
+    ])
 
     const approve = await cli(dir, ['approve', runId, '--json'], db.url)
     expect(approve.code, approve.stderr).toBe(0)
@@ -97,7 +101,9 @@ describe('the CLI on PostgreSQL', () => {
     expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1 })
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE\n')
     expect(mock!.requests).toHaveLength(1)
-    expect(await db.query('select act, target, status, source from approvals where run_id = $1', [runId])).toEqual([{ act: 'write', target: 'out.txt', status: 'approved', source: 'cli' }])
+    expect(await db.query('select act, target, status, source from approvals where run_id = $1', [runId])).toEqual([
+      { act: 'write', target: 'out.txt', status: 'approved', source: 'cli' }
+    ])
     const transitions = await db.query<{ to_state: string }>('select to_state from transitions where run_id = $1 order by seq', [runId])
     expect(transitions.map((t) => t.to_state)).toEqual(['acting', 'awaitingApproval', 'acting', 'verifying', 'finished.succeeded'])
     expect(await gaplessTransitions(db)).toEqual(new Map([[runId, 5]]))
@@ -108,7 +114,10 @@ describe('the CLI on PostgreSQL', () => {
     const db = await freshDatabase()
     let pid = 0
     let announced: string | undefined
-    const first = cli(dir, ['run', file, '--json'], db.url, { onSpawn: (p) => (pid = p), onStderr: (text) => (announced ??= /run (\S+) started/.exec(text)?.[1]) })
+    const first = cli(dir, ['run', file, '--json'], db.url, {
+      onSpawn: (p) => (pid = p),
+      onStderr: (text) => (announced ??= /run (\S+) started/.exec(text)?.[1])
+    })
     const runId = await waitFor(() => announced, 'the run id')
     // Killed only once the receipt of the dispatch is durable and the call is at the provider.
     await waitFor(async () => {
@@ -142,7 +151,11 @@ const runExample = (script: string, db: string, nodeArgs: ReadonlyArray<string> 
   new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, AGENTVISOR_DB: db }
     for (const key of Object.keys(env)) if (key.startsWith('AGENTVISOR_NATS')) delete env[key]
-    const child = spawn(process.execPath, [...nodeArgs, path.join(repo, script)], { cwd: tempDir('agentvisor-example-'), env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...nodeArgs, path.join(repo, script)], {
+      cwd: tempDir('agentvisor-example-'),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -169,7 +182,10 @@ describe('the examples on PostgreSQL, chosen by AGENTVISOR_DB alone', () => {
   it('examples/api-run.ts runs its task through the TypeScript API into the database', async () => {
     const db = await freshDatabase({ migrated: false })
     // As `npx tsx examples/api-run.ts` runs it.
-    const example = await runExample('examples/api-run.ts', db.url, ['--import', pathToFileURL(path.join(repo, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href])
+    const example = await runExample('examples/api-run.ts', db.url, [
+      '--import',
+      pathToFileURL(path.join(repo, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href
+    ])
     expect(example.code, example.stderr).toBe(0)
     const [run] = await db.query<{ id: string; status: string; steps: number }>('select id, status, steps from runs')
     expect(run).toMatchObject({ status: 'succeeded', steps: 3 })
@@ -183,7 +199,9 @@ describe('the examples on PostgreSQL, chosen by AGENTVISOR_DB alone', () => {
     const db = await freshDatabase({ migrated: false })
     const demo = await runExample('examples/parent-children/demo.mjs', db.url)
     expect(demo.code, demo.stderr).toBe(0)
-    const runs = await db.query<{ id: string; status: string; parent_id: string | null; goal: string }>('select id, status, parent_id, goal from runs order by goal')
+    const runs = await db.query<{ id: string; status: string; parent_id: string | null; goal: string }>(
+      'select id, status, parent_id, goal from runs order by goal'
+    )
     const parent = runs.find((r) => r.parent_id === null)!
     expect(parent).toMatchObject({ status: 'succeeded' })
     expect(runs.filter((r) => r.parent_id === parent.id).map((r) => [r.goal, r.status])).toEqual([

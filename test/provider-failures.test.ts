@@ -155,7 +155,13 @@ describe('provider failure handling over HTTP', () => {
     const llm = await start({ primary: [{ error: { status: 503 } }, { error: { status: 503 } }, writeDone], secondary: [writeDone, writeDone, writeDone] })
     const dir = tempDir()
     av = await Agentvisor.open({ db: path.join(dir, 'av.db'), retryPolicy: FAST_RETRY, circuitBreaker: { failureThreshold: 2, cooldownMs: 3_600_000 } })
-    const task = (n: number) => ({ goal: 'g', workspace: path.join(dir, `ws${n}`), approval: 'auto', providers: [provider('primary'), provider('secondary')], verify })
+    const task = (n: number) => ({
+      goal: 'g',
+      workspace: path.join(dir, `ws${n}`),
+      approval: 'auto',
+      providers: [provider('primary'), provider('secondary')],
+      verify
+    })
     for (const n of [1, 2, 3]) expect(await av.run(task(n))).toMatchObject({ status: 'succeeded' })
     expect(callsTo(llm, 'primary')).toBe(2)
     expect(callsTo(llm, 'secondary')).toBe(3)
@@ -180,16 +186,19 @@ describe('Retry-After with a fake clock', () => {
       const supervisor = yield* Supervisor
       const retrying = yield* Deferred.make<void>()
       const events: string[] = []
-      const handle = yield* supervisor.start(Agentvisor.contract({ goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [provider('primary')], verify }), {
-        observers: [
-          {
-            onTransition: (t) => {
-              events.push(t.event)
-              if (t.to === 'retrying') Deferred.unsafeDone(retrying, Effect.void)
+      const handle = yield* supervisor.start(
+        Agentvisor.contract({ goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [provider('primary')], verify }),
+        {
+          observers: [
+            {
+              onTransition: (t) => {
+                events.push(t.event)
+                if (t.to === 'retrying') Deferred.unsafeDone(retrying, Effect.void)
+              }
             }
-          }
-        ]
-      })
+          ]
+        }
+      )
       yield* Deferred.await(retrying)
       const settle = Effect.promise(() => new Promise((r) => setTimeout(r, 100)))
       yield* TestClock.adjust('1999 millis')
@@ -202,10 +211,10 @@ describe('Retry-After with a fake clock', () => {
       expect(llm.requests).toHaveLength(2)
       expect(events).toContain('RETRY_DUE')
     }).pipe(
-      Effect.provide(SupervisorLive({ retryPolicy: { baseDelayMs: 10, maxDelayMs: 10, jitter: 0 } }).pipe(Layer.provideMerge(StoreLive(path.join(tempDir(), 'av.db'))))),
+      Effect.provide(
+        SupervisorLive({ retryPolicy: { baseDelayMs: 10, maxDelayMs: 10, jitter: 0 } }).pipe(Layer.provideMerge(StoreLive(path.join(tempDir(), 'av.db'))))
+      ),
       Effect.ensuring(Effect.promise(async () => mock?.close()))
     )
   )
 })
-
-

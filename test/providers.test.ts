@@ -347,7 +347,12 @@ describe('anthropic adapter', () => {
 
   it('reports a 401 as auth and a too-long prompt as a request error', async () => {
     const mock = await serve({
-      models: { claude: [{ error: { status: 401, message: 'invalid x-api-key' } }, { error: { status: 400, message: 'prompt is too long: 210000 tokens > 200000 maximum' } }] }
+      models: {
+        claude: [
+          { error: { status: 401, message: 'invalid x-api-key' } },
+          { error: { status: 400, message: 'prompt is too long: 210000 tokens > 200000 maximum' } }
+        ]
+      }
     })
     const provider = makeAnthropicProvider({ name: 'p', model: 'claude', baseUrl: mock.url })
     expect(await fail(provider.chat(hello))).toMatchObject({ kind: 'auth', httpStatus: 401 })

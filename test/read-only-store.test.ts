@@ -31,13 +31,17 @@ const done = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', c
 
 /** Runs a scripted task to success into the store `db` and returns its run id. */
 const runTask = async (dir: string, db: string, goal: string): Promise<string> => {
-  const task = writeTask(dir, {
-    goal,
-    workspace: `ws-${goal.replace(/\W+/g, '-')}`,
-    providers: [{ name: 'script', kind: 'scripted', steps: [done] }],
-    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-    approval: 'auto'
-  }, `${goal.replace(/\W+/g, '-')}.json`)
+  const task = writeTask(
+    dir,
+    {
+      goal,
+      workspace: `ws-${goal.replace(/\W+/g, '-')}`,
+      providers: [{ name: 'script', kind: 'scripted', steps: [done] }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      approval: 'auto'
+    },
+    `${goal.replace(/\W+/g, '-')}.json`
+  )
   const result = await runCli(['run', task, '--json', '--db', db])
   expect(result.code, result.stderr).toBe(0)
   return lastJson<{ runId: string }>(result).runId
@@ -69,7 +73,11 @@ const inspect = async (db: string, runId: string): Promise<{ runs: Array<{ id: s
 const expectReadable = async (db: string, runIds: ReadonlyArray<string>): Promise<void> => {
   const listed = await runCli(['runs', '--json', '--db', db])
   expect(listed.code, listed.stderr).toBe(0)
-  expect(lastJson<Array<{ id: string }>>(listed).map((r) => r.id).sort()).toEqual([...runIds].sort())
+  expect(
+    lastJson<Array<{ id: string }>>(listed)
+      .map((r) => r.id)
+      .sort()
+  ).toEqual([...runIds].sort())
   const table = await runCli(['runs', '--db', db])
   expect(table.code, table.stderr).toBe(0)
   for (const id of runIds) expect(table.stdout).toContain(id)
@@ -138,7 +146,10 @@ describe('the read commands on a read-only store (docs/cli.md, "Read-only stores
     raw.close()
 
     const view = path.join(readOnlyView(store), 'av.db')
-    for (const args of [['runs', '--json'], ['show', 'any-run']]) {
+    for (const args of [
+      ['runs', '--json'],
+      ['show', 'any-run']
+    ]) {
       const result = await runCli([...args, '--db', view])
       expect(result.code, args.join(' ')).toBe(2)
       expect(result.stderr.trim().split('\n')).toEqual([
@@ -189,7 +200,9 @@ describe('the read commands on PostgreSQL', () => {
       expect(lastJson<{ run: { id: string; status: string } }>(show).run).toMatchObject({ id: runId, status: 'succeeded' })
     } finally {
       await db.query(`drop owned by "${role}"`).catch(() => undefined)
-      await admin().query(`drop role if exists "${role}"`).catch(() => undefined)
+      await admin()
+        .query(`drop role if exists "${role}"`)
+        .catch(() => undefined)
     }
   })
 })

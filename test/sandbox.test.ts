@@ -48,7 +48,6 @@ const storeBytes = (dir: string): Buffer[] =>
     .filter((name) => name.startsWith('av.db'))
     .map((name) => readFileSync(path.join(dir, name)))
 
-
 describe('the environment of exec in a run', () => {
   it("keeps every provider's key variable out of the command, the tool results and the store, while other variables reach it", async () => {
     const key = 'sk-rt-llm-0123456789-never-shown'
@@ -122,7 +121,9 @@ describe('a run under sandbox exec "bwrap"', () => {
   it('cancelled on SIGINT during an exec kills the sandboxed command and everything it started', async () => {
     const marker = '30.0451'
     markers.push(marker)
-    const { file, db, ws } = await setup([exec(`sleep ${marker} & setsid sleep ${marker} & sleep ${marker} && echo late > late.txt`)], { sandbox: { exec: 'bwrap' } })
+    const { file, db, ws } = await setup([exec(`sleep ${marker} & setsid sleep ${marker} & sleep ${marker} && echo late > late.txt`)], {
+      sandbox: { exec: 'bwrap' }
+    })
     let pid = 0
     const done = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p) })
     // The three sleeps; bwrap's and the shell's command lines carry the marker too.

@@ -41,7 +41,9 @@ describe('an API key never leaves the process', () => {
           models: {
             m: [
               // The model reads the key from the environment and from its parent's, like a curious agent would.
-              { toolCalls: [{ name: 'exec', arguments: { command: `printf 'env=%s;' "$${KEY_ENV}"; tr '\\0' '\\n' < /proc/$PPID/environ | grep ${KEY_ENV}` } }] },
+              {
+                toolCalls: [{ name: 'exec', arguments: { command: `printf 'env=%s;' "$${KEY_ENV}"; tr '\\0' '\\n' < /proc/$PPID/environ | grep ${KEY_ENV}` } }]
+              },
               { error: { status: 401, message: 'Incorrect API key provided', echoAuthorization: true } }
             ]
           }
@@ -94,7 +96,8 @@ describe('URLs with credentials', () => {
       const dir = tempDir()
       const task = writeTask(dir, { goal: 'x', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
       const url = `nats://svc:s3cretpw@127.0.0.1:${port}`
-      const args = command === 'run' ? ['run', task, '--nats', url, '--db', path.join(dir, 'av.db')] : ['worker', '--nats', url, '--db', path.join(dir, 'av.db')]
+      const args =
+        command === 'run' ? ['run', task, '--nats', url, '--db', path.join(dir, 'av.db')] : ['worker', '--nats', url, '--db', path.join(dir, 'av.db')]
       const result = await runCli(args)
       expect(result.code).toBe(2)
       expect(result.stdout + result.stderr).not.toContain('s3cretpw')
@@ -106,11 +109,14 @@ describe('URLs with credentials', () => {
   }
 })
 
-
 describe('NATS credentials in the URL', () => {
   it('authenticate a worker to a server that requires them, and its log line masks the password', async () => {
     const port = await freePort()
-    const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', tempDir('agentvisor-nats-auth-'), '--user', 'svc', '--pass', 's3cretpw'], { stdio: 'ignore' })
+    const server = spawn(
+      'nats-server',
+      ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', tempDir('agentvisor-nats-auth-'), '--user', 'svc', '--pass', 's3cretpw'],
+      { stdio: 'ignore' }
+    )
     try {
       await waitFor(async () => ((await accepts(port)) ? true : undefined), 'the authenticating nats-server')
       const dir = tempDir()

@@ -37,7 +37,9 @@ describe('a store that fails mid-run', () => {
     // 2 MB reply then needs room the disk no longer has. Whichever commit fails first, the run
     // must stop where the store has it and finish once there is room again.
     mock = await startMockLlm({
-      scenarios: { models: { m: [exec('echo once >> log.txt'), { text: 'x'.repeat(2 * 1024 * 1024), toolCalls: [writeDone] }, { toolCalls: [writeDone] }] } } as never,
+      scenarios: {
+        models: { m: [exec('echo once >> log.txt'), { text: 'x'.repeat(2 * 1024 * 1024), toolCalls: [writeDone] }, { toolCalls: [writeDone] }] }
+      } as never,
       port: 0
     })
     const task = writeTask(

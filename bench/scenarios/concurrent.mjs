@@ -8,10 +8,16 @@ const runs = Number(process.argv[2] ?? 1000)
 const steps = Number(process.argv[3] ?? 10)
 // `throughput` or `idle` (idle RSS, then resume): separate processes, so RSS figures stay clean.
 const phase = process.argv[4] ?? 'throughput'
-const gc = () => { globalThis.gc?.(); globalThis.gc?.() }
+const gc = () => {
+  globalThis.gc?.()
+  globalThis.gc?.()
+}
 const rssKb = () => process.memoryUsage().rss / 1024
 /** A full GC, then a second's wait for the pages it freed to leave RSS. */
-const settle = async () => { gc(); await new Promise((r) => setTimeout(r, 1000)) }
+const settle = async () => {
+  gc()
+  await new Promise((r) => setTimeout(r, 1000))
+}
 
 const dir = tmp('conc')
 const ws = workspace(dir)
@@ -23,7 +29,9 @@ try {
     gc()
     const base = rssKb()
     let peak = base
-    const sampler = setInterval(() => { peak = Math.max(peak, rssKb()) }, 20)
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssKb())
+    }, 20)
     const t0 = nowMs()
     const started = await Promise.all(Array.from({ length: runs }, () => av.start(scriptedTask(ws, steps))))
     const results = await Promise.all(started.map((r) => r.result))
@@ -33,7 +41,14 @@ try {
     const total = results.reduce((n, r) => n + r.steps, 0)
     const bad = results.filter((r) => r.status !== 'succeeded').length
     await av.close()
-    Object.assign(out, { concurrentMs: ms, concurrentSteps: total, concurrentStepsPerSec: (total / ms) * 1000, peakRssMb: peak / 1024, peakRssPerRunKb: (peak - base) / runs, notSucceeded: bad })
+    Object.assign(out, {
+      concurrentMs: ms,
+      concurrentSteps: total,
+      concurrentStepsPerSec: (total / ms) * 1000,
+      peakRssMb: peak / 1024,
+      peakRssPerRunKb: (peak - base) / runs,
+      notSucceeded: bad
+    })
   }
   // 2b. Idle RSS per run: `runs` runs each waiting in a long model call (their first step).
   const db = join(dir, 'idle.db')
@@ -53,7 +68,10 @@ try {
     const { openStore } = await import(new URL('../../packages/store/dist/index.js', import.meta.url).href)
     const store = await openStore(db)
     for (;;) {
-      const row = await store.db.selectFrom('attempts').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()
+      const row = await store.db
+        .selectFrom('attempts')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
       dispatched = Number(row.n)
       if (dispatched >= runs) break
       await new Promise((r) => setTimeout(r, 50))

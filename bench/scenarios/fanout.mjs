@@ -56,7 +56,10 @@ const freePort = () =>
 const accepts = (port) =>
   new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => { socket.destroy(); resolve(true) })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
     socket.once('error', () => resolve(false))
   })
 
@@ -64,7 +67,8 @@ const accepts = (port) =>
 const waitFor = async (what, test, child, ms = 20_000) => {
   const deadline = Date.now() + ms
   while (!test()) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what}: the process exited (${child.exitCode ?? child.signalCode}) before it was ready`)
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${what}: the process exited (${child.exitCode ?? child.signalCode}) before it was ready`)
     if (Date.now() > deadline) throw new Error(`${what}: not ready after ${ms} ms`)
     await sleep(20)
   }
@@ -73,10 +77,15 @@ const waitFor = async (what, test, child, ms = 20_000) => {
 /** The mock's scenarios: per parent size a model whose first turn fans out; every child answers at once. */
 const scenarios = (sizes) => ({
   replay: 'turn',
-  models: Object.fromEntries(sizes.map((n) => [`fanout-${n}`, [
-    { toolCalls: Array.from({ length: n }, (_, i) => ({ name: 'spawn_child', arguments: { goal: `${CHILD_GOAL} ${i + 1}` } })) },
-    { text: `all ${n} children are done` }
-  ]])),
+  models: Object.fromEntries(
+    sizes.map((n) => [
+      `fanout-${n}`,
+      [
+        { toolCalls: Array.from({ length: n }, (_, i) => ({ name: 'spawn_child', arguments: { goal: `${CHILD_GOAL} ${i + 1}` } })) },
+        { text: `all ${n} children are done` }
+      ]
+    ])
+  ),
   goals: { [CHILD_GOAL]: [{ text: 'ok' }] }
 })
 
@@ -112,22 +121,35 @@ const cpuMsOf = (pid) => {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // fields[0] is field 3 (state)
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
 }
-const selfCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000 }
+const selfCpuMs = () => {
+  const u = process.cpuUsage()
+  return (u.user + u.system) / 1000
+}
 
 /** Runs `f(0..n-1)`, `width` at a time. */
 const pool = async (n, width, f) => {
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(n, width) }, async () => {
-    while (next < n) await f(next++)
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(n, width) }, async () => {
+      while (next < n) await f(next++)
+    })
+  )
 }
 
 /** Stops a process we started, by its PID: SIGTERM, then SIGKILL after 5 s. */
 const stop = async (child) => {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((r) => child.once('exit', r))
-  try { process.kill(child.pid, 'SIGTERM') } catch { return } // already gone
-  const timer = setTimeout(() => { try { process.kill(child.pid, 'SIGKILL') } catch {} }, 5000)
+  try {
+    process.kill(child.pid, 'SIGTERM')
+  } catch {
+    return
+  } // already gone
+  const timer = setTimeout(() => {
+    try {
+      process.kill(child.pid, 'SIGKILL')
+    } catch {}
+  }, 5000)
   await exited
   clearTimeout(timer)
 }
@@ -186,7 +208,10 @@ export const childOverhead = async ({ reps = 3, children = FANOUT_CHILDREN, work
     parentAv = await Agentvisor.open({ db, nats: { servers: natsUrl }, telemetry: false })
     const logs = []
     for (let w = 0; w < workers; w++) {
-      const worker = spawn(process.execPath, [cliBin, 'worker', '--nats', natsUrl, '--db', db, '--concurrency', String(workerConcurrency)], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+      const worker = spawn(process.execPath, [cliBin, 'worker', '--nats', natsUrl, '--db', db, '--concurrency', String(workerConcurrency)], {
+        env,
+        stdio: ['ignore', 'ignore', 'pipe']
+      })
       procs.push(worker)
       const i = logs.push('') - 1
       worker.stderr.on('data', (d) => (logs[i] += d))
@@ -210,7 +235,10 @@ export const childOverhead = async ({ reps = 3, children = FANOUT_CHILDREN, work
     // Between phases: until the workers and nats-server are idle (a fan-out's last acks and lease
     // releases may trail the parent's end), at most 3 s, so one phase does not slow the next.
     const settle = async () => {
-      const idleOf = () => { const c = cpu(); return c.workers + c.nats }
+      const idleOf = () => {
+        const c = cpu()
+        return c.workers + c.nats
+      }
       for (let i = 0; i < 12; i++) {
         const before = idleOf()
         await sleep(250)
@@ -258,10 +286,22 @@ export const childOverhead = async ({ reps = 3, children = FANOUT_CHILDREN, work
       if (kids.length !== children || kids.some((k) => k.status !== 'succeeded')) {
         throw new Error(`fan-out: ${kids.filter((k) => k.status === 'succeeded').length} of ${children} children succeeded (${kids.length} rows)`)
       }
-      const sample = { fanOutMs, directMs, overheadMs: (fanOutMs - directMs) / children, fanOutCpu, directCpu, cpuOverheadMs: (fanOutCpu.total - directCpu.total) / children, perWorker }
+      const sample = {
+        fanOutMs,
+        directMs,
+        overheadMs: (fanOutMs - directMs) / children,
+        fanOutCpu,
+        directCpu,
+        cpuOverheadMs: (fanOutCpu.total - directCpu.total) / children,
+        perWorker
+      }
       const r0 = (x) => x.toFixed(0)
-      log(`   rep ${rep + 1}: fan-out ${r0(fanOutMs)} ms, direct ${r0(directMs)} ms: ${sample.overheadMs.toFixed(2)} ms/child; children per worker ${perWorker.join('/')}`)
-      log(`          CPU ms fan-out ${r0(fanOutCpu.total)} (parent ${r0(fanOutCpu.bench)}, workers ${r0(fanOutCpu.workers)}, nats ${r0(fanOutCpu.nats)}, mock ${r0(fanOutCpu.mock)}), direct ${r0(directCpu.total)} (bench ${r0(directCpu.bench)}, mock ${r0(directCpu.mock)}): ${sample.cpuOverheadMs.toFixed(2)} CPU ms/child`)
+      log(
+        `   rep ${rep + 1}: fan-out ${r0(fanOutMs)} ms, direct ${r0(directMs)} ms: ${sample.overheadMs.toFixed(2)} ms/child; children per worker ${perWorker.join('/')}`
+      )
+      log(
+        `          CPU ms fan-out ${r0(fanOutCpu.total)} (parent ${r0(fanOutCpu.bench)}, workers ${r0(fanOutCpu.workers)}, nats ${r0(fanOutCpu.nats)}, mock ${r0(fanOutCpu.mock)}), direct ${r0(directCpu.total)} (bench ${r0(directCpu.bench)}, mock ${r0(directCpu.mock)}): ${sample.cpuOverheadMs.toFixed(2)} CPU ms/child`
+      )
       samples.push(sample)
     }
     return { samples, children, workers, workerConcurrency }

@@ -34,7 +34,9 @@ export const floorPerStepUs = (steps) => {
   const db = new Database(join(dir, 'floor.db'))
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
-  db.exec('CREATE TABLE transitions (run_id TEXT NOT NULL, seq INTEGER NOT NULL, from_state TEXT, event TEXT, to_state TEXT, snapshot_json TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (run_id, seq))')
+  db.exec(
+    'CREATE TABLE transitions (run_id TEXT NOT NULL, seq INTEGER NOT NULL, from_state TEXT, event TEXT, to_state TEXT, snapshot_json TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (run_id, seq))'
+  )
   const insert = db.prepare('INSERT INTO transitions (run_id, seq, from_state, event, to_state, snapshot_json, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
   const machine = createMachine({
     id: 'floor',
@@ -74,7 +76,9 @@ export const floorPerTransitionTxUs = (steps) => {
   const db = new Database(join(dir, 'floor.db'))
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
-  db.exec('CREATE TABLE transitions (run_id TEXT NOT NULL, seq INTEGER NOT NULL, from_state TEXT, event TEXT, to_state TEXT, snapshot_json TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (run_id, seq))')
+  db.exec(
+    'CREATE TABLE transitions (run_id TEXT NOT NULL, seq INTEGER NOT NULL, from_state TEXT, event TEXT, to_state TEXT, snapshot_json TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (run_id, seq))'
+  )
   const insert = db.prepare('INSERT INTO transitions (run_id, seq, from_state, event, to_state, snapshot_json, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
   const machine = createMachine({ id: 'floor', initial: 'a', states: { a: { on: { OK: 'b' } }, b: { on: { DONE: 'c' } }, c: { on: { NEXT: 'a' } } } })
   const actor = createActor(machine).start()
@@ -86,7 +90,11 @@ export const floorPerTransitionTxUs = (steps) => {
     insert.run('run-1', seq, from, type, actor.getSnapshot().value, JSON.stringify(actor.getPersistedSnapshot()), new Date().toISOString())
   })
   const t0 = nowMs()
-  for (let i = 0; i < steps; i++) { one('OK'); one('DONE'); one('NEXT') }
+  for (let i = 0; i < steps; i++) {
+    one('OK')
+    one('DONE')
+    one('NEXT')
+  }
   const ms = nowMs() - t0
   actor.stop()
   db.close()

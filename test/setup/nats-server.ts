@@ -12,7 +12,6 @@ declare module 'vitest' {
   }
 }
 
-
 const accepts = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port })

@@ -14,7 +14,6 @@ declare module 'vitest' {
   }
 }
 
-
 const onPath = (command: string): boolean => {
   try {
     execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' })
@@ -89,8 +88,10 @@ export async function setup(project: TestProject): Promise<void> {
     execFileSync(
       initdb,
       [
-        '-D', data,
-        '-U', 'postgres',
+        '-D',
+        data,
+        '-U',
+        'postgres',
         `--pwfile=${passwordFile}`,
         '--auth-local=trust',
         '--auth-host=scram-sha-256',
@@ -105,7 +106,10 @@ export async function setup(project: TestProject): Promise<void> {
       { ...asServer, cwd: folder, stdio: ['ignore', 'ignore', 'pipe'] }
     )
   } catch (error) {
-    const stderr = String((error as { stderr?: unknown }).stderr ?? '').trim().split('\n').at(-1)
+    const stderr = String((error as { stderr?: unknown }).stderr ?? '')
+      .trim()
+      .split('\n')
+      .at(-1)
     throw new Error(`initdb failed: ${stderr || (error as Error).message}`)
   }
 
@@ -116,15 +120,23 @@ export async function setup(project: TestProject): Promise<void> {
   const child = spawn(
     postgres,
     [
-      '-D', data,
-      '-h', '127.0.0.1',
-      '-p', String(port),
-      '-k', folder,
-      '-c', 'fsync=off',
-      '-c', 'synchronous_commit=off',
-      '-c', 'full_page_writes=off',
+      '-D',
+      data,
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-k',
+      folder,
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
       // Every test file opens pools of its own; the lease race opens a pool per simulated host.
-      '-c', 'max_connections=400'
+      '-c',
+      'max_connections=400'
     ],
     { ...asServer, cwd: folder, stdio: ['ignore', logFd, logFd] }
   )

@@ -30,7 +30,9 @@ export const freshDatabase = async (options: { readonly migrated?: boolean } = {
   onTestFinished(async () => {
     await pool.end()
     // FORCE: a process a failed test left behind may still be connected.
-    await admin().query(`drop database if exists "${name}" with (force)`).catch(() => undefined)
+    await admin()
+      .query(`drop database if exists "${name}" with (force)`)
+      .catch(() => undefined)
   })
   return {
     url,

@@ -38,7 +38,12 @@ describe('waiting for child runs', () => {
     const at = new Date().toISOString()
     await insertRun(store.db, childRunRow('parent', null, contract, at))
     // The child the step's spawn_child made (its id derives from the call), ended already.
-    await insertRun(store.db, { ...childRunRow(childRunId('parent', 1, 0), 'parent', contract, at), status: 'succeeded', state: 'finished.succeeded', ended_at: at })
+    await insertRun(store.db, {
+      ...childRunRow(childRunId('parent', 1, 0), 'parent', contract, at),
+      status: 'succeeded',
+      state: 'finished.succeeded',
+      ended_at: at
+    })
     const { db, refused } = flaky(store.db, 2)
     const lines: string[] = []
     const children = makeChildRuns({

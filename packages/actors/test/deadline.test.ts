@@ -20,7 +20,14 @@ describe('an attempt within a deadline', () => {
   it('interrupts an attempt still going at its deadline before answering the timeout', async () => {
     const events: string[] = []
     const slow = Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => events.push('attempt interrupted'))))
-    const answer = await Effect.runPromise(attemptWithin(slow, 20, timedOut, Effect.sync(() => events.push('onInterrupt'))))
+    const answer = await Effect.runPromise(
+      attemptWithin(
+        slow,
+        20,
+        timedOut,
+        Effect.sync(() => events.push('onInterrupt'))
+      )
+    )
     events.push('answered')
 
     expect(answer).toEqual(Either.left('timed out'))
@@ -31,8 +38,17 @@ describe('an attempt within a deadline', () => {
   it('interrupts the attempt and then runs onInterrupt when its caller is interrupted', async () => {
     const events: string[] = []
     const started = await Effect.runPromise(Deferred.make<void>())
-    const slow = Effect.zipRight(Deferred.succeed(started, undefined), Effect.never).pipe(Effect.onInterrupt(() => Effect.sync(() => events.push('attempt interrupted'))))
-    const caller = Effect.runFork(attemptWithin(slow, 60_000, timedOut, Effect.sync(() => events.push('onInterrupt'))))
+    const slow = Effect.zipRight(Deferred.succeed(started, undefined), Effect.never).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => events.push('attempt interrupted')))
+    )
+    const caller = Effect.runFork(
+      attemptWithin(
+        slow,
+        60_000,
+        timedOut,
+        Effect.sync(() => events.push('onInterrupt'))
+      )
+    )
     await Effect.runPromise(Deferred.await(started))
 
     const exit = await Effect.runPromise(Fiber.interrupt(caller))

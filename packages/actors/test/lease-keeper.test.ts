@@ -19,7 +19,11 @@ const flakyQueries = (failures: number, answer: LeaseState): LeaseQueries & { po
   }
 }
 
-const withKeeper = <A>(queries: LeaseQueries, log: (line: string) => void, use: (keeper: { watch: (runId: string, token: number, events: { onCancelRequested: () => void; onLost: () => void }) => () => void }) => Effect.Effect<A>) =>
+const withKeeper = <A>(
+  queries: LeaseQueries,
+  log: (line: string) => void,
+  use: (keeper: { watch: (runId: string, token: number, events: { onCancelRequested: () => void; onLost: () => void }) => () => void }) => Effect.Effect<A>
+) =>
   Effect.runPromise(
     Effect.gen(function* () {
       const scope = yield* Scope.make()
@@ -34,15 +38,18 @@ describe('the lease keeper', () => {
   it('goes on polling after a failed store query, logs its cause once, and still delivers a cancel', async () => {
     const queries = flakyQueries(3, { id: 'run-1', lease_owner: 'owner-1', lease_token: 7, cancel_requested_at: '2026-12-01T00:00:00.000Z' })
     const lines: string[] = []
-    const outcome = await withKeeper(queries, (line) => lines.push(line), (keeper) =>
-      Effect.gen(function* () {
-        const cancelled = yield* Deferred.make<'cancel' | 'lost'>()
-        keeper.watch('run-1', 7, {
-          onCancelRequested: () => Effect.runSync(Deferred.succeed(cancelled, 'cancel')),
-          onLost: () => Effect.runSync(Deferred.succeed(cancelled, 'lost'))
+    const outcome = await withKeeper(
+      queries,
+      (line) => lines.push(line),
+      (keeper) =>
+        Effect.gen(function* () {
+          const cancelled = yield* Deferred.make<'cancel' | 'lost'>()
+          keeper.watch('run-1', 7, {
+            onCancelRequested: () => Effect.runSync(Deferred.succeed(cancelled, 'cancel')),
+            onLost: () => Effect.runSync(Deferred.succeed(cancelled, 'lost'))
+          })
+          return yield* Deferred.await(cancelled)
         })
-        return yield* Deferred.await(cancelled)
-      })
     )
     expect(outcome).toBe('cancel')
     expect(queries.polls()).toBeGreaterThan(3)
@@ -53,15 +60,18 @@ describe('the lease keeper', () => {
 
   it('tells a driver its lease is lost once another token holds the run', async () => {
     const queries = flakyQueries(0, { id: 'run-1', lease_owner: 'owner-2', lease_token: 8, cancel_requested_at: null })
-    const outcome = await withKeeper(queries, () => {}, (keeper) =>
-      Effect.gen(function* () {
-        const stopped = yield* Deferred.make<'cancel' | 'lost'>()
-        keeper.watch('run-1', 7, {
-          onCancelRequested: () => Effect.runSync(Deferred.succeed(stopped, 'cancel')),
-          onLost: () => Effect.runSync(Deferred.succeed(stopped, 'lost'))
+    const outcome = await withKeeper(
+      queries,
+      () => {},
+      (keeper) =>
+        Effect.gen(function* () {
+          const stopped = yield* Deferred.make<'cancel' | 'lost'>()
+          keeper.watch('run-1', 7, {
+            onCancelRequested: () => Effect.runSync(Deferred.succeed(stopped, 'cancel')),
+            onLost: () => Effect.runSync(Deferred.succeed(stopped, 'lost'))
+          })
+          return yield* Deferred.await(stopped)
         })
-        return yield* Deferred.await(stopped)
-      })
     )
     expect(outcome).toBe('lost')
   })

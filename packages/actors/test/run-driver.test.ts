@@ -68,20 +68,40 @@ const driveRun = async (steps: ReadonlyArray<ScriptedStep>, entryWork: EntryWork
   stores.push(store)
   const calls: StoreCall[] = []
   const writer = countingWriter(makeRunWriter(store), calls)
-  const parsed = parseTaskContract({ goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [{ name: 'primary', kind: 'scripted', steps: [] }] }, dir)
+  const parsed = parseTaskContract(
+    { goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [{ name: 'primary', kind: 'scripted', steps: [] }] },
+    dir
+  )
   if (Either.isLeft(parsed)) throw parsed.left
   const contract: TaskContract = parsed.right
   const provider = makeScriptedProvider({ name: 'primary', steps })
   const runId = 'run-1'
   const at = new Date().toISOString()
   const leaseToken = await writer.createRun(
-    { id: runId, parent_id: null, status: 'running', goal: contract.goal, contract_json: JSON.stringify(contract), state: 'dispatching', error_json: null, created_at: at, updated_at: at, ended_at: null },
+    {
+      id: runId,
+      parent_id: null,
+      status: 'running',
+      goal: contract.goal,
+      contract_json: JSON.stringify(contract),
+      state: 'dispatching',
+      error_json: null,
+      created_at: at,
+      updated_at: at,
+      ended_at: null
+    },
     { owner: 'test', expiresAt: Date.now() + 60_000 }
   )
   const policy = await loadRunPolicy(store.db, contract)
   if (Either.isLeft(policy)) throw new Error(policy.left)
   const actor = createActor(runMachine, {
-    input: { maxSteps: contract.limits.maxSteps, maxRetries: contract.limits.maxRetries, dispatchCeiling: contract.limits.dispatchCeiling, providerCount: 1, timeoutMs: contract.limits.timeoutMs }
+    input: {
+      maxSteps: contract.limits.maxSteps,
+      maxRetries: contract.limits.maxRetries,
+      dispatchCeiling: contract.limits.dispatchCeiling,
+      providerCount: 1,
+      timeoutMs: contract.limits.timeoutMs
+    }
   }).start()
   const driver = makeRunDriver(
     {
@@ -113,10 +133,17 @@ const driveRun = async (steps: ReadonlyArray<ScriptedStep>, entryWork: EntryWork
     provider,
     ws: path.join(dir, 'ws'),
     run: sqlite.prepare('SELECT status, state, error_json FROM runs WHERE id = ?').get(runId) as { status: string; state: string; error_json: string | null },
-    attempts: sqlite.prepare('SELECT attempt, outcome FROM attempts WHERE run_id = ? ORDER BY step, attempt').all(runId) as Array<{ attempt: number; outcome: string }>,
-    transitions: (sqlite.prepare('SELECT from_state, event, to_state FROM transitions WHERE run_id = ? ORDER BY seq').all(runId) as Array<{ from_state: string; event: string; to_state: string }>).map(
-      (t) => `${t.from_state} -${t.event}-> ${t.to_state}`
-    )
+    attempts: sqlite.prepare('SELECT attempt, outcome FROM attempts WHERE run_id = ? ORDER BY step, attempt').all(runId) as Array<{
+      attempt: number
+      outcome: string
+    }>,
+    transitions: (
+      sqlite.prepare('SELECT from_state, event, to_state FROM transitions WHERE run_id = ? ORDER BY seq').all(runId) as Array<{
+        from_state: string
+        event: string
+        to_state: string
+      }>
+    ).map((t) => `${t.from_state} -${t.event}-> ${t.to_state}`)
   }
 }
 
@@ -129,13 +156,11 @@ describe('the run driver', () => {
     const incomplete: EntryWorkTable = withoutOne
     expect(Object.keys(incomplete)).not.toContain('awaitingChildren')
     // Final states end the run: no work; every live state has some.
-    expect(Object.entries(ENTRY_WORK).filter(([, work]) => work === null).map(([state]) => state)).toEqual([
-      'finished.succeeded',
-      'finished.stepCapReached',
-      'finished.failed',
-      'finished.cancelled',
-      'finished.timedOut'
-    ])
+    expect(
+      Object.entries(ENTRY_WORK)
+        .filter(([, work]) => work === null)
+        .map(([state]) => state)
+    ).toEqual(['finished.succeeded', 'finished.stepCapReached', 'finished.failed', 'finished.cancelled', 'finished.timedOut'])
   })
 
   it('stops the run failed with an internal error naming the state and the event when the machine ignores an event, and never calls the model twice for one dispatch', async () => {
@@ -187,7 +212,11 @@ describe('the run driver', () => {
       { call: 'write', transitions: [], writes: ['completeToolEffect 2'] },
       // ... and its results (with the write's decision, `approval: auto`) go with step 3's
       // receipt: two commits and two journal writes.
-      { call: 'commit', transitions: ['acting>verifying', 'verifying>dispatching'], writes: ['insertApproval', 'insertPolicyEvents', 'setStepResults 2', 'insertAttempt 3'] },
+      {
+        call: 'commit',
+        transitions: ['acting>verifying', 'verifying>dispatching'],
+        writes: ['insertApproval', 'insertPolicyEvents', 'setStepResults 2', 'insertAttempt 3']
+      },
       // Step 3 (no tools) and the end of the run: one commit.
       { call: 'commit', transitions: ['dispatching>verifying', 'verifying>finished.succeeded'], writes: ['settleAttempt 3', 'insertStep 3'] }
     ])

@@ -10,7 +10,15 @@ describe('the run fibers of a supervisor', () => {
     const run = (name: string) =>
       Effect.zipRight(Deferred.succeed(started, undefined), Effect.never).pipe(
         // A slow finalizer: the next run is interrupted only once this one has ended.
-        Effect.onInterrupt(() => Effect.zipRight(Effect.sync(() => order.push(`${name} stopping`)), Effect.zipRight(Effect.sleep(20), Effect.sync(() => order.push(`${name} stopped`)))))
+        Effect.onInterrupt(() =>
+          Effect.zipRight(
+            Effect.sync(() => order.push(`${name} stopping`)),
+            Effect.zipRight(
+              Effect.sleep(20),
+              Effect.sync(() => order.push(`${name} stopped`))
+            )
+          )
+        )
       )
     const first = await Effect.runPromise(runFibers.fork(run('first')))
     const second = await Effect.runPromise(runFibers.fork(run('second')))
@@ -34,7 +42,7 @@ describe('the run fibers of a supervisor', () => {
     expect(ran).toBe(false)
   })
 
-  it("leaves a run that ended alone, with its own result", async () => {
+  it('leaves a run that ended alone, with its own result', async () => {
     const runFibers = makeRunFibers()
     const done = await Effect.runPromise(runFibers.fork(Effect.succeed('finished')))
     expect(await Effect.runPromise(Fiber.join(done))).toBe('finished')

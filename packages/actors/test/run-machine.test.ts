@@ -55,7 +55,15 @@ describe('the run machine', () => {
   it('starts the next step after a failed verification and stops at the step cap', () => {
     const step = [{ type: 'PROVIDER_OK', hasToolCalls: false }, { type: 'VERIFY_FAILED' }] as const
     const { paths, context } = play([...step, ...step, ...step], { maxSteps: 2 })
-    expect(paths).toEqual(['dispatching', 'verifying', 'dispatching', 'verifying', 'finished.stepCapReached', 'finished.stepCapReached', 'finished.stepCapReached'])
+    expect(paths).toEqual([
+      'dispatching',
+      'verifying',
+      'dispatching',
+      'verifying',
+      'finished.stepCapReached',
+      'finished.stepCapReached',
+      'finished.stepCapReached'
+    ])
     expect(context.step).toBe(2)
     expect(statusOfState('finished.stepCapReached')).toBe('step_cap')
   })

@@ -7,7 +7,9 @@ import { makeStopSignal } from '../src/supervisor/stop-signal.js'
 const endless = () => {
   const events: string[] = []
   const started = Effect.runSync(Deferred.make<void>())
-  const drive = Effect.zipRight(Deferred.succeed(started, undefined), Effect.never).pipe(Effect.onInterrupt(() => Effect.sync(() => events.push('drive interrupted'))))
+  const drive = Effect.zipRight(Deferred.succeed(started, undefined), Effect.never).pipe(
+    Effect.onInterrupt(() => Effect.sync(() => events.push('drive interrupted')))
+  )
   const afterInterrupt = Effect.sync(() => events.push('afterInterrupt'))
   return { events, started: Deferred.await(started), drive, afterInterrupt }
 }
@@ -17,7 +19,12 @@ describe("a run's stop signal", () => {
     const stop = makeStopSignal('run-1')
     stop.arm(60_000)
     let after = false
-    const outcome = await Effect.runPromise(stop.race(Effect.void, Effect.sync(() => (after = true))))
+    const outcome = await Effect.runPromise(
+      stop.race(
+        Effect.void,
+        Effect.sync(() => (after = true))
+      )
+    )
     stop.dispose()
 
     expect(outcome).toBe('settled')

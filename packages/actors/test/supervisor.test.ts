@@ -79,7 +79,13 @@ describe('the supervisor', () => {
           goal: 'g',
           workspace: path.join(dir, 'ws'),
           approval: 'auto',
-          providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, write('a.txt', 'x'), { text: 'finished' }] }]
+          providers: [
+            {
+              name: 'primary',
+              kind: 'scripted',
+              steps: [{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, write('a.txt', 'x'), { text: 'finished' }]
+            }
+          ]
         },
         {
           observers: [
@@ -187,7 +193,12 @@ describe('the supervisor', () => {
     let dispatched!: () => void
     const inFlight = new Promise<void>((resolve) => (dispatched = resolve))
     const run = await agentvisor.start(
-      { goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }] },
+      {
+        goal: 'g',
+        workspace: path.join(dir, 'ws'),
+        approval: 'auto',
+        providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }]
+      },
       { observers: [{ onDispatch: () => dispatched() }] }
     )
     await inFlight
@@ -205,7 +216,13 @@ describe('the supervisor', () => {
       goal: 'g',
       workspace: path.join(dir, 'ws'),
       approval: 'auto',
-      providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' } }] }] }],
+      providers: [
+        {
+          name: 'primary',
+          kind: 'scripted',
+          steps: [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' } }] }]
+        }
+      ],
       limits: { timeoutMs: 800 }
     })
     expect(result).toMatchObject({ status: 'timed_out', error: { kind: 'timeout' } })
@@ -235,7 +252,20 @@ describe('approvals from the TypeScript API', () => {
       goal: 'g',
       workspace: path.join(dir, 'ws'),
       approval: 'prompt',
-      providers: [{ name: 'p', kind: 'scripted', steps: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'other.txt', content: 'x' } }, { name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }] }],
+      providers: [
+        {
+          name: 'p',
+          kind: 'scripted',
+          steps: [
+            {
+              toolCalls: [
+                { name: 'write_file', arguments: { path: 'other.txt', content: 'x' } },
+                { name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }
+              ]
+            }
+          ]
+        }
+      ],
       verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
     })
     expect(result).toMatchObject({ status: 'succeeded' })
@@ -262,7 +292,11 @@ describe('approvals from the TypeScript API', () => {
     const store = await openStore(path.join(dir, 'av.db'))
     const row = (await store.db.selectFrom('run_contracts').select('contract_json').where('run_id', '=', paused.runId).executeTakeFirstOrThrow()).contract_json
     const broken = { ...JSON.parse(row), policy: { layers: [{ name: 'base', deny: { write: ['[unclosed'] } }] } }
-    await store.db.updateTable('run_contracts').set({ contract_json: JSON.stringify(broken) }).where('run_id', '=', paused.runId).execute()
+    await store.db
+      .updateTable('run_contracts')
+      .set({ contract_json: JSON.stringify(broken) })
+      .where('run_id', '=', paused.runId)
+      .execute()
     await store.close()
     const again = await open(dir)
     await expect(again.resume(paused.runId)).rejects.toMatchObject({ _tag: 'RunNotResumableError' })

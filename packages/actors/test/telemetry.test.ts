@@ -47,7 +47,14 @@ const idOf = (span: ReadableSpan) => span.spanContext().spanId
 
 /** Everything a span carries that an exporter would send. */
 const exported = (span: ReadableSpan) =>
-  JSON.stringify({ name: span.name, attributes: span.attributes, events: span.events, status: span.status, links: span.links, resource: span.resource.attributes })
+  JSON.stringify({
+    name: span.name,
+    attributes: span.attributes,
+    events: span.events,
+    status: span.status,
+    links: span.links,
+    resource: span.resource.attributes
+  })
 
 describe('OpenTelemetry spans of a run', () => {
   it('emits one attempt span per receipt row, nested under its step and run, with the receipt attributes and no secret', async () => {
@@ -99,9 +106,16 @@ describe('OpenTelemetry spans of a run', () => {
     })
     expect(run!.attributes[SpanAttribute.errorKind]).toBeUndefined()
     // Every persisted transition is an event of the run span, in order.
-    expect(run!.events.filter((e) => e.name === TRANSITION_EVENT).map((e) => [e.attributes?.[SpanAttribute.transitionSeq], e.attributes?.[SpanAttribute.transitionFrom], e.attributes?.[SpanAttribute.transitionEvent], e.attributes?.[SpanAttribute.transitionTo]])).toEqual(
-      t.transitions.map((tr) => [tr.seq, tr.from, tr.event, tr.to])
-    )
+    expect(
+      run!.events
+        .filter((e) => e.name === TRANSITION_EVENT)
+        .map((e) => [
+          e.attributes?.[SpanAttribute.transitionSeq],
+          e.attributes?.[SpanAttribute.transitionFrom],
+          e.attributes?.[SpanAttribute.transitionEvent],
+          e.attributes?.[SpanAttribute.transitionTo]
+        ])
+    ).toEqual(t.transitions.map((tr) => [tr.seq, tr.from, tr.event, tr.to]))
 
     const steps = named(spans, SpanName.step)
     expect(steps.map((s) => s.attributes[SpanAttribute.step]).sort()).toEqual([1, 2, 3])
@@ -139,7 +153,9 @@ describe('OpenTelemetry spans of a run', () => {
     expect(rows[1]!.ttftMs).toEqual(expect.any(Number))
 
     const tools = named(spans, SpanName.tool)
-    expect(tools.map((s) => [parentOf(s), s.attributes[SpanAttribute.toolName], s.attributes[SpanAttribute.toolTarget], s.attributes[SpanAttribute.toolOk]])).toEqual([
+    expect(
+      tools.map((s) => [parentOf(s), s.attributes[SpanAttribute.toolName], s.attributes[SpanAttribute.toolTarget], s.attributes[SpanAttribute.toolOk]])
+    ).toEqual([
       [idOf(stepSpan(1)), 'write_file', 'notes.txt', true],
       [idOf(stepSpan(2)), 'read_file', 'notes.txt', true]
     ])
@@ -175,7 +191,9 @@ describe('OpenTelemetry spans of a run', () => {
     })
     expect(run!.status).toEqual({ code: 2, message: 'failed: auth' })
     const attempts = named(spans, SpanName.attempt)
-    expect(attempts.map((s) => [s.attributes[SpanAttribute.outcome], s.attributes[SpanAttribute.errorKind], s.attributes[SpanAttribute.httpStatus]])).toEqual([['failed', 'auth', 401]])
+    expect(attempts.map((s) => [s.attributes[SpanAttribute.outcome], s.attributes[SpanAttribute.errorKind], s.attributes[SpanAttribute.httpStatus]])).toEqual([
+      ['failed', 'auth', 401]
+    ])
     expect(named(spans, SpanName.step)).toHaveLength(1)
   })
 
@@ -229,7 +247,12 @@ describe('OpenTelemetry spans of a run', () => {
     av = await Agentvisor.open({ db: path.join(dir, 'av.db'), telemetry: { tracerProvider: own } })
     const result = await av.run({ goal: 'g', workspace: path.join(dir, 'ws'), providers: [{ name: 'primary', kind: 'scripted', steps: [{ text: 'done' }] }] })
     expect(result.status).toBe('succeeded')
-    expect(ownExporter.getFinishedSpans().map((s) => s.name).sort()).toEqual([SpanName.attempt, SpanName.run, SpanName.step].sort())
+    expect(
+      ownExporter
+        .getFinishedSpans()
+        .map((s) => s.name)
+        .sort()
+    ).toEqual([SpanName.attempt, SpanName.run, SpanName.step].sort())
     expect(exporter.getFinishedSpans()).toEqual([])
     await own.shutdown()
   })

@@ -42,14 +42,23 @@ const pausingTask = (dir: string, workspace: string, policy?: unknown) => ({
 })
 
 describe('Agentvisor.pending and Agentvisor.approve', () => {
-  it('lists a paused run\'s request, decides it with source api and a remembered rule, and the resumed run performs it', async () => {
+  it("lists a paused run's request, decides it with source api and a remembered rule, and the resumed run performs it", async () => {
     const { dir, av, store } = await setup()
     const paused = await av.run(pausingTask(dir, 'ws'))
     expect(paused.status).toBe('awaiting_approval')
 
     const pending = await av.pending(paused.runId)
     expect(pending).toEqual([
-      { id: expect.any(String), kind: 'approval', step: 1, act: 'write', target: 'out.txt', arguments: { path: 'out.txt', content: 'DONE' }, rule: 'default', layer: 'default' }
+      {
+        id: expect.any(String),
+        kind: 'approval',
+        step: 1,
+        act: 'write',
+        target: 'out.txt',
+        arguments: { path: 'out.txt', content: 'DONE' },
+        rule: 'default',
+        layer: 'default'
+      }
     ])
     const outcome = await av.approve(paused.runId, { requestId: pending[0]!.id, decision: 'approve', remember: true })
     expect(outcome).toEqual({
@@ -58,11 +67,15 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
       runStatus: 'awaiting_approval',
       pending: 0
     })
-    expect(await listApprovals(store.db, paused.runId)).toEqual([expect.objectContaining({ id: pending[0]!.id, status: 'approved', source: 'api', remember: 1 })])
+    expect(await listApprovals(store.db, paused.runId)).toEqual([
+      expect.objectContaining({ id: pending[0]!.id, status: 'approved', source: 'api', remember: 1 })
+    ])
     expect(await listPolicyEvents(store.db, paused.runId)).toEqual([
       expect.objectContaining({ kind: 'decision', decision: 'approved', source: 'api', request_id: pending[0]!.id, act: 'write', target: 'out.txt' })
     ])
-    expect(await listRememberedRules(store.db, path.join(dir, 'ws'))).toEqual([expect.objectContaining({ act: 'write', pattern: 'out.txt', decision: 'allow' })])
+    expect(await listRememberedRules(store.db, path.join(dir, 'ws'))).toEqual([
+      expect.objectContaining({ act: 'write', pattern: 'out.txt', decision: 'allow' })
+    ])
     expect(await av.pending(paused.runId)).toEqual([])
 
     const resumed = await (await av.resume(paused.runId)).result
@@ -112,7 +125,7 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
     expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE edited')
   })
 
-  it('settles a recovery request only with retry, completed or abort, and records the operator\'s account', async () => {
+  it("settles a recovery request only with retry, completed or abort, and records the operator's account", async () => {
     const { dir, av, store } = await setup()
     const paused = await av.run(pausingTask(dir, 'ws'))
     const [approval] = await av.pending(paused.runId)
@@ -132,13 +145,25 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
       created_at: new Date().toISOString()
     })
     expect(await av.pending(paused.runId)).toEqual([
-      { id: 'recovery-1', kind: 'recovery', step: 1, act: 'exec', target: 'make deploy', arguments: { command: 'make deploy' }, rule: 'interrupted', layer: 'recovery' }
+      {
+        id: 'recovery-1',
+        kind: 'recovery',
+        step: 1,
+        act: 'exec',
+        target: 'make deploy',
+        arguments: { command: 'make deploy' },
+        rule: 'interrupted',
+        layer: 'recovery'
+      }
     ])
     await expect(av.approve(paused.runId, { decision: 'approve' })).rejects.toMatchObject({
       _tag: 'RecoveryDecisionNeededError',
       message: `run ${paused.runId} is waiting for a recovery decision: retry, completed or abort`
     })
-    await expect(av.approve(paused.runId, { requestId: 'recovery-1', decision: 'deny' })).rejects.toMatchObject({ _tag: 'RecoveryDecisionNeededError', requestId: 'recovery-1' })
+    await expect(av.approve(paused.runId, { requestId: 'recovery-1', decision: 'deny' })).rejects.toMatchObject({
+      _tag: 'RecoveryDecisionNeededError',
+      requestId: 'recovery-1'
+    })
     await expect(av.approve(paused.runId, { requestId: approval!.id, decision: 'retry' })).rejects.toMatchObject({ _tag: 'RequestDecidedError' })
 
     const outcome = await av.approve(paused.runId, { decision: 'completed', account: 'it deployed once' })
@@ -149,7 +174,9 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
       resolution: 'completed',
       account: 'it deployed once'
     })
-    expect(await listPolicyEvents(store.db, paused.runId)).toContainEqual(expect.objectContaining({ kind: 'decision', decision: 'completed', source: 'api', request_id: 'recovery-1' }))
+    expect(await listPolicyEvents(store.db, paused.runId)).toContainEqual(
+      expect.objectContaining({ kind: 'decision', decision: 'completed', source: 'api', request_id: 'recovery-1' })
+    )
     await expect(av.approve(paused.runId, { decision: 'abort' })).rejects.toMatchObject({ _tag: 'NothingPendingError' })
   })
 })
@@ -190,7 +217,11 @@ describe('Agentvisor.cancel', () => {
       .where('id', '=', paused.runId)
       .execute()
     await expect(av.cancel(paused.runId, { waitMs: 300 })).rejects.toMatchObject({ _tag: 'CancelTimeoutError', runId: paused.runId })
-    expect(await getRun(store.db, paused.runId)).toMatchObject({ status: 'running', cancel_requested_at: expect.any(String), lease_owner: 'elsewhere/1/abcd/ffff' })
+    expect(await getRun(store.db, paused.runId)).toMatchObject({
+      status: 'running',
+      cancel_requested_at: expect.any(String),
+      lease_owner: 'elsewhere/1/abcd/ffff'
+    })
   })
 })
 
@@ -202,7 +233,14 @@ describe('Agentvisor.list', () => {
     expect(done.status).toBe('succeeded')
     const all = await av.list()
     expect(all.map((r) => r.id)).toEqual([paused.runId, done.runId])
-    expect(all[0]).toEqual({ id: paused.runId, status: 'awaiting_approval', goal: 'Write DONE into out.txt', parentId: null, createdAt: expect.any(String), updatedAt: expect.any(String) })
+    expect(all[0]).toEqual({
+      id: paused.runId,
+      status: 'awaiting_approval',
+      goal: 'Write DONE into out.txt',
+      parentId: null,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String)
+    })
     expect((await av.list({ status: 'succeeded' })).map((r) => r.id)).toEqual([done.runId])
     expect(await av.list({ status: 'failed' })).toEqual([])
   })

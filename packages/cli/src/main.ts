@@ -71,9 +71,17 @@ const isUserError = (error: unknown): error is Error =>
   (typeof error === 'object' &&
     error !== null &&
     '_tag' in error &&
-    ['ContractError', 'ApprovalError', 'BusError', 'LeaseConflictError', 'RunNotFoundError', 'RunNotResumableError', 'WorkspaceError', 'WorkspaceEscapeError', 'StoreError'].includes(
-      String((error as { _tag: unknown })._tag)
-    ))
+    [
+      'ContractError',
+      'ApprovalError',
+      'BusError',
+      'LeaseConflictError',
+      'RunNotFoundError',
+      'RunNotResumableError',
+      'WorkspaceError',
+      'WorkspaceEscapeError',
+      'StoreError'
+    ].includes(String((error as { _tag: unknown })._tag)))
 
 /**
  * An error as the one line printed: a message can quote a field name, a path or a server URL

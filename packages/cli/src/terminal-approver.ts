@@ -31,7 +31,9 @@ export const terminalApprover = (): Approver | undefined => {
       try {
         // The target is the model's (a command, a path): shown, never acted on by the terminal.
         const safe = (text: string): string => terminalSafe(text)
-        process.stderr.write(`\n${safe(request.tool)} wants to ${safe(request.act)}: ${safe(request.target)}\n  (rule "${safe(request.rule)}" in layer "${safe(request.layer)}" asks)\n`)
+        process.stderr.write(
+          `\n${safe(request.tool)} wants to ${safe(request.act)}: ${safe(request.target)}\n  (rule "${safe(request.rule)}" in layer "${safe(request.layer)}" asks)\n`
+        )
         for (;;) {
           const line = (await rl.question('approve? [y]es, [n]o, [a]lways, [d]eny always: ')).trim().toLowerCase()
           const answer = ANSWERS[line]

@@ -42,8 +42,7 @@ beforeEach(async () => {
 
 afterEach(() => rmSync(base, { recursive: true, force: true }))
 
-const call = (name: string, args: unknown): Promise<ToolOutcome> =>
-  Effect.runPromise(runTool(ws, { name, arguments: JSON.stringify(args) }))
+const call = (name: string, args: unknown): Promise<ToolOutcome> => Effect.runPromise(runTool(ws, { name, arguments: JSON.stringify(args) }))
 
 const refusal = (requested: string): ToolOutcome => ({
   ok: false,
@@ -124,29 +123,29 @@ const checkFolderRound = (all: ToolOutcome[], inside: string[]): void => {
     lists: all.filter((_, i) => i % 3 === 2)
   }
   outcomes.writes.forEach((outcome, i) => {
-      const requested = `link/w-${i}.txt`
-      if (outcome.ok) {
-        expect(outcome.output).toBe(`Wrote ${`payload-${i}`.length} bytes to ${requested}`)
-        const written = inside.filter((file) => path.basename(file) === `w-${i}.txt`)
-        expect(written).toHaveLength(1)
-        expect(readFileSync(written[0]!, 'utf8')).toBe(`payload-${i}`)
-      } else if (outcome.refusal === undefined) {
-        // A folder the swapper removed under a write: it failed and acted nowhere.
-        expect(outcome.output.startsWith(`Cannot write ${requested}: `), outcome.output).toBe(true)
-      } else {
-        expect(outcome).toEqual(refusal(requested))
-      }
-    })
-    for (const outcome of outcomes.reads) {
-      expect(outcome.output).not.toContain(OUTSIDE)
-      if (outcome.ok) expect(outcome.output).toBe(INSIDE)
-      else if (outcome.refusal === undefined) expect(outcome.output).toBe('No such file: link/secret.txt')
-      else expect(outcome).toEqual(refusal('link/secret.txt'))
+    const requested = `link/w-${i}.txt`
+    if (outcome.ok) {
+      expect(outcome.output).toBe(`Wrote ${`payload-${i}`.length} bytes to ${requested}`)
+      const written = inside.filter((file) => path.basename(file) === `w-${i}.txt`)
+      expect(written).toHaveLength(1)
+      expect(readFileSync(written[0]!, 'utf8')).toBe(`payload-${i}`)
+    } else if (outcome.refusal === undefined) {
+      // A folder the swapper removed under a write: it failed and acted nowhere.
+      expect(outcome.output.startsWith(`Cannot write ${requested}: `), outcome.output).toBe(true)
+    } else {
+      expect(outcome).toEqual(refusal(requested))
     }
-    for (const outcome of outcomes.lists) {
-      expect(outcome.output).not.toContain('outside-only.txt')
-      if (!outcome.ok && outcome.refusal !== undefined) expect(outcome).toEqual(refusal('link'))
-    }
+  })
+  for (const outcome of outcomes.reads) {
+    expect(outcome.output).not.toContain(OUTSIDE)
+    if (outcome.ok) expect(outcome.output).toBe(INSIDE)
+    else if (outcome.refusal === undefined) expect(outcome.output).toBe('No such file: link/secret.txt')
+    else expect(outcome).toEqual(refusal('link/secret.txt'))
+  }
+  for (const outcome of outcomes.lists) {
+    expect(outcome.output).not.toContain('outside-only.txt')
+    if (!outcome.ok && outcome.refusal !== undefined) expect(outcome).toEqual(refusal('link'))
+  }
 }
 
 describe('file tools racing a symlink swap', () => {
@@ -193,7 +192,12 @@ describe('file tools racing a symlink swap', () => {
         () => call('read_file', { path: 'link' }),
         () => call('write_file', { path: 'link', content: `payload-${i}` })
       ]).flat()
-      all = (await raceUntil(() => race(calls), (done) => bothSides(done.filter((_, i) => i % 2 === 0)))).flat()
+      all = (
+        await raceUntil(
+          () => race(calls),
+          (done) => bothSides(done.filter((_, i) => i % 2 === 0))
+        )
+      ).flat()
       expect(swapper.running(), swapper.output()).toBe(true)
     } finally {
       await swapper.stop()

@@ -45,9 +45,7 @@ const twoSleeps = (pidFile: string, prelude = '') => `${prelude}sleep 30 & echo 
 
 describe('runCommand', () => {
   it('reports the exit code and both streams of a command run in the given folder', async () => {
-    const result = await Effect.runPromise(
-      runCommand({ command: 'pwd; echo problem >&2; exit 3', cwd: dir, timeoutMs: 20_000 })
-    )
+    const result = await Effect.runPromise(runCommand({ command: 'pwd; echo problem >&2; exit 3', cwd: dir, timeoutMs: 20_000 }))
     expect(result).toEqual({
       exitCode: 3,
       signal: null,
@@ -93,9 +91,7 @@ describe('runCommand', () => {
 
   it('escalates to SIGKILL after the grace period when the group ignores SIGTERM', async () => {
     const pidFile = path.join(dir, 'pid')
-    const fiber = Effect.runFork(
-      runCommand({ command: twoSleeps(pidFile, "trap '' TERM; "), cwd: dir, timeoutMs: 300, killGraceMs: 200 })
-    )
+    const fiber = Effect.runFork(runCommand({ command: twoSleeps(pidFile, "trap '' TERM; "), cwd: dir, timeoutMs: 300, killGraceMs: 200 }))
     const pgid = await pgidOf(pidFile)
     const result = await Effect.runPromise(Fiber.join(fiber))
     expect(result.timedOut).toBe(true)
@@ -114,9 +110,7 @@ describe('runCommand', () => {
 
   it('still clears a SIGTERM-proof group before interruption completes', async () => {
     const pidFile = path.join(dir, 'pid')
-    const fiber = Effect.runFork(
-      runCommand({ command: twoSleeps(pidFile, "trap '' TERM; "), cwd: dir, timeoutMs: 60_000, killGraceMs: 200 })
-    )
+    const fiber = Effect.runFork(runCommand({ command: twoSleeps(pidFile, "trap '' TERM; "), cwd: dir, timeoutMs: 60_000, killGraceMs: 200 }))
     const pgid = await pgidOf(pidFile)
     expect(processGroupAlive(pgid)).toBe(true)
     await Effect.runPromise(Fiber.interrupt(fiber))
@@ -125,9 +119,7 @@ describe('runCommand', () => {
 
   it('kills background jobs the shell leaves behind when it exits normally', async () => {
     const pidFile = path.join(dir, 'pid')
-    const result = await Effect.runPromise(
-      runCommand({ command: `sleep 30 & echo $$ > ${pidFile}; echo started`, cwd: dir, timeoutMs: 20_000 })
-    )
+    const result = await Effect.runPromise(runCommand({ command: `sleep 30 & echo $$ > ${pidFile}; echo started`, cwd: dir, timeoutMs: 20_000 }))
     const pgid = await pgidOf(pidFile)
     expect(result.exitCode).toBe(0)
     expect(result.timedOut).toBe(false)
@@ -136,9 +128,7 @@ describe('runCommand', () => {
   })
 
   it('reports a command that cannot start as a result, never as a failure', async () => {
-    const result = await Effect.runPromise(
-      runCommand({ command: 'echo hi', cwd: path.join(dir, 'missing'), timeoutMs: 20_000 })
-    )
+    const result = await Effect.runPromise(runCommand({ command: 'echo hi', cwd: path.join(dir, 'missing'), timeoutMs: 20_000 }))
     expect(result.exitCode).toBeNull()
     expect(result.stdout).toBe('')
     expect(result.stderr).toMatch(/^Cannot start command: /)

@@ -11,8 +11,14 @@ const matcher = (pattern: string, mode: GlobMode) => {
 /** Asserts which subjects a glob matches and which it does not, so each rule is seen from both sides. */
 const expectMatches = (pattern: string, mode: GlobMode, yes: ReadonlyArray<string>, no: ReadonlyArray<string>) => {
   const matches = matcher(pattern, mode)
-  expect(yes.filter((subject) => !matches(subject)), `${pattern} should match`).toEqual([])
-  expect(no.filter((subject) => matches(subject)), `${pattern} should not match`).toEqual([])
+  expect(
+    yes.filter((subject) => !matches(subject)),
+    `${pattern} should match`
+  ).toEqual([])
+  expect(
+    no.filter((subject) => matches(subject)),
+    `${pattern} should not match`
+  ).toEqual([])
 }
 
 const syntaxErrorOf = (pattern: string, mode: GlobMode) => {

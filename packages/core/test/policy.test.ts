@@ -1,14 +1,6 @@
 import { Either } from 'effect'
 import { describe, expect, it } from 'vitest'
-import {
-  type Act,
-  compilePolicy,
-  describeDecision,
-  escapeGlob,
-  parseTaskContract,
-  type PolicyLayer,
-  type RememberedRule
-} from '@agentvisor/core'
+import { type Act, compilePolicy, describeDecision, escapeGlob, parseTaskContract, type PolicyLayer, type RememberedRule } from '@agentvisor/core'
 
 const policyOf = (layers: ReadonlyArray<PolicyLayer>, remembered?: ReadonlyArray<RememberedRule>) => {
   const compiled = compilePolicy(layers, remembered)
@@ -307,10 +299,7 @@ describe('policy validation', () => {
 
   it('compiles the policy of a parsed task contract', () => {
     const contract = Either.getOrThrow(
-      parseTaskContract(
-        { goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }], policy: { layers: contractLayers } },
-        '/base'
-      )
+      parseTaskContract({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }], policy: { layers: contractLayers } }, '/base')
     )
     expect(Either.isRight(compilePolicy(contract.policy.layers))).toBe(true)
   })

@@ -59,7 +59,6 @@ const liveMatching = (marker: string): number[] =>
 const run = (command: string, sandbox: CommandSandbox | undefined, timeoutMs = 20_000) =>
   Effect.runPromise(runCommand({ command, cwd: ws.root, timeoutMs, sandbox }))
 
-
 const waitUntil = async (check: () => boolean, what: string): Promise<void> => {
   const until = Date.now() + 20_000
   while (!check()) {
@@ -173,7 +172,7 @@ describe('commands under bubblewrap', () => {
   })
 })
 
-describe('the environment of a run\'s commands', () => {
+describe("the environment of a run's commands", () => {
   it('leaves out every variable a provider names in apiKeyEnv, whatever its name, and the extra names given', () => {
     const host = { PATH: '/bin', RT_LLM_KEY: 'k1', LLM_AUTH: 'k2', MCP_FROM_ENV: 'k3', OPENAI_API_KEY: 'k4', UNRELATED: 'kept' }
     const contract = {
@@ -191,11 +190,11 @@ describe('the environment of a run\'s commands', () => {
   })
 
   it('reaches exec without the named key while an unrelated variable gets through', async () => {
-    const settings = runCommandSettings(
-      { providers: [{ name: 'a', kind: 'openai', model: 'm', apiKeyEnv: 'RT_LLM_KEY' }] },
-      [],
-      { ...process.env, RT_LLM_KEY: 'sk-rt-llm-never-shown', AV_UNRELATED: 'visible-value' }
-    )
+    const settings = runCommandSettings({ providers: [{ name: 'a', kind: 'openai', model: 'm', apiKeyEnv: 'RT_LLM_KEY' }] }, [], {
+      ...process.env,
+      RT_LLM_KEY: 'sk-rt-llm-never-shown',
+      AV_UNRELATED: 'visible-value'
+    })
     const outcome = await Effect.runPromise(runTool(ws, { name: 'exec', arguments: JSON.stringify({ command: 'env' }) }, settings))
     expect(outcome.ok).toBe(true)
     expect(outcome.output).toContain('AV_UNRELATED=visible-value')

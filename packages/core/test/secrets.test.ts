@@ -1,6 +1,16 @@
 import { Effect } from 'effect'
 import { describe, expect, it } from 'vitest'
-import { makeAnthropicProvider, makeOpenAIProvider, makeSecretSet, maskUrlCredentials, providerErrorFromStatus, providerErrorFromStreamCut, REDACTED, redactSecret, secretForms } from '@agentvisor/core'
+import {
+  makeAnthropicProvider,
+  makeOpenAIProvider,
+  makeSecretSet,
+  maskUrlCredentials,
+  providerErrorFromStatus,
+  providerErrorFromStreamCut,
+  REDACTED,
+  redactSecret,
+  secretForms
+} from '@agentvisor/core'
 
 const KEY = 'sk-live/abc+def=123'
 

@@ -4,7 +4,17 @@ import { homedir, tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { Effect, Either } from 'effect'
 import { describe, expect, it, vi } from 'vitest'
-import { DEFAULT_LIMITS, jsonTextTooDeep, loadTaskFile, MAX_NESTING_DEPTH, openWorkspace, parseChildContract, parseTaskContract, runTool, TOO_DEEP_ARGUMENTS } from '@agentvisor/core'
+import {
+  DEFAULT_LIMITS,
+  jsonTextTooDeep,
+  loadTaskFile,
+  MAX_NESTING_DEPTH,
+  openWorkspace,
+  parseChildContract,
+  parseTaskContract,
+  runTool,
+  TOO_DEEP_ARGUMENTS
+} from '@agentvisor/core'
 import { makeScriptedProvider } from '@agentvisor/core/testing'
 
 const valid = {
@@ -94,7 +104,9 @@ describe('task contract input limits (docs/task-file.md, "Limits on input")', ()
     const dir = mkdtempSync(path.join(tmpdir(), 'av-contract-'))
     symlinkSync('/', path.join(dir, 'root-link'))
     const contract = parseTaskContract({ ...valid, workspace: 'root-link' }, dir)
-    expect(Either.isLeft(contract) && contract.left.message).toBe(`workspace: ${path.join(dir, 'root-link')} is the filesystem root; give the run a folder of its own`)
+    expect(Either.isLeft(contract) && contract.left.message).toBe(
+      `workspace: ${path.join(dir, 'root-link')} is the filesystem root; give the run a folder of its own`
+    )
   })
 
   it('refuses lineage from a task, while the internal entry for child contracts keeps it', () => {
@@ -125,7 +137,13 @@ describe('task contract input limits (docs/task-file.md, "Limits on input")', ()
   })
 
   it('says what the top level should be when it is not an object', () => {
-    for (const [input, got] of [[null, 'nothing'], [undefined, 'nothing'], [['goal'], 'a list'], ['goal: x', 'a string'], [3, 'a number']] as const) {
+    for (const [input, got] of [
+      [null, 'nothing'],
+      [undefined, 'nothing'],
+      [['goal'], 'a list'],
+      ['goal: x', 'a string'],
+      [3, 'a number']
+    ] as const) {
       expect(errorOf(input).message).toBe(`the task must be an object with goal, workspace and providers, got ${got}`)
     }
   })
@@ -151,15 +169,21 @@ describe('task contract input limits (docs/task-file.md, "Limits on input")', ()
       const error = errorOf({ ...valid, providers: [{ name: 'p', kind: 'openai', model: 'm', baseUrl }] })
       expect(error.message).toBe('providers.0.baseUrl: must be an http:// or https:// URL')
     }
-    expect(Either.isRight(parseTaskContract({ ...valid, providers: [{ name: 'p', kind: 'anthropic', model: 'm', baseUrl: 'https://127.0.0.1/v1' }] }, '/base'))).toBe(true)
+    expect(
+      Either.isRight(parseTaskContract({ ...valid, providers: [{ name: 'p', kind: 'anthropic', model: 'm', baseUrl: 'https://127.0.0.1/v1' }] }, '/base'))
+    ).toBe(true)
   })
 
   it('keeps every duration that becomes a timer within 2^31-1 ms', () => {
     const tooLong = 2 ** 31
     expect(errorOf({ ...valid, limits: { timeoutMs: tooLong } }).field).toBe('limits.timeoutMs')
     expect(errorOf({ ...valid, providers: [{ ...valid.providers[0], attemptTimeoutMs: tooLong }] }).field).toBe('providers.0.attemptTimeoutMs')
-    expect(errorOf({ ...valid, providers: [{ name: 's', kind: 'scripted', steps: [{ text: 'x', delayMs: tooLong }] }] }).field).toBe('providers.0.steps.0.delayMs')
-    expect(errorOf({ ...valid, providers: [{ name: 's', kind: 'scripted', steps: [{ error: { status: 503, retryAfterMs: tooLong } }] }] }).field).toBe('providers.0.steps.0.error.retryAfterMs')
+    expect(errorOf({ ...valid, providers: [{ name: 's', kind: 'scripted', steps: [{ text: 'x', delayMs: tooLong }] }] }).field).toBe(
+      'providers.0.steps.0.delayMs'
+    )
+    expect(errorOf({ ...valid, providers: [{ name: 's', kind: 'scripted', steps: [{ error: { status: 503, retryAfterMs: tooLong } }] }] }).field).toBe(
+      'providers.0.steps.0.error.retryAfterMs'
+    )
     expect(Either.getOrThrow(parseTaskContract({ ...valid, limits: { timeoutMs: tooLong - 1 } }, '/base')).limits.timeoutMs).toBe(tooLong - 1)
     expect(errorOf({ ...valid, limits: { maxSteps: 2 ** 53 } }).field).toBe('limits.maxSteps')
   })
@@ -198,7 +222,9 @@ describe('task file reading limits', () => {
   it('prints no YAML warning while reading a task', async () => {
     const warned = vi.spyOn(process, 'emitWarning')
     try {
-      const contract = await Effect.runPromise(loadTaskFile(fileWith('task.yaml', 'goal: !unknown hi\nworkspace: w\nproviders: [{ name: s, kind: scripted, steps: [] }]\n')))
+      const contract = await Effect.runPromise(
+        loadTaskFile(fileWith('task.yaml', 'goal: !unknown hi\nworkspace: w\nproviders: [{ name: s, kind: scripted, steps: [] }]\n'))
+      )
       expect(contract.goal).toBe('hi')
       expect(warned).not.toHaveBeenCalled()
     } finally {

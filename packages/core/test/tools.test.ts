@@ -1,16 +1,4 @@
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync
-} from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { Effect, Fiber } from 'effect'
@@ -33,8 +21,7 @@ beforeEach(async () => {
 
 afterEach(() => rmSync(base, { recursive: true, force: true }))
 
-const call = (name: string, args: unknown) =>
-  Effect.runPromise(runTool(ws, { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) }))
+const call = (name: string, args: unknown) => Effect.runPromise(runTool(ws, { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) }))
 
 const inWs = (...parts: string[]) => path.join(ws.root, ...parts)
 
@@ -201,9 +188,7 @@ describe('exec', () => {
 
   it('kills the command when the tool call is interrupted', async () => {
     const pidFile = inWs('pid')
-    const fiber = Effect.runFork(
-      runTool(ws, { name: 'exec', arguments: JSON.stringify({ command: `sleep 30 & echo $$ > ${pidFile}; sleep 30; wait` }) })
-    )
+    const fiber = Effect.runFork(runTool(ws, { name: 'exec', arguments: JSON.stringify({ command: `sleep 30 & echo $$ > ${pidFile}; sleep 30; wait` }) }))
     while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8').trim() === '') {
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
@@ -252,9 +237,7 @@ describe('malformed calls', () => {
   })
 
   it('rejects arguments that are JSON but not an object', async () => {
-    expect((await call('read_file', '["a.txt"]')).output).toBe(
-      'Invalid arguments for read_file: expected a JSON object, got an array'
-    )
+    expect((await call('read_file', '["a.txt"]')).output).toBe('Invalid arguments for read_file: expected a JSON object, got an array')
   })
 
   it('answers an unknown tool with the list of available tools', async () => {

@@ -19,8 +19,7 @@ beforeEach(async () => {
 
 afterEach(() => rmSync(base, { recursive: true, force: true }))
 
-const resolve = (requested: string, purpose: 'read' | 'write' = 'read') =>
-  Effect.runPromise(Effect.either(resolveInside(ws, requested, purpose)))
+const resolve = (requested: string, purpose: 'read' | 'write' = 'read') => Effect.runPromise(Effect.either(resolveInside(ws, requested, purpose)))
 
 const expectEscape = async (requested: string, purpose: 'read' | 'write' = 'read') => {
   const result = await resolve(requested, purpose)

@@ -5,7 +5,16 @@ export { openStore, type OpenStoreOptions, type Store } from './open-store.js'
 export { resolveDbPath, DB_ENV_VAR } from './resolve-db-path.js'
 export { migrations, migrationProvider } from './migrations/index.js'
 
-export { isFinalStatus, RunStatus, type RunsTable, type RunContractsTable, type RunRow, type RunWithContract, type NewRun, type RunUpdate } from './tables/runs.table.js'
+export {
+  isFinalStatus,
+  RunStatus,
+  type RunsTable,
+  type RunContractsTable,
+  type RunRow,
+  type RunWithContract,
+  type NewRun,
+  type RunUpdate
+} from './tables/runs.table.js'
 export type { TransitionsTable, TransitionRow, NewTransition } from './tables/transitions.table.js'
 export type { StepsTable, StepRow, NewStep } from './tables/steps.table.js'
 export {
@@ -47,7 +56,15 @@ export * from './tables/tool-effects.table.js'
 export * from './repositories/tool-effects.repository.js'
 export * from './repositories/leases.repository.js'
 export type { RunWrite, RunHead, TransitionCommit } from './run-writer/run-write.js'
-export { applyRunWrite, kyselyRunWriter, FIRST_LEASE_TOKEN, type RunWriter, type Eventually, type LoadedRun, type LeaseRequest } from './run-writer/run-writer.js'
+export {
+  applyRunWrite,
+  kyselyRunWriter,
+  FIRST_LEASE_TOKEN,
+  type RunWriter,
+  type Eventually,
+  type LoadedRun,
+  type LeaseRequest
+} from './run-writer/run-writer.js'
 export { sqliteRunWriter } from './sqlite/sqlite-run-writer.js'
 export { makeRunWriter } from './run-writer/make-run-writer.js'
 export { renewLeasesOf, leaseStates, type LeaseState } from './repositories/lease-keeping.repository.js'

@@ -15,7 +15,6 @@ import { cacheStatements } from './sqlite/statement-cache.js'
 import { ImmediateSqliteDialect } from './sqlite/immediate-sqlite-dialect.js'
 import { withTextCodec } from './text-codec-dialect.js'
 
-
 /**
  * An open, migrated store. On SQLite, one per database file per process: better-sqlite3 is
  * synchronous. On PostgreSQL, one per process and server: it holds a connection pool.
@@ -174,8 +173,7 @@ async function openSqliteStore(file: string): Promise<Store> {
 
 async function openPostgresStore(url: string): Promise<Store> {
   const location = redactPassword(url)
-  const fail = (cause: unknown): StoreError =>
-    new StoreError({ message: `Cannot open the store ${location}: ${redactFrom(messageOf(cause), url)}`, cause })
+  const fail = (cause: unknown): StoreError => new StoreError({ message: `Cannot open the store ${location}: ${redactFrom(messageOf(cause), url)}`, cause })
 
   // `pg` parses the URL lazily, at the first connection; a malformed one fails here instead,
   // before any pool exists.
@@ -222,10 +220,7 @@ const closeOnce = (db: Kysely<Database>): (() => Promise<void>) => {
  * the long way.
  */
 async function isUpToDate(db: Kysely<Database>): Promise<boolean> {
-  const rows = await (db as unknown as Kysely<{ kysely_migration: { name: string } }>)
-    .selectFrom('kysely_migration')
-    .select('name')
-    .execute()
+  const rows = await (db as unknown as Kysely<{ kysely_migration: { name: string } }>).selectFrom('kysely_migration').select('name').execute()
   return isCurrentSchema(rows.map((row) => row.name))
 }
 

@@ -13,14 +13,9 @@ export const DB_ENV_VAR = 'AGENTVISOR_DB'
  * @example resolveDbPath(undefined, { AGENTVISOR_DB: 'runs.db' }, '/srv') // '/srv/runs.db'
  * @example resolveDbPath('postgres://app@db/runs') // 'postgres://app@db/runs'
  */
-export function resolveDbPath(
-  flag?: string,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-  cwd: string = process.cwd()
-): string {
+export function resolveDbPath(flag?: string, env: Readonly<Record<string, string | undefined>> = process.env, cwd: string = process.cwd()): string {
   const chosen = nonEmpty(flag) ?? nonEmpty(env[DB_ENV_VAR]) ?? path.join('.agentvisor', 'agentvisor.db')
   return chosen === ':memory:' || isPostgresUrl(chosen) ? chosen : path.resolve(cwd, chosen)
 }
 
-const nonEmpty = (value: string | undefined): string | undefined =>
-  value === undefined || value.trim() === '' ? undefined : value
+const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value.trim() === '' ? undefined : value)

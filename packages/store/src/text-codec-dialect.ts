@@ -1,12 +1,4 @@
-import type {
-  CompiledQuery,
-  DatabaseConnection,
-  Dialect,
-  Driver,
-  QueryCompiler,
-  QueryResult,
-  TransactionSettings
-} from 'kysely'
+import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryCompiler, QueryResult, TransactionSettings } from 'kysely'
 import { decodeRows, encodeParams } from './text-codec.js'
 
 /**
@@ -102,5 +94,4 @@ class TextCodecDriver implements Driver {
   }
 }
 
-const unwrap = (connection: DatabaseConnection): DatabaseConnection =>
-  connection instanceof TextCodecConnection ? connection.inner : connection
+const unwrap = (connection: DatabaseConnection): DatabaseConnection => (connection instanceof TextCodecConnection ? connection.inner : connection)

@@ -26,7 +26,9 @@ describe.each(DIALECTS)('run leases on %s', (dialect) => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
     expect(await acquireLease(db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })).toEqual({ token: 1 })
-    expect(await acquireLease(db, { runId: 'run-1', owner: 'b', now: 1200, ttlMs: 500, isAbandoned: never })).toEqual({ holder: { owner: 'a', expiresAt: 1500 } })
+    expect(await acquireLease(db, { runId: 'run-1', owner: 'b', now: 1200, ttlMs: 500, isAbandoned: never })).toEqual({
+      holder: { owner: 'a', expiresAt: 1500 }
+    })
     expect(await acquireLease(db, { runId: 'missing', owner: 'b', now: 1200, ttlMs: 500, isAbandoned: never })).toBeUndefined()
   })
 
@@ -93,7 +95,9 @@ async function hosts(count: number): Promise<Store[]> {
 /** Resolves once some session of this database waits for a lock (seen from another session). */
 async function someoneWaitsForALock(db: Executor): Promise<void> {
   for (let i = 0; i < 200; i++) {
-    const { rows } = await sql<{ n: number }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db)
+    const { rows } = await sql<{
+      n: number
+    }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db)
     if (Number(rows[0]?.n) > 0) return
     await sleep(25)
   }
@@ -188,8 +192,15 @@ describe('run leases across PostgreSQL hosts', () => {
     // the transitions, in seq order, are the history as PostgreSQL committed it. A seq is the
     // next free one: two writers at once (a failed fence) would collide on the primary key.
     const append = async (trx: Executor, event: 'acquire' | 'write', owner: string, token: number, now: number) => {
-      const last = await trx.selectFrom('transitions').select((eb) => eb.fn.max('seq').as('seq')).where('run_id', '=', runId).executeTakeFirst()
-      await appendTransition(trx, transition({ seq: Number(last?.seq ?? 0) + 1, event, from_state: owner, to_state: String(token), snapshot_json: JSON.stringify({ now }) }))
+      const last = await trx
+        .selectFrom('transitions')
+        .select((eb) => eb.fn.max('seq').as('seq'))
+        .where('run_id', '=', runId)
+        .executeTakeFirst()
+      await appendTransition(
+        trx,
+        transition({ seq: Number(last?.seq ?? 0) + 1, event, from_state: owner, to_state: String(token), snapshot_json: JSON.stringify({ now }) })
+      )
     }
     const tally = { acquired: 0, written: 0, refused: 0, owners: new Set<string>() }
 

@@ -28,8 +28,12 @@ async function withClient<A>(url: string, body: (client: pg.Client) => Promise<A
 /** The database's tables and applied migrations, read with a connection of its own. */
 const inspect = (url: string): Promise<{ tables: string[]; migrations: string[] }> =>
   withClient(url, async (client) => {
-    const tables = (await client.query<{ name: string }>("select table_name as name from information_schema.tables where table_schema = current_schema() order by 1")).rows.map((row) => row.name)
-    const applied = tables.includes('kysely_migration') ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((row) => row.name) : []
+    const tables = (
+      await client.query<{ name: string }>('select table_name as name from information_schema.tables where table_schema = current_schema() order by 1')
+    ).rows.map((row) => row.name)
+    const applied = tables.includes('kysely_migration')
+      ? (await client.query<{ name: string }>('select name from kysely_migration order by name')).rows.map((row) => row.name)
+      : []
     return { tables, migrations: applied }
   })
 
@@ -130,7 +134,12 @@ describe('openStore on PostgreSQL', () => {
     await withClient(url, (client) => client.query('create table runs (legacy text)'))
 
     const error = await rejectionOf(openStore(url))
-    expectStoreError(error, url.replace(/:[^:@/]+@/, ':***@'), decodeURIComponent(new URL(url).password), new RegExp(`^Migration ${INITIAL} failed on the store`))
+    expectStoreError(
+      error,
+      url.replace(/:[^:@/]+@/, ':***@'),
+      decodeURIComponent(new URL(url).password),
+      new RegExp(`^Migration ${INITIAL} failed on the store`)
+    )
     // All or nothing: the migrations ran in one transaction. (Kysely's bookkeeping tables are
     // created before it, and stay, empty.)
     const schema = await inspect(url)
@@ -140,7 +149,9 @@ describe('openStore on PostgreSQL', () => {
 
   it('refuses a database that a newer version migrated past what this version knows', async () => {
     const url = await tempLocation('postgres', { migrated: true })
-    await withClient(url, (client) => client.query("insert into kysely_migration (name, timestamp) values ('2099-01-01T000000-future', '2099-01-01T00:00:00.000Z')"))
+    await withClient(url, (client) =>
+      client.query("insert into kysely_migration (name, timestamp) values ('2099-01-01T000000-future', '2099-01-01T00:00:00.000Z')")
+    )
     const error = await rejectionOf(openStore(url))
     expect(error).toBeInstanceOf(StoreError)
     expect((error as StoreError).message).toContain('2099-01-01T000000-future')

@@ -60,7 +60,20 @@ describe.each(DIALECTS)('policy repositories on %s', (dialect) => {
   it('appends policy events in order and rejects an unknown kind', async () => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
-    const event = { run_id: 'run-1', step: 1, kind: 'refusal', act: 'write', target: 'secrets/k', rule: 'secrets/**', layer: 'base', decision: 'deny', source: 'policy', request_id: null, performed_target: null, at: 't' } as const
+    const event = {
+      run_id: 'run-1',
+      step: 1,
+      kind: 'refusal',
+      act: 'write',
+      target: 'secrets/k',
+      rule: 'secrets/**',
+      layer: 'base',
+      decision: 'deny',
+      source: 'policy',
+      request_id: null,
+      performed_target: null,
+      at: 't'
+    } as const
     await insertPolicyEvents(db, [event, { ...event, target: 'secrets/j' }])
     expect((await listPolicyEvents(db, 'run-1')).map((e) => e.target)).toEqual(['secrets/k', 'secrets/j'])
     await expect(insertPolicyEvents(db, [{ ...event, kind: 'other' as never }])).rejects.toThrow()

@@ -35,7 +35,9 @@ describe('resolveDbPath', () => {
 describe('resolveDbPath with a PostgreSQL URL', () => {
   it('passes a postgres:// or postgresql:// flag through unchanged', () => {
     expect(resolveDbPath('postgres://app:s3cret@db.internal:5432/agentvisor', {}, cwd)).toBe('postgres://app:s3cret@db.internal:5432/agentvisor')
-    expect(resolveDbPath('postgresql://db/agentvisor?sslmode=require', { AGENTVISOR_DB: '/data/env.db' }, cwd)).toBe('postgresql://db/agentvisor?sslmode=require')
+    expect(resolveDbPath('postgresql://db/agentvisor?sslmode=require', { AGENTVISOR_DB: '/data/env.db' }, cwd)).toBe(
+      'postgresql://db/agentvisor?sslmode=require'
+    )
   })
 
   it('passes a URL in $AGENTVISOR_DB through unchanged', () => {

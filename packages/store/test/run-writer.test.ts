@@ -26,8 +26,7 @@ const WRITERS: ReadonlyArray<readonly [string, TestDialect]> = [
   ['prepared statements on sqlite', 'sqlite']
 ]
 
-const writerOf = (name: string, store: Store): RunWriter =>
-  name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db)
+const writerOf = (name: string, store: Store): RunWriter => (name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db))
 
 const head = (state: string, at = '2026-11-29T12:00:01.000Z') => ({ status: 'running', state, steps: 1, updated_at: at, error_json: null, ended_at: null })
 
@@ -68,11 +67,42 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
           { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: 'keep going' },
           {
             op: 'insertPolicyEvents',
-            rows: [{ run_id: 'run-1', step: 1, kind: 'refusal', act: 'write', target: 'secrets/a', rule: 'secrets/**', layer: 'base', decision: 'deny', source: 'policy', request_id: null, performed_target: null, at: 'x' }]
+            rows: [
+              {
+                run_id: 'run-1',
+                step: 1,
+                kind: 'refusal',
+                act: 'write',
+                target: 'secrets/a',
+                rule: 'secrets/**',
+                layer: 'base',
+                decision: 'deny',
+                source: 'policy',
+                request_id: null,
+                performed_target: null,
+                at: 'x'
+              }
+            ]
           },
           {
             op: 'insertApproval',
-            row: { id: 'ap-1', run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', kind: 'approval', act: 'exec', target: 'ls', payload_json: '{}', rule: '*', layer: 'team', source: null, edited_payload_json: null, created_at: 'x', decided_at: null }
+            row: {
+              id: 'ap-1',
+              run_id: 'run-1',
+              step: 1,
+              position: 0,
+              tool_call_id: 'c1',
+              kind: 'approval',
+              act: 'exec',
+              target: 'ls',
+              payload_json: '{}',
+              rule: '*',
+              layer: 'team',
+              source: null,
+              edited_payload_json: null,
+              created_at: 'x',
+              decided_at: null
+            }
           },
           { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: '{}', started_at: 'x' } },
           { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true}', at: 'y' }
@@ -98,7 +128,9 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
   it('writes nothing for a driver whose lease was taken over', async () => {
     const { db, writer, token } = await setup()
     expect(await acquireLease(db, { runId: 'run-1', owner: 'other', now: 9000, ttlMs: 500, isAbandoned: never })).toEqual({ token: 2 })
-    await expect(Promise.resolve().then(() => writer.commit(commitOf(token, 1, { writes: [{ op: 'insertStep', row: step() }] })))).rejects.toBeInstanceOf(LeaseLostError)
+    await expect(Promise.resolve().then(() => writer.commit(commitOf(token, 1, { writes: [{ op: 'insertStep', row: step() }] })))).rejects.toBeInstanceOf(
+      LeaseLostError
+    )
     await expect(Promise.resolve().then(() => writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }]))).rejects.toBeInstanceOf(LeaseLostError)
     await expect(Promise.resolve().then(() => writer.settlePending('run-1', token, 'unknown', 'x'))).rejects.toBeInstanceOf(LeaseLostError)
     expect(await listTransitions(db, 'run-1')).toEqual([])
@@ -125,7 +157,9 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
 
   it('takes and releases leases like acquireLease and releaseLease', async () => {
     const { db, writer } = await setup()
-    expect(await writer.acquireLease({ runId: 'run-1', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: never })).toEqual({ holder: { owner: 'me', expiresAt: 5000 } })
+    expect(await writer.acquireLease({ runId: 'run-1', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: never })).toEqual({
+      holder: { owner: 'me', expiresAt: 5000 }
+    })
     expect(await writer.acquireLease({ runId: 'run-1', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: (o) => o === 'me' })).toEqual({ token: 2 })
     expect(await writer.acquireLease({ runId: 'missing', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: never })).toBeUndefined()
     await writer.releaseLease('run-1', 1) // a stale token releases nothing
@@ -142,7 +176,14 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     const results = await Promise.allSettled([
       writer.commit(commitOf(1, 1, { writes: [{ op: 'insertStep', row: step() }] }), { batch: true }),
       writer.commit(commitOf(other, 1, { runId: 'run-2', transitions: [transition({ run_id: 'run-2', seq: 1 })] }), { batch: true }),
-      writer.commit(commitOf(stale, 1, { runId: 'run-3', writes: [{ op: 'insertStep', row: step({ run_id: 'run-3' }) }], transitions: [transition({ run_id: 'run-3', seq: 1 })] }), { batch: true })
+      writer.commit(
+        commitOf(stale, 1, {
+          runId: 'run-3',
+          writes: [{ op: 'insertStep', row: step({ run_id: 'run-3' }) }],
+          transitions: [transition({ run_id: 'run-3', seq: 1 })]
+        }),
+        { batch: true }
+      )
     ])
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected'])
     expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError)

@@ -1,14 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  getRun,
-  insertRun,
-  listChildren,
-  listRuns,
-  RunStatus,
-  toRunRecord,
-  updateRun,
-  type RunStatus as RunStatusType
-} from '@agentvisor/store'
+import { getRun, insertRun, listChildren, listRuns, RunStatus, toRunRecord, updateRun, type RunStatus as RunStatusType } from '@agentvisor/store'
 import { DIALECTS, run, tempStore } from './support/temp-store.js'
 
 /** A run nobody drives and nobody asked to cancel. */

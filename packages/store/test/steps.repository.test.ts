@@ -42,7 +42,7 @@ describe.each(DIALECTS)('steps repository on %s', (dialect) => {
     expect(await setStepFeedback(db, 'run-1', 9, 'x')).toBe(false)
   })
 
-  it('lists a run\'s steps in step order', async () => {
+  it("lists a run's steps in step order", async () => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertStep(db, step({ step: 2 }))

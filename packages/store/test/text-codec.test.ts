@@ -31,8 +31,7 @@ import { DIALECTS, attempt, run, step, tempLocation, tempStore, transition, type
 /** Text a tool or a model may produce that neither database holds as it is, or that looks like the escape. */
 const NASTY = 'a\u0000b \u0010 c\u0010\uFDD0 \uFDD0\uFDD1 lone \uD800 and \uDC00, pair \uD83D\uDE00, end\u0000'
 /** What the store holds for it, on every dialect. */
-const STORED =
-  'a\u0010\uFDD0b \u0010\uFDD1 c\u0010\uFDD1\uFDD0 \uFDD0\uFDD1 lone \u0010\uFDD2\uE000 and \u0010\uFDD2\uE400, pair \uD83D\uDE00, end\u0010\uFDD0'
+const STORED = 'a\u0010\uFDD0b \u0010\uFDD1 c\u0010\uFDD1\uFDD0 \uFDD0\uFDD1 lone \u0010\uFDD2\uE000 and \u0010\uFDD2\uE400, pair \uD83D\uDE00, end\u0010\uFDD0'
 
 /** A tool result record as the driver journals it: JSON text, with the NUL escaped by JSON itself. */
 const RESULT_JSON = JSON.stringify({ output: `exit code: 0\nstdout:\n${NASTY}` })
@@ -95,11 +94,22 @@ describe.each(DIALECTS)('text with NUL bytes on %s', (dialect) => {
     const store = await openTemp(dialect)
     const { db } = store
     await insertRun(db, run({ goal: NASTY }))
-    await insertStep(db, step({ prompt_summary: NASTY, text: NASTY, tool_calls_json: JSON.stringify([{ name: 'exec', arguments: NASTY }]), results_json: RESULT_JSON }))
+    await insertStep(
+      db,
+      step({ prompt_summary: NASTY, text: NASTY, tool_calls_json: JSON.stringify([{ name: 'exec', arguments: NASTY }]), results_json: RESULT_JSON })
+    )
     expect(await setStepFeedback(db, 'run-1', 1, NASTY)).toBe(true)
     await insertAttempt(db, attempt({ partial_text: NASTY }))
     await settleAttempt(db, 'run-1', 1, 0, { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY })
-    await startToolEffect(db, { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: NASTY, started_at: '2026-11-29T12:00:01.000Z' })
+    await startToolEffect(db, {
+      run_id: 'run-1',
+      step: 1,
+      position: 0,
+      tool_call_id: 'c1',
+      name: 'exec',
+      arguments: NASTY,
+      started_at: '2026-11-29T12:00:01.000Z'
+    })
     await completeToolEffect(db, 'run-1', 1, 0, RESULT_JSON, '2026-11-29T12:00:02.000Z')
     await insertApproval(db, {
       id: 'ap-1',
@@ -116,9 +126,30 @@ describe.each(DIALECTS)('text with NUL bytes on %s', (dialect) => {
       created_at: '2026-11-29T12:00:01.000Z',
       decided_at: null
     })
-    await decideApproval(db, 'ap-1', { status: 'approved', source: 'cli', remember: false, editedPayloadJson: null, decidedAt: '2026-11-29T12:00:02.000Z', resolution: 'completed', account: NASTY })
+    await decideApproval(db, 'ap-1', {
+      status: 'approved',
+      source: 'cli',
+      remember: false,
+      editedPayloadJson: null,
+      decidedAt: '2026-11-29T12:00:02.000Z',
+      resolution: 'completed',
+      account: NASTY
+    })
     await insertPolicyEvents(db, [
-      { run_id: 'run-1', step: 1, kind: 'decision', act: 'exec', target: NASTY, rule: 'default', layer: 'default', decision: 'approved', source: 'cli', request_id: 'ap-1', performed_target: NASTY, at: '2026-11-29T12:00:02.000Z' }
+      {
+        run_id: 'run-1',
+        step: 1,
+        kind: 'decision',
+        act: 'exec',
+        target: NASTY,
+        rule: 'default',
+        layer: 'default',
+        decision: 'approved',
+        source: 'cli',
+        request_id: 'ap-1',
+        performed_target: NASTY,
+        at: '2026-11-29T12:00:02.000Z'
+      }
     ])
 
     expect((await getRun(db, 'run-1'))!.goal).toBe(NASTY)
@@ -151,8 +182,7 @@ const WRITERS: ReadonlyArray<readonly [string, TestDialect]> = [
   ['prepared statements on sqlite', 'sqlite']
 ]
 
-const writerOf = (name: string, store: Store): RunWriter =>
-  name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db)
+const writerOf = (name: string, store: Store): RunWriter => (name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db))
 
 describe.each(WRITERS)('text with NUL bytes through the run writer (%s)', (name, dialect) => {
   it('commits a step, its receipt and its journal with NUL bytes, read back the same by the writer and the repositories', async () => {
@@ -161,20 +191,36 @@ describe.each(WRITERS)('text with NUL bytes through the run writer (%s)', (name,
     const token = await writer.createRun(run({ goal: NASTY }), { owner: 'me', expiresAt: 5000 })
     await writer.write('run-1', token, [
       { op: 'insertAttempt', row: attempt() },
-      { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: NASTY, started_at: '2026-11-29T12:00:01.000Z' } },
+      {
+        op: 'startToolEffect',
+        row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: NASTY, started_at: '2026-11-29T12:00:01.000Z' }
+      },
       { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: RESULT_JSON, at: '2026-11-29T12:00:02.000Z' }
     ])
     await writer.commit({
       runId: 'run-1',
       leaseToken: token,
       writes: [
-        { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY } },
+        {
+          op: 'settleAttempt',
+          runId: 'run-1',
+          step: 1,
+          attempt: 0,
+          patch: { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY }
+        },
         { op: 'insertStep', row: step({ prompt_summary: NASTY, text: NASTY }) },
         { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: RESULT_JSON },
         { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: NASTY }
       ],
       transitions: [transition()],
-      head: { status: 'running', state: 'acting', steps: 1, updated_at: '2026-11-29T12:00:02.000Z', error_json: JSON.stringify({ kind: 'tool', message: NASTY }), ended_at: null }
+      head: {
+        status: 'running',
+        state: 'acting',
+        steps: 1,
+        updated_at: '2026-11-29T12:00:02.000Z',
+        error_json: JSON.stringify({ kind: 'tool', message: NASTY }),
+        ended_at: null
+      }
     })
 
     const loaded = await writer.loadRun('run-1')

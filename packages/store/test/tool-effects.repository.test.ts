@@ -20,7 +20,9 @@ describe.each(DIALECTS)('tool effects journal on %s', (dialect) => {
     await startToolEffect(db, call(0))
     expect(await listToolEffects(db, 'run-1', 1)).toEqual([{ ...call(0), status: 'started', result_json: null, completed_at: null }])
     expect(await completeToolEffect(db, 'run-1', 1, 0, '{"ok":true}', '2026-11-29T12:00:02.000Z')).toBe(true)
-    expect(await listToolEffects(db, 'run-1', 1)).toEqual([{ ...call(0), status: 'completed', result_json: '{"ok":true}', completed_at: '2026-11-29T12:00:02.000Z' }])
+    expect(await listToolEffects(db, 'run-1', 1)).toEqual([
+      { ...call(0), status: 'completed', result_json: '{"ok":true}', completed_at: '2026-11-29T12:00:02.000Z' }
+    ])
     expect(await completeToolEffect(db, 'run-1', 1, 9, '{}', 't')).toBe(false)
   })
 
@@ -35,7 +37,7 @@ describe.each(DIALECTS)('tool effects journal on %s', (dialect) => {
     ])
   })
 
-  it('lists a run\'s journal by step, then position, optionally for one step', async () => {
+  it("lists a run's journal by step, then position, optionally for one step", async () => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await startToolEffect(db, call(1, { step: 2 }))

@@ -3,7 +3,7 @@ import { appendTransition, insertRun, lastTransition, listTransitions } from '@a
 import { DIALECTS, run, tempStore, transition } from './support/temp-store.js'
 
 describe.each(DIALECTS)('transitions repository on %s', (dialect) => {
-  it('returns a run\'s transitions in seq order whatever order they were written in', async () => {
+  it("returns a run's transitions in seq order whatever order they were written in", async () => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await insertRun(db, run({ id: 'other' }))

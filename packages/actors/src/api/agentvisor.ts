@@ -59,11 +59,7 @@ export class Agentvisor {
   static async open(options: AgentvisorOptions): Promise<Agentvisor> {
     const busScope = Effect.runSync(Scope.make())
     const embedded = options.bus === undefined && options.nats === undefined
-    const bus =
-      options.bus ??
-      (options.nats !== undefined
-        ? await unwrapPlain(Scope.extend(makeNatsBus(options.nats), busScope))
-        : makeInProcessBus())
+    const bus = options.bus ?? (options.nats !== undefined ? await unwrapPlain(Scope.extend(makeNatsBus(options.nats), busScope)) : makeInProcessBus())
     const supervisorOptions: SupervisorOptions = {
       ...options,
       bus,
@@ -102,7 +98,12 @@ export class Agentvisor {
     const contract = Agentvisor.contract(task)
     const unconfinable = await sandboxUnavailable(contract.sandbox)
     if (unconfinable !== undefined) throw new ContractError({ message: `sandbox.exec: ${unconfinable}`, field: 'sandbox.exec' })
-    return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.start(contract, options))))
+    return this.wrap(
+      await unwrap(
+        this.runtime,
+        Effect.flatMap(Supervisor, (s) => s.start(contract, options))
+      )
+    )
   }
 
   /** Starts a run and waits for it to finish or pause. */
@@ -112,7 +113,12 @@ export class Agentvisor {
 
   /** Continues an interrupted or paused run under the same run id. */
   async resume(runId: string, options: StartOptions = {}): Promise<StartedRun> {
-    return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.resume(runId, options))))
+    return this.wrap(
+      await unwrap(
+        this.runtime,
+        Effect.flatMap(Supervisor, (s) => s.resume(runId, options))
+      )
+    )
   }
 
   /**
@@ -127,7 +133,12 @@ export class Agentvisor {
    * console.log(await Promise.all(children.map((c) => c.result)))
    */
   async spawn(parentId: string, child: ChildSpec): Promise<StartedRun> {
-    return this.wrap(await unwrap(this.runtime, Effect.flatMap(Supervisor, (s) => s.spawn(parentId, child))))
+    return this.wrap(
+      await unwrap(
+        this.runtime,
+        Effect.flatMap(Supervisor, (s) => s.spawn(parentId, child))
+      )
+    )
   }
 
   /**
@@ -143,7 +154,10 @@ export class Agentvisor {
    * const resumed = await av.resume(runId)
    */
   approve(runId: string, answer: ApproveAnswer): Promise<ApproveOutcome> {
-    return unwrap(this.runtime, Effect.flatMap(StoreService, (store) => approveRun({ db: store.db, source: 'api' }, runId, answer)))
+    return unwrap(
+      this.runtime,
+      Effect.flatMap(StoreService, (store) => approveRun({ db: store.db, source: 'api' }, runId, answer))
+    )
   }
 
   /**
@@ -163,12 +177,18 @@ export class Agentvisor {
 
   /** The requests a run waits on: `[{id, kind: 'approval' | 'recovery', step, act, target, arguments, rule, layer}]`. */
   pending(runId: string): Promise<PendingRequest[]> {
-    return unwrap(this.runtime, Effect.flatMap(StoreService, (store) => pendingRequests(store.db, runId)))
+    return unwrap(
+      this.runtime,
+      Effect.flatMap(StoreService, (store) => pendingRequests(store.db, runId))
+    )
   }
 
   /** The runs as `agentvisor runs --json` lists them, optionally only those with `status` (or children of `parentId`). */
   list(filter: RunFilter = {}): Promise<RunRecord[]> {
-    return unwrap(this.runtime, Effect.flatMap(StoreService, (store) => listRunRecords(store.db, filter)))
+    return unwrap(
+      this.runtime,
+      Effect.flatMap(StoreService, (store) => listRunRecords(store.db, filter))
+    )
   }
 
   private closed = false
@@ -205,7 +225,10 @@ export class Agentvisor {
  * Runs an effect and rejects with its own typed error (a `RunNotFoundError`, a `StoreError`...)
  * rather than Effect's FiberFailure wrapper, so promise users can `instanceof` and read `_tag`.
  */
-const unwrap = async <A, E>(runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>, effect: Effect.Effect<A, E, Supervisor | StoreService>): Promise<A> => {
+const unwrap = async <A, E>(
+  runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>,
+  effect: Effect.Effect<A, E, Supervisor | StoreService>
+): Promise<A> => {
   const exit = await runtime.runPromiseExit(effect)
   if (Exit.isSuccess(exit)) return exit.value
   throw Cause.squash(exit.cause)

@@ -1,13 +1,5 @@
 import { type CompiledPolicy, describeDecision, escapeGlob } from '@agentvisor/core'
-import {
-  type ApprovalRow,
-  type Database,
-  type DecisionSource,
-  decideApproval,
-  insertPolicyEvents,
-  type NewPolicyEvent,
-  rememberRule
-} from '@agentvisor/store'
+import { type ApprovalRow, type Database, type DecisionSource, decideApproval, insertPolicyEvents, type NewPolicyEvent, rememberRule } from '@agentvisor/store'
 import { Data } from 'effect'
 import type { Kysely } from 'kysely'
 import { EditRefusedError, RecoveryDecisionNeededError, RequestDecidedError } from '../errors.js'
@@ -57,7 +49,17 @@ export interface ApprovalRequest {
 
 export const approvalRequestOf = (row: ApprovalRow): ApprovalRequest => {
   const payload = JSON.parse(row.payload_json) as { name: string; arguments: string }
-  return { id: row.id, runId: row.run_id, step: row.step, act: row.act, target: row.target, tool: payload.name, arguments: payload.arguments, rule: row.rule, layer: row.layer }
+  return {
+    id: row.id,
+    runId: row.run_id,
+    step: row.step,
+    act: row.act,
+    target: row.target,
+    tool: payload.name,
+    arguments: payload.arguments,
+    rule: row.rule,
+    layer: row.layer
+  }
 }
 
 /**

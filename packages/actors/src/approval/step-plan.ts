@@ -64,11 +64,30 @@ export const planStep = (input: {
         pending.push(existing)
       } else if (input.mode === 'auto') {
         const id = input.newId()
-        decided.push({ ...base, id, position, tool_call_id: call.id, payload_json: payloadOf(call), status: 'approved', source: 'auto', edited_payload_json: null, decided_at: null })
+        decided.push({
+          ...base,
+          id,
+          position,
+          tool_call_id: call.id,
+          payload_json: payloadOf(call),
+          status: 'approved',
+          source: 'auto',
+          edited_payload_json: null,
+          decided_at: null
+        })
         events.push({ ...base, kind: 'decision', decision: 'approved', source: 'auto', request_id: id, performed_target: null })
         calls.push({ kind: 'run', requested: call, call })
       } else {
-        pending.push({ ...base, id: input.newId(), position, tool_call_id: call.id, payload_json: payloadOf(call), source: null, edited_payload_json: null, decided_at: null })
+        pending.push({
+          ...base,
+          id: input.newId(),
+          position,
+          tool_call_id: call.id,
+          payload_json: payloadOf(call),
+          source: null,
+          edited_payload_json: null,
+          decided_at: null
+        })
       }
     }
   }

@@ -83,12 +83,13 @@ export const serveDelivery = (
       Effect.zipRight(delivery.term),
       Effect.zipRight(Effect.sync(() => log(`child run ${runId}: given up after ${MAX_CHILD_HANDLING_FAILURES} failed tries`))),
       Effect.catchAllCause((failed) =>
-        Effect.zipRight(Effect.sync(() => log(`child run ${runId}: cannot give it up, handing it back: ${causeLine(failed)}`)), delivery.nak)
+        Effect.zipRight(
+          Effect.sync(() => log(`child run ${runId}: cannot give it up, handing it back: ${causeLine(failed)}`)),
+          delivery.nak
+        )
       )
     )
-  return handleInProgress(delivery, ackWaitMs, () =>
-    Effect.catchAll(tries, (cause) => (Cause.isInterruptedOnly(cause) ? Effect.interrupt : gaveUp(cause)))
-  )
+  return handleInProgress(delivery, ackWaitMs, () => Effect.catchAll(tries, (cause) => (Cause.isInterruptedOnly(cause) ? Effect.interrupt : gaveUp(cause))))
 }
 
 /**
@@ -98,14 +99,13 @@ export const serveDelivery = (
  * one. A handler that dies, or is interrupted with its worker, stops reporting, and its request
  * comes back after the deadline. Both buses run their handlers through this.
  */
-export const handleInProgress = (
-  delivery: ChildDelivery,
-  ackWaitMs: number,
-  handle: (delivery: ChildDelivery) => Effect.Effect<void>
-): Effect.Effect<void> => {
+export const handleInProgress = (delivery: ChildDelivery, ackWaitMs: number, handle: (delivery: ChildDelivery) => Effect.Effect<void>): Effect.Effect<void> => {
   const everyMs = Math.max(50, Math.floor(ackWaitMs / 3))
   return Effect.scoped(
-    Effect.zipRight(Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(everyMs), delivery.working))), Effect.suspend(() => handle(delivery)))
+    Effect.zipRight(
+      Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(everyMs), delivery.working))),
+      Effect.suspend(() => handle(delivery))
+    )
   )
 }
 

@@ -31,5 +31,4 @@ export const answerControl = (handler: ControlHandler, runId: string, verb: stri
 }
 
 /** The reply as JSON text; a reply JSON cannot hold (a bigint, a cycle) is an internal error. */
-export const encodeControlReply = (reply: ControlReply): string =>
-  encodeJson(reply) ?? JSON.stringify(controlError('internal error'))
+export const encodeControlReply = (reply: ControlReply): string => encodeJson(reply) ?? JSON.stringify(controlError('internal error'))

@@ -162,11 +162,9 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
     ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
   })
 
-  const publishEvent: Bus['publishEvent'] = (message) =>
-    isSubjectToken(message.runId) ? publish(nc, subjects.events(message.runId), message) : Effect.void
+  const publishEvent: Bus['publishEvent'] = (message) => (isSubjectToken(message.runId) ? publish(nc, subjects.events(message.runId), message) : Effect.void)
 
-  const publishDone: Bus['publishDone'] = (message) =>
-    isSubjectToken(message.runId) ? publish(nc, subjects.done(message.runId), message) : Effect.void
+  const publishDone: Bus['publishDone'] = (message) => (isSubjectToken(message.runId) ? publish(nc, subjects.done(message.runId), message) : Effect.void)
 
   const listen =
     <A>(decode: (text: string) => A | undefined, deliver: (message: A) => void) =>

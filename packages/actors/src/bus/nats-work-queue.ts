@@ -208,7 +208,12 @@ export const makeNatsWorkQueue = (nc: NatsConnection, config: WorkQueueConfig): 
         return yield* Effect.fail(new BusError({ message: `concurrency must be a positive integer, got ${concurrency}` }))
       }
       yield* setUp(consumer.get)
-      yield* Effect.forkScoped(Effect.all(Array.from({ length: concurrency }, () => slot(handle, options)), { concurrency: 'unbounded', discard: true }))
+      yield* Effect.forkScoped(
+        Effect.all(
+          Array.from({ length: concurrency }, () => slot(handle, options)),
+          { concurrency: 'unbounded', discard: true }
+        )
+      )
     })
 
   return { submit, consume }

@@ -48,9 +48,7 @@ export const decodeRunDone = (text: string): RunDoneMessage | undefined => {
   const value = parseObject(text)
   if (value === undefined || !isVersioned(value)) return undefined
   const { runId, status, steps } = value
-  return typeof runId === 'string' && typeof status === 'string' && typeof steps === 'number'
-    ? (value as unknown as RunDoneMessage)
-    : undefined
+  return typeof runId === 'string' && typeof status === 'string' && typeof steps === 'number' ? (value as unknown as RunDoneMessage) : undefined
 }
 
 /** Decodes a control reply; one that is not `{v: 1, ok, ...}` is a `BusError` for the caller. */

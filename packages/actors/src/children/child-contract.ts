@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto'
 import * as path from 'node:path'
-import { compilePolicy, decodeArgumentsObject, DEFAULT_CHILD_LIMITS, describeDecision, type Limits, parseChildContract, type TaskContract, type VerifySpec } from '@agentvisor/core'
+import {
+  compilePolicy,
+  decodeArgumentsObject,
+  DEFAULT_CHILD_LIMITS,
+  describeDecision,
+  type Limits,
+  parseChildContract,
+  type TaskContract,
+  type VerifySpec
+} from '@agentvisor/core'
 import type { NewRun } from '@agentvisor/store'
 import { Either } from 'effect'
 
@@ -20,7 +29,12 @@ const narrowLimits = (parent: Limits, asked: unknown): Limits => {
     const value = wanted[key]
     return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? Math.min(value, parent[key]) : parent[key]
   }
-  return { maxSteps: Math.max(1, pick('maxSteps')), maxRetries: pick('maxRetries'), dispatchCeiling: Math.max(1, pick('dispatchCeiling')), timeoutMs: Math.max(1, pick('timeoutMs')) }
+  return {
+    maxSteps: Math.max(1, pick('maxSteps')),
+    maxRetries: pick('maxRetries'),
+    dispatchCeiling: Math.max(1, pick('dispatchCeiling')),
+    timeoutMs: Math.max(1, pick('timeoutMs'))
+  }
 }
 
 /** Whether `inner` is `outer` or a folder below it (lexically; both are absolute). */
@@ -89,12 +103,7 @@ const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Recor
  * sandbox (a child can never do what its parent may not), limits no larger than the parent's, and a
  * workspace inside the parent's (`children/<n>` by default). Left: why the call is refused.
  */
-export const childContract = (
-  parent: TaskContract,
-  parentId: string,
-  rawArguments: string,
-  ordinal: number
-): Either.Either<TaskContract, string> => {
+export const childContract = (parent: TaskContract, parentId: string, rawArguments: string, ordinal: number): Either.Either<TaskContract, string> => {
   // The same decoding as every tool's: a non-object or too deeply nested call is refused here.
   const decoded = decodeArgumentsObject(rawArguments)
   if (Either.isLeft(decoded)) return Either.left(`Invalid arguments for spawn_child: ${decoded.left}`)
@@ -147,7 +156,9 @@ const widening = (parent: TaskContract, parentId: string, rebuilt: TaskContract,
   }
   // Across layers the strongest tier wins (docs/policy.md): ask and deny rules can only restrict,
   // an allow rule could turn the parent's ask into an allow.
-  const widened = child.policy.layers.findIndex((layer, index) => index >= inherited.length && layer.allow !== undefined && Object.values(layer.allow).some((rules) => (rules?.length ?? 0) > 0))
+  const widened = child.policy.layers.findIndex(
+    (layer, index) => index >= inherited.length && layer.allow !== undefined && Object.values(layer.allow).some((rules) => (rules?.length ?? 0) > 0)
+  )
   if (widened !== -1) return `policy.layers.${widened}.allow: a child may only add ask and deny rules to its parent's policy`
   return undefined
 }

@@ -1,5 +1,15 @@
 import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, type ToolCall } from '@agentvisor/core'
-import { type Database, isFinalStatus, type LeaseLostError, listChildren, listSteps, requestCancel, type RunRow, type RunWithContract, type StoreError } from '@agentvisor/store'
+import {
+  type Database,
+  isFinalStatus,
+  type LeaseLostError,
+  listChildren,
+  listSteps,
+  requestCancel,
+  type RunRow,
+  type RunWithContract,
+  type StoreError
+} from '@agentvisor/store'
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { CallPlan } from '../approval/step-plan.js'
@@ -71,7 +81,10 @@ export const makeChildRuns = (env: {
       for (const [position, item] of calls.entries()) {
         if (item.kind !== 'run' || item.call.name !== 'spawn_child') continue
         if (!canSpawn) {
-          results.set(position, { ok: false, output: `spawn_child is not available to this run (depth ${contract.lineage?.depth ?? 0} of at most ${limits.maxDepth}).` })
+          results.set(position, {
+            ok: false,
+            output: `spawn_child is not available to this run (depth ${contract.lineage?.depth ?? 0} of at most ${limits.maxDepth}).`
+          })
           continue
         }
         const id = childRunId(runId, step, position)
@@ -104,10 +117,13 @@ export const makeChildRuns = (env: {
 
   /** This step's children, in spawn order. */
   const stepChildren = (step: number): Effect.Effect<RunWithContract[], StoreError | LeaseLostError> =>
-    Effect.map(store('load child runs', () => listChildren(db, runId)), (rows) => {
-      const order = new Map(env.toolCalls().map((_, position) => [childRunId(runId, step, position), position]))
-      return rows.filter((r) => order.has(r.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!)
-    })
+    Effect.map(
+      store('load child runs', () => listChildren(db, runId)),
+      (rows) => {
+        const order = new Map(env.toolCalls().map((_, position) => [childRunId(runId, step, position), position]))
+        return rows.filter((r) => order.has(r.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!)
+      }
+    )
 
   /**
    * Waits until every child of the step has ended. Children are handed to the bus in spawn
@@ -124,7 +140,9 @@ export const makeChildRuns = (env: {
       const wake = yield* Effect.makeSemaphore(0)
       // Without done messages the wait still ends: it polls the store.
       yield* Effect.forkScoped(
-        bus.watchDone(() => Effect.runSync(wake.release(1))).pipe(Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: no done messages, polling only: ${error.message}`))))
+        bus
+          .watchDone(() => Effect.runSync(wake.release(1)))
+          .pipe(Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: no done messages, polling only: ${error.message}`))))
       )
       for (;;) {
         const rows = yield* surviving(`run ${runId}: load its children`, stepChildren(step), warn)
@@ -136,7 +154,12 @@ export const makeChildRuns = (env: {
           // One that cannot be handed to the bus now is handed again on the next look.
           const handed = yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: childContractJson }).pipe(
             Effect.as(true),
-            Effect.catchAllCause((cause) => Effect.as(Effect.sync(() => warn(`run ${runId}: cannot submit child run ${child.id}, trying again: ${causeLine(cause)}`)), false))
+            Effect.catchAllCause((cause) =>
+              Effect.as(
+                Effect.sync(() => warn(`run ${runId}: cannot submit child run ${child.id}, trying again: ${causeLine(cause)}`)),
+                false
+              )
+            )
           )
           if (handed) submitted.add(child.id)
         }
@@ -149,7 +172,12 @@ export const makeChildRuns = (env: {
     // A parent ending on a failing store cannot reach its children; it says so rather than
     // leaving them to run on unnoticed (they end at their own deadlines).
     const rows = yield* store('load child runs', () => listChildren(db, runId)).pipe(
-      Effect.catchAll((error) => Effect.as(Effect.sync(() => warn(`run ${runId}: cannot cancel its children: ${error.message}`)), [] as RunRow[]))
+      Effect.catchAll((error) =>
+        Effect.as(
+          Effect.sync(() => warn(`run ${runId}: cannot cancel its children: ${error.message}`)),
+          [] as RunRow[]
+        )
+      )
     )
     const at = iso(yield* nowMs)
     for (const child of rows.filter((r) => !isFinalStatus(r.status))) {

@@ -86,11 +86,16 @@ export class AgentvisorClient {
     try {
       return await new Promise<RunDoneMessage>((resolve, reject) => {
         const timer = setTimeout(() => reject(new ControlRefusedError({ message: `no done message for run ${runId} within ${timeoutMs} ms` })), timeoutMs)
-        run(Scope.extend(this.bus.watchDone((message) => {
-          if (message.runId !== runId) return
-          clearTimeout(timer)
-          resolve(message)
-        }), scope)).catch(reject)
+        run(
+          Scope.extend(
+            this.bus.watchDone((message) => {
+              if (message.runId !== runId) return
+              clearTimeout(timer)
+              resolve(message)
+            }),
+            scope
+          )
+        ).catch(reject)
       })
     } finally {
       await run(Scope.close(scope, Exit.void))

@@ -56,7 +56,9 @@ export const dispatch = (drive: Drive, ctx: RunContext): Effect.Effect<Work, Sto
       Effect.gen(function* () {
         const end = yield* nowMs
         deps.breakers.record(key, admission, 'abandoned', end)
-        yield* journal.write('settle a cancelled attempt', settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })).pipe(Effect.ignore)
+        yield* journal
+          .write('settle a cancelled attempt', settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt }))
+          .pipe(Effect.ignore)
         notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'cancelled', latencyMs: end - startedAt })
       })
     )
@@ -66,7 +68,11 @@ export const dispatch = (drive: Drive, ctx: RunContext): Effect.Effect<Work, Sto
     if (outcome._tag === 'Left') {
       const error = redactedError(drive, outcome.left)
       return {
-        event: { type: 'PROVIDER_ERROR', error: runErrorFromProvider(error), retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs) },
+        event: {
+          type: 'PROVIDER_ERROR',
+          error: runErrorFromProvider(error),
+          retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs)
+        },
         writes: [
           settle(runId, ctx, {
             outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
@@ -144,7 +150,15 @@ const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
 /** What a receipt row of the current attempt says about itself, for `onAttemptSettled`. */
 const attemptOf = (drive: Drive, ctx: RunContext): Omit<AttemptSettled, 'outcome' | 'latencyMs'> => {
   const config = drive.deps.contract.providers[ctx.providerIndex]!
-  return { runId: drive.deps.runId, step: ctx.step, attempt: ctx.attempt, provider: config.name, providerKind: config.kind, model: config.model, reason: ctx.reason }
+  return {
+    runId: drive.deps.runId,
+    step: ctx.step,
+    attempt: ctx.attempt,
+    provider: config.name,
+    providerKind: config.kind,
+    model: config.model,
+    reason: ctx.reason
+  }
 }
 
 /** A provider's error as the run keeps it: message and partial output redacted (any `Provider`, not only ours). */
@@ -174,7 +188,13 @@ const redactedReply = <R extends { readonly text: string; readonly toolCalls: Re
 }
 
 /** Settles the receipt of the context's current attempt. */
-const settle = (runId: string, ctx: RunContext, patch: AttemptSettlement): RunWrite => ({ op: 'settleAttempt', runId, step: ctx.step, attempt: ctx.attempt, patch })
+const settle = (runId: string, ctx: RunContext, patch: AttemptSettlement): RunWrite => ({
+  op: 'settleAttempt',
+  runId,
+  step: ctx.step,
+  attempt: ctx.attempt,
+  patch
+})
 
 /** The receipt row of an attempt about to be made: nothing known yet but who and why. */
 const pendingAttempt = (runId: string, ctx: RunContext, provider: string, startedAt: number): NewAttempt => ({

@@ -17,5 +17,6 @@ export const recoverLostDispatch = (drive: Drive): Effect.Effect<void, StoreErro
     // The current attempt's receipt exists: that dispatch went out (a crash left it pending, now
     // `unknown`; a shutdown settled it `cancelled`). The next one is a new attempt.
     const ctx = journal.context()
-    if (yield* store('look up the attempt', () => writer.attemptRecorded(runId, ctx.step, ctx.attempt))) yield* journal.commit({ event: { type: 'DISPATCH_LOST' } })
+    if (yield* store('look up the attempt', () => writer.attemptRecorded(runId, ctx.step, ctx.attempt)))
+      yield* journal.commit({ event: { type: 'DISPATCH_LOST' } })
   })

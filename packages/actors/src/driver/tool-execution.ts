@@ -63,7 +63,12 @@ export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreErr
     }
     const aborted = [...interrupted.values()].find((r) => r?.resolution === 'abort')
     if (aborted !== undefined) {
-      return { event: { type: 'CANCEL', message: `aborted by ${aborted.source ?? 'the operator'}: the interrupted exec ${JSON.stringify(aborted.target)} was not resumed` } } satisfies Work
+      return {
+        event: {
+          type: 'CANCEL',
+          message: `aborted by ${aborted.source ?? 'the operator'}: the interrupted exec ${JSON.stringify(aborted.target)} was not resumed`
+        }
+      } satisfies Work
     }
 
     const spawns = yield* planSpawns(drive, plan.calls, ctx.step)

@@ -40,7 +40,10 @@ export interface DurableHead {
  * model call; the run stops instead, naming both (docs/architecture.md).
  */
 const ignored = (state: string, event: RunEvent['type']): Work => ({
-  event: { type: 'FAIL', error: { kind: 'internal', message: `the run machine ignores the event ${event} in state ${state}; the run stops rather than repeat that state's work` } }
+  event: {
+    type: 'FAIL',
+    error: { kind: 'internal', message: `the run machine ignores the event ${event} in state ${state}; the run stops rather than repeat that state's work` }
+  }
 })
 
 /**
@@ -119,7 +122,15 @@ export class TransitionJournal {
     this.seq += 1
     const seq = this.seq
     if (work.writes !== undefined) staged.writes.push(...work.writes)
-    staged.transitions.push({ run_id: this.runId, seq, from_state: from, event: work.event.type, to_state: to, snapshot_json: JSON.stringify(actor.getPersistedSnapshot()), at })
+    staged.transitions.push({
+      run_id: this.runId,
+      seq,
+      from_state: from,
+      event: work.event.type,
+      to_state: to,
+      snapshot_json: JSON.stringify(actor.getPersistedSnapshot()),
+      at
+    })
     const transition = { runId: this.runId, seq, from, event: work.event.type, to, at }
     if (work.notice !== undefined) staged.notices.push(work.notice)
     const observers = this.observers

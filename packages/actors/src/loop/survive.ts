@@ -25,7 +25,12 @@ export const loopRetry: Schedule.Schedule<unknown, unknown> = Schedule.exponenti
  * Runs `step` until it succeeds: each failure (typed or a defect) is logged in one line naming
  * `what` and its cause, and `step` runs again on `schedule`. Only interruption ends it.
  */
-export const surviving = <A, E, R>(what: string, step: Effect.Effect<A, E, R>, log: LogLine, schedule: Schedule.Schedule<unknown, unknown> = loopRetry): Effect.Effect<A, never, R> =>
+export const surviving = <A, E, R>(
+  what: string,
+  step: Effect.Effect<A, E, R>,
+  log: LogLine,
+  schedule: Schedule.Schedule<unknown, unknown> = loopRetry
+): Effect.Effect<A, never, R> =>
   Effect.sandbox(step).pipe(
     Effect.tapError((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.sync(() => log(`${what} failed, trying again: ${causeLine(cause)}`)))),
     Effect.retry({ schedule, while: (cause) => !Cause.isInterruptedOnly(cause) }),

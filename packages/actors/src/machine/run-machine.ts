@@ -110,8 +110,7 @@ export const runMachine = setup({
       retryAt: ({ event }) => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' ? event.retryAt : null)
     }),
     recordError: assign({
-      error: ({ event, context }) =>
-        event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' || event.type === 'FAIL' ? event.error : context.error
+      error: ({ event, context }) => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' || event.type === 'FAIL' ? event.error : context.error)
     })
   }
 }).createMachine({
@@ -137,7 +136,8 @@ export const runMachine = setup({
       guard: 'isActive',
       target: '.finished.cancelled',
       actions: assign({
-        error: ({ event }) => ({ kind: 'cancelled', message: event.type === 'CANCEL' && event.message !== undefined ? event.message : 'run cancelled' }) as RunError
+        error: ({ event }) =>
+          ({ kind: 'cancelled', message: event.type === 'CANCEL' && event.message !== undefined ? event.message : 'run cancelled' }) as RunError
       })
     },
     TIMEOUT: {
@@ -170,7 +170,8 @@ export const runMachine = setup({
             error: ({ context, event }) =>
               ({
                 kind: 'ceiling',
-                message: event.type === 'CEILING_REACHED' && event.message !== undefined ? event.message : `dispatch ceiling of ${context.dispatchCeiling} exhausted`
+                message:
+                  event.type === 'CEILING_REACHED' && event.message !== undefined ? event.message : `dispatch ceiling of ${context.dispatchCeiling} exhausted`
               }) as RunError
           })
         }

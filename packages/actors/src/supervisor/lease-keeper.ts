@@ -27,7 +27,10 @@ export const storeLeaseQueries = (db: Kysely<Database>): LeaseQueries => ({
 })
 
 const query = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError> =>
-  Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `lease keeper: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause }) })
+  Effect.tryPromise({
+    try: run,
+    catch: (cause) => new StoreError({ message: `lease keeper: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+  })
 
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)

@@ -31,4 +31,3 @@ export const takeLease = (
 /** Gives the lease up once the driver stops (finished, paused, or cancelled). */
 export const dropLease = (writer: RunWriter, runId: string, token: number): Effect.Effect<void> =>
   Effect.ignore(store('release the lease', () => writer.releaseLease(runId, token)))
-

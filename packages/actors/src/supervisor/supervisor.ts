@@ -13,16 +13,7 @@ import {
   type TaskContract,
   type WorkspaceError
 } from '@agentvisor/core'
-import {
-  getRun,
-  insertRun,
-  listChildren,
-  LeaseConflictError,
-  LeaseLostError,
-  makeRunWriter,
-  type RunStatus,
-  StoreError
-} from '@agentvisor/store'
+import { getRun, insertRun, listChildren, LeaseConflictError, LeaseLostError, makeRunWriter, type RunStatus, StoreError } from '@agentvisor/store'
 import { Cause, Chunk, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
@@ -158,7 +149,12 @@ const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): R
   const ctx = driver.context()
   if (letGo?.kind === 'lost') {
     // Another driver took the run over; what this one remembers is no longer the run's state.
-    return { runId, status: 'running', steps: ctx.completedSteps, error: { kind: 'internal', message: `run ${runId}: this driver's lease was taken over by another driver` } }
+    return {
+      runId,
+      status: 'running',
+      steps: ctx.completedSteps,
+      error: { kind: 'internal', message: `run ${runId}: this driver's lease was taken over by another driver` }
+    }
   }
   if (letGo?.kind === 'store') {
     // The store refused a write (disk full, connection lost): the run is interrupted where the
@@ -168,7 +164,10 @@ const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): R
       runId,
       status: statusOfState(state),
       steps,
-      error: { kind: 'internal', message: `${oneLine(letGo.error.message)}; the run is interrupted in ${state} and goes on with \`agentvisor resume ${runId}\` once the store is back` }
+      error: {
+        kind: 'internal',
+        message: `${oneLine(letGo.error.message)}; the run is interrupted in ${state} and goes on with \`agentvisor resume ${runId}\` once the store is back`
+      }
     }
   }
   return {
@@ -192,7 +191,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // Runs before the store closes (layers close in reverse): the checkpointer ends first. A
       // last write that fails is reported, not a defect of the closing layer.
       yield* Effect.addFinalizer(() =>
-        Effect.tryPromise(() => writer.close()).pipe(Effect.catchAllCause((cause) => Effect.sync(() => warn(`cannot close the run writer: ${causeLine(cause)}`))))
+        Effect.tryPromise(() => writer.close()).pipe(
+          Effect.catchAllCause((cause) => Effect.sync(() => warn(`cannot close the run writer: ${causeLine(cause)}`)))
+        )
       )
       const env = options.env ?? process.env
       const buildProvider = options.makeProvider ?? makeProvider
@@ -203,7 +204,10 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
 
       // A run's observers: telemetry and the supervisor's, then the run's own, then the bus's.
       // Every run that brings none of its own shares one list.
-      const leading: ReadonlyArray<RunObserver> = [...(options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]), ...(options.observers ?? [])]
+      const leading: ReadonlyArray<RunObserver> = [
+        ...(options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]),
+        ...(options.observers ?? [])
+      ]
       const trailing: ReadonlyArray<RunObserver> = options.bus !== undefined ? [busObserver(options.bus, db)] : []
       const shared: ReadonlyArray<RunObserver> = [...leading, ...trailing]
       const observersOf = (startOptions: StartOptions): ReadonlyArray<RunObserver> =>
@@ -334,7 +338,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           })
           const stop = makeStopSignal(runId)
           driving += 1
-          const fiber = yield* runFibers.fork(supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, createdWithToken !== undefined))
+          const fiber = yield* runFibers.fork(
+            supervise(runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, createdWithToken !== undefined)
+          )
           return {
             runId,
             // Built when awaited: whoever holds the handle of an idle run does not hold a join too.
@@ -400,7 +406,17 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
               feedback: row.feedback ?? undefined
             })
           )
-          const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions, undefined, run.cancel_requested_at !== null)
+          const handle = yield* launch(
+            runId,
+            contract,
+            actor,
+            records,
+            last?.seq ?? 0,
+            run.created_at,
+            startOptions,
+            undefined,
+            run.cancel_requested_at !== null
+          )
           return handle
         })
 
@@ -410,7 +426,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       function endUndrivenChild(childId: string): Effect.Effect<void> {
         return Effect.flatMap(resume(childId), (handle) => handle.result).pipe(
           Effect.asVoid,
-          Effect.catchAllCause((cause) => (isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot end child run ${childId}: ${causeLine(cause)}`))))
+          Effect.catchAllCause((cause) =>
+            isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot end child run ${childId}: ${causeLine(cause)}`))
+          )
         )
       }
 
@@ -440,7 +458,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         const drive = (runId: string) =>
           void Effect.runFork(
             Effect.flatMap(resume(runId), (h) => h.result).pipe(
-              Effect.catchAllCause((cause) => (isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot resume run ${runId} for a control request: ${causeLine(cause)}`))))
+              Effect.catchAllCause((cause) =>
+                isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot resume run ${runId} for a control request: ${causeLine(cause)}`))
+              )
             )
           )
         yield* Effect.forkScoped(surviving('serve control requests', bus.serveControl(makeControlHandler({ db, drive }), { log: warn }), warn))
@@ -470,15 +490,19 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
               return contract
             })
           )
-          yield* bus.submitChild({ v: PROTOCOL_VERSION, runId, parentId, contract: made.right }).pipe(
-            Effect.mapError((error) => new StoreError({ message: `cannot hand the child to the bus: ${error.message}`, cause: error }))
-          )
+          yield* bus
+            .submitChild({ v: PROTOCOL_VERSION, runId, parentId, contract: made.right })
+            .pipe(Effect.mapError((error) => new StoreError({ message: `cannot hand the child to the bus: ${error.message}`, cause: error })))
           const ended = (status: string) => status !== 'running'
           // The store is the truth wherever the child runs: wait on it.
           const result: Effect.Effect<RunResult> = Effect.gen(function* () {
             for (;;) {
               // A store that fails is logged and asked again on a schedule; the wait goes on.
-              const row = yield* surviving(`wait for child run ${runId}`, storeCall('load the child run', () => getRun(db, runId)), warn)
+              const row = yield* surviving(
+                `wait for child run ${runId}`,
+                storeCall('load the child run', () => getRun(db, runId)),
+                warn
+              )
               if (row !== undefined && ended(row.status)) {
                 return {
                   runId,

@@ -180,7 +180,10 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
       )
       if (info.outcome === 'failed' || info.outcome === 'unknown') {
         // The kind and status only: a provider's message may quote the request or the key's prefix.
-        span.setStatus({ code: SpanStatusCode.ERROR, message: info.httpStatus === undefined ? `${info.errorKind ?? 'error'}` : `${info.errorKind ?? 'error'} (HTTP ${info.httpStatus})` })
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: info.httpStatus === undefined ? `${info.errorKind ?? 'error'}` : `${info.errorKind ?? 'error'} (HTTP ${info.httpStatus})`
+        })
       }
       span.end()
       if (span === open?.span) drive.attempt = undefined
@@ -241,7 +244,8 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
           [SpanAttribute.errorHttpStatus]: error?.httpStatus
         })
       )
-      if (ERROR_STATUSES.has(result.status)) drive.span.setStatus({ code: SpanStatusCode.ERROR, message: `${result.status}${error === undefined ? '' : `: ${error.kind}`}` })
+      if (ERROR_STATUSES.has(result.status))
+        drive.span.setStatus({ code: SpanStatusCode.ERROR, message: `${result.status}${error === undefined ? '' : `: ${error.kind}`}` })
       endDrive(result.runId, drive)
     },
 

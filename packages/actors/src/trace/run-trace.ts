@@ -170,9 +170,7 @@ export const loadRunTrace = async (db: Executor, runId: string): Promise<RunTrac
       ...(a.kind !== 'policy' ? { kind: a.kind } : {}),
       ...(a.resolution !== null ? { resolution: a.resolution } : {}),
       ...(a.account !== null ? { account: a.account } : {}),
-      ...(a.edited_payload_json !== null
-        ? { editedArguments: parseArguments((JSON.parse(a.edited_payload_json) as { arguments: string }).arguments) }
-        : {})
+      ...(a.edited_payload_json !== null ? { editedArguments: parseArguments((JSON.parse(a.edited_payload_json) as { arguments: string }).arguments) } : {})
     })),
     children: children.map((c) => ({ id: c.id, status: c.status }))
   }

@@ -24,7 +24,12 @@ import { query } from './store-query.js'
  * `retry`/`completed`/`abort` settle a recovery request (docs/policy.md, docs/durability.md).
  */
 export type ApproveAnswer =
-  | { readonly requestId?: string | undefined; readonly decision: 'approve'; readonly remember?: boolean | undefined; readonly edit?: Readonly<Record<string, unknown>> | undefined }
+  | {
+      readonly requestId?: string | undefined
+      readonly decision: 'approve'
+      readonly remember?: boolean | undefined
+      readonly edit?: Readonly<Record<string, unknown>> | undefined
+    }
   | { readonly requestId?: string | undefined; readonly decision: 'deny'; readonly remember?: boolean | undefined }
   | { readonly requestId?: string | undefined; readonly decision: 'retry' | 'abort' }
   /** `account`: what the operator says the exec did; the model is told it instead of a rerun. */

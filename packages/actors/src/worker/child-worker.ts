@@ -1,5 +1,16 @@
 import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, WorkspaceError } from '@agentvisor/core'
-import { type Database, getRun, insertRun, isFinalStatus, LeaseConflictError, type LeaseLostError, listChildren, type RunRow, type StoreError, updateRun } from '@agentvisor/store'
+import {
+  type Database,
+  getRun,
+  insertRun,
+  isFinalStatus,
+  LeaseConflictError,
+  type LeaseLostError,
+  listChildren,
+  type RunRow,
+  type StoreError,
+  updateRun
+} from '@agentvisor/store'
 import { type Cause, Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import { type ChildDelivery, MAX_CHILD_HANDLING_FAILURES } from '../bus/bus.js'
@@ -10,7 +21,6 @@ import { causeLine } from '../loop/survive.js'
 import { store } from '../supervisor/driver-io.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
 import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
-
 
 export interface ChildWorkerDeps {
   readonly db: Kysely<Database>
@@ -82,7 +92,9 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     // another slot): resuming it here would take the lease from our own driver (a lease holder
     // may take its lease again) and stop that driver mid-step. It is like any live driver's.
     const drivenHere = row !== undefined && row.lease_owner !== null && (row.lease_expires_at ?? 0) > Date.now() && isOwnedByThisProcess(row.lease_owner)
-    const started = drivenHere ? Either.left(new LeaseConflictError({ runId: request.runId, owner: row.lease_owner!, expiresAt: row.lease_expires_at! })) : yield* Effect.either(deps.resume(request.runId))
+    const started = drivenHere
+      ? Either.left(new LeaseConflictError({ runId: request.runId, owner: row.lease_owner!, expiresAt: row.lease_expires_at! }))
+      : yield* Effect.either(deps.resume(request.runId))
     if (Either.isLeft(started)) {
       if (started.left instanceof LeaseConflictError) {
         // Someone drives it now; look again later in case that driver dies.
@@ -134,6 +146,14 @@ const failUnstartedChild = (db: Kysely<Database>, runId: string, message: string
   const at = new Date().toISOString()
   const error: RunError = { kind: 'internal', message }
   return store('end the child run', () =>
-    updateRun(db, runId, { status: 'failed', state: 'finished.failed', error_json: JSON.stringify(error), ended_at: at, updated_at: at, lease_owner: null, lease_expires_at: null })
+    updateRun(db, runId, {
+      status: 'failed',
+      state: 'finished.failed',
+      error_json: JSON.stringify(error),
+      ended_at: at,
+      updated_at: at,
+      lease_owner: null,
+      lease_expires_at: null
+    })
   )
 }

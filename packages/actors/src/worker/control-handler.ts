@@ -65,12 +65,11 @@ export const makeControlHandler =
       if (Either.isLeft(approved)) return controlError(approveRefusal(runId, approved.left))
       deps.drive(runId)
       return { v: PROTOCOL_VERSION, ok: true as const, decided: approved.right.decided.map((r) => r.id) }
-    }).pipe(
-      Effect.catchAllCause((cause) => Effect.succeed(controlError(`cannot ${verb} run ${runId}: ${causeMessage(cause)}`)))
-    )
+    }).pipe(Effect.catchAllCause((cause) => Effect.succeed(controlError(`cannot ${verb} run ${runId}: ${causeMessage(cause)}`))))
 
 /** A store that failed under a control request, as the reply says it: what failed, one line. */
-const storeFailure = (verb: string, runId: string, error: StoreError): string => `cannot ${verb} run ${runId}: ${(error.message.split('\n')[0] ?? '').slice(0, 300)}`
+const storeFailure = (verb: string, runId: string, error: StoreError): string =>
+  `cannot ${verb} run ${runId}: ${(error.message.split('\n')[0] ?? '').slice(0, 300)}`
 
 const causeMessage = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)

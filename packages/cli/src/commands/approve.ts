@@ -1,4 +1,12 @@
-import { ApprovalError, type ApproveAnswer, type ApproveOutcome, type ApproveRefusal, approveRun, isApproveRefusal, type RecoveryResolution } from '@agentvisor/actors'
+import {
+  ApprovalError,
+  type ApproveAnswer,
+  type ApproveOutcome,
+  type ApproveRefusal,
+  approveRun,
+  isApproveRefusal,
+  type RecoveryResolution
+} from '@agentvisor/actors'
 import { MAX_NESTING_DEPTH, valueTooDeepAt } from '@agentvisor/core'
 import { Cause, Effect, Exit } from 'effect'
 import { openCliStore } from '../open-store.js'
@@ -12,7 +20,7 @@ const parseEdit = (text: string): Record<string, unknown> => {
   } catch {
     throw new UsageError('--edit must be JSON: the tool call\'s arguments, e.g. {"path": "a.txt", "content": "x"}')
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError('--edit must be a JSON object of the tool call\'s arguments')
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError("--edit must be a JSON object of the tool call's arguments")
   // Tool arguments nest at most this deep (docs/task-file.md); deeper would overflow when stored.
   if (valueTooDeepAt(value, MAX_NESTING_DEPTH) !== undefined) throw new UsageError(`--edit nests deeper than ${MAX_NESTING_DEPTH} levels`)
   return value as Record<string, unknown>
@@ -68,7 +76,10 @@ export const approveCommand = async (argv: string[]): Promise<number> => {
   }
   for (const request of outcome.decided) {
     if (request.kind === 'recovery') say(`${request.status} for interrupted exec ${request.target}  [${request.id}]`)
-    else say(`${request.status} ${request.act} ${request.target}${edit === undefined ? '' : ' (with edits)'}${values.remember === true ? ' (remembered for this workspace)' : ''}  [${request.id}]`)
+    else
+      say(
+        `${request.status} ${request.act} ${request.target}${edit === undefined ? '' : ' (with edits)'}${values.remember === true ? ' (remembered for this workspace)' : ''}  [${request.id}]`
+      )
   }
   say(`continue the run with: agentvisor resume ${runId}`)
   if (values.json === true) printJson(outcome.decided.map(({ id, act, target, status }) => ({ id, act, target, status })))
@@ -79,7 +90,9 @@ export const approveCommand = async (argv: string[]): Promise<number> => {
 const cliMessage = (runId: string, error: ApproveRefusal): string => {
   switch (error._tag) {
     case 'AmbiguousRequestError':
-      return error.what === 'edit' ? '--edit needs exactly one request: name it after the run id' : 'several recovery requests are pending: name one after the run id'
+      return error.what === 'edit'
+        ? '--edit needs exactly one request: name it after the run id'
+        : 'several recovery requests are pending: name one after the run id'
     case 'RecoveryDecisionNeededError':
       return error.requestId !== undefined
         ? `request ${error.requestId} is a recovery request: decide it with --retry, --completed TEXT or --abort`

@@ -11,7 +11,11 @@ import { parseCommandArgs, UsageError } from '../usage-error.js'
  * when it ended otherwise, 2 when it is unknown or its driver does not stop within 10 s.
  */
 export const cancelCommand = async (argv: string[]): Promise<number> => {
-  const { values, positionals } = parseCommandArgs(argv, { db: { type: 'string' }, json: { type: 'boolean' } }, { min: 1, max: 1, names: 'RUN (the run to cancel)' })
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { db: { type: 'string' }, json: { type: 'boolean' } },
+    { min: 1, max: 1, names: 'RUN (the run to cancel)' }
+  )
   const runId = positionals[0]!
   const av = await Agentvisor.open({ db: resolveDbPath(values.db) })
   let outcome

@@ -36,7 +36,8 @@ const reportPending = async (runId: string, dbPath: string): Promise<void> => {
     const pending = (await listApprovals(store.db, runId)).filter((a) => a.status === 'pending')
     say(`agentvisor: waiting for ${pending.length === 1 ? 'a decision' : `${pending.length} decisions`}:`)
     for (const request of pending) {
-      const why = request.kind === 'recovery' ? 'interrupted after it started: it may or may not have run' : `rule "${request.rule}" in layer "${request.layer}"`
+      const why =
+        request.kind === 'recovery' ? 'interrupted after it started: it may or may not have run' : `rule "${request.rule}" in layer "${request.layer}"`
       say(`  ${request.act} ${request.target}  (${why})  [${request.id}]`)
     }
     if (pending.some((r) => r.kind === 'recovery')) say(`settle with: agentvisor approve ${runId} --retry | --completed "what happened" | --abort`)

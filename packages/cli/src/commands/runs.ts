@@ -23,11 +23,7 @@ type Sqlite = NonNullable<Store['sqlite']>
 
 /** `agentvisor runs [--json] [--status S] [--db PATH]` */
 export const runsCommand = async (argv: string[]): Promise<number> => {
-  const { values } = parseCommandArgs(
-    argv,
-    { json: { type: 'boolean' }, status: { type: 'string' }, db: { type: 'string' } },
-    { min: 0, max: 0, names: '' }
-  )
+  const { values } = parseCommandArgs(argv, { json: { type: 'boolean' }, status: { type: 'string' }, db: { type: 'string' } }, { min: 0, max: 0, names: '' })
   const status = values.status
   if (status !== undefined && !STATUSES.includes(status)) {
     throw new UsageError(`--status must be one of ${STATUSES.join(', ')} (got "${status}")`)
@@ -64,7 +60,9 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
 
 /** `columns` of the runs with `status` (all without), in `listRuns`' order: `created_at`, then `id`. */
 const selectRuns = (sqlite: Sqlite, columns: string, status: string | undefined) =>
-  sqlite.prepare(`SELECT ${columns} FROM runs ${status === undefined ? '' : 'WHERE status = ?'} ORDER BY created_at, id`).bind(...(status === undefined ? [] : [status]))
+  sqlite
+    .prepare(`SELECT ${columns} FROM runs ${status === undefined ? '' : 'WHERE status = ?'} ORDER BY created_at, id`)
+    .bind(...(status === undefined ? [] : [status]))
 
 /** `listRuns` on SQLite, in prepared SQL: the same rows in the same order. */
 const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] => decodeRows(selectRuns(sqlite, '*', status).all() as RunRow[])
@@ -88,9 +86,7 @@ const sqliteRecordsJson = (sqlite: Sqlite, status: string | undefined): string =
 
 /** The same array on other dialects: the six columns read under their `RunRecord` names, in order. */
 const recordsJson = async (store: Store, status: string | undefined): Promise<string> => {
-  let query = store.db
-    .selectFrom('runs')
-    .select(['id', 'status', 'goal', 'parent_id as parentId', 'created_at as createdAt', 'updated_at as updatedAt'])
+  let query = store.db.selectFrom('runs').select(['id', 'status', 'goal', 'parent_id as parentId', 'created_at as createdAt', 'updated_at as updatedAt'])
   if (status !== undefined) query = query.where('status', '=', status as RunStatus)
   const records: RunRecord[] = await query.orderBy('created_at').orderBy('id').execute()
   return JSON.stringify(records)

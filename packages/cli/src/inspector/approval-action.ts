@@ -56,7 +56,9 @@ export interface DecisionDeps {
  */
 export const decideFromInspector = async (deps: DecisionDeps, runId: string, requestId: string, body: ApprovalBody): Promise<DecisionOutcome> => {
   const answer: ApproveAnswer =
-    body.decision === 'approve' ? { requestId, decision: 'approve', remember: body.remember, edit: body.edit } : { requestId, decision: 'deny', remember: body.remember }
+    body.decision === 'approve'
+      ? { requestId, decision: 'approve', remember: body.remember, edit: body.edit }
+      : { requestId, decision: 'deny', remember: body.remember }
   const exit = await Effect.runPromiseExit(approveRun({ db: deps.db, source: 'cli' }, runId, answer))
   if (Exit.isFailure(exit)) {
     const error = Cause.squash(exit.cause)

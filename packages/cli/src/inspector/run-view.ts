@@ -1,6 +1,17 @@
 import { loadRunTrace, type RunTrace, statePath } from '@agentvisor/actors'
 import { jsonTextTooDeep, MAX_NESTING_DEPTH } from '@agentvisor/core'
-import { type Executor, getRun, isInterrupted, listChildren, listRuns, type RunRecord, type RunRow, type RunStatus, listTransitions, toRunRecord } from '@agentvisor/store'
+import {
+  type Executor,
+  getRun,
+  isInterrupted,
+  listChildren,
+  listRuns,
+  type RunRecord,
+  type RunRow,
+  type RunStatus,
+  listTransitions,
+  toRunRecord
+} from '@agentvisor/store'
 
 /** A `runs --json` row plus what the list shows beside it. */
 export interface RunListItem extends RunRecord {

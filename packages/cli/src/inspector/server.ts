@@ -114,7 +114,10 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
     const url = new URL(req.url ?? '/', 'http://inspector.invalid')
     let parts: string[]
     try {
-      parts = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent)
+      parts = url.pathname
+        .split('/')
+        .filter((p) => p !== '')
+        .map(decodeURIComponent)
     } catch {
       throw new HttpError({ status: 400, message: 'the path is not valid' })
     }

@@ -21,12 +21,7 @@ export const estimateTokens = (text: string): number => Math.max(1, Math.ceil(te
  * The answer a step scripts (`undefined`: the script is used up, so plain "done"). Tool call ids
  * are `<prefix>_<step>_<n>`: deterministic, so tests can assert the ids the client sends back.
  */
-export const answerOf = (
-  step: ScriptedStep | undefined,
-  stepNumber: number,
-  idPrefix: string,
-  requestBody: unknown
-): MockAnswer => {
+export const answerOf = (step: ScriptedStep | undefined, stepNumber: number, idPrefix: string, requestBody: unknown): MockAnswer => {
   const text = step === undefined ? SCRIPT_EXHAUSTED_TEXT : (step.text ?? '')
   const toolCalls = (step?.toolCalls ?? []).map((call, i) => ({
     id: `${idPrefix}_${stepNumber}_${i + 1}`,

@@ -45,16 +45,20 @@ export const anthropicMessage = (answer: MockAnswer, model: string, id: string):
  * `content_block_start` / deltas (`text_delta`, `input_json_delta` in pieces) / `content_block_stop`,
  * `message_delta` with the stop reason and usage, `message_stop`. With `cut`, only the first part.
  */
-export const anthropicStreamEvents = (
-  answer: MockAnswer,
-  model: string,
-  id: string,
-  options: { readonly cut: boolean }
-): SseEvent[] => {
+export const anthropicStreamEvents = (answer: MockAnswer, model: string, id: string, options: { readonly cut: boolean }): SseEvent[] => {
   const event = (type: string, data: Record<string, unknown>): SseEvent => jsonEvent({ type, ...data }, type)
   const events: SseEvent[] = [
     event('message_start', {
-      message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usageOf(answer), output_tokens: 1 } }
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...usageOf(answer), output_tokens: 1 }
+      }
     }),
     event('ping', {})
   ]

@@ -74,9 +74,11 @@ export const startMockLlm = async (options: MockLlmOptions): Promise<MockLlm> =>
     requests.push(entry)
     if (options.recordFile !== undefined) {
       const file = options.recordFile
-      recording = recording.then(() => appendFile(file, `${JSON.stringify(entry)}\n`)).catch((error: unknown) => {
-        process.stderr.write(`mock-llm: ${terminalSafe(`cannot append to ${file}: ${error instanceof Error ? error.message : String(error)}`)}\n`)
-      })
+      recording = recording
+        .then(() => appendFile(file, `${JSON.stringify(entry)}\n`))
+        .catch((error: unknown) => {
+          process.stderr.write(`mock-llm: ${terminalSafe(`cannot append to ${file}: ${error instanceof Error ? error.message : String(error)}`)}\n`)
+        })
     }
   }
 
@@ -201,7 +203,10 @@ const play = async (
     }
     const text = message ?? `mock-llm scripted HTTP ${status}`
     const credential = req.headers.authorization ?? req.headers['x-api-key']
-    const echo = step.error.echoAuthorization === true ? ` (received ${req.headers.authorization !== undefined ? 'Authorization' : 'x-api-key'}: ${String(credential ?? '')})` : ''
+    const echo =
+      step.error.echoAuthorization === true
+        ? ` (received ${req.headers.authorization !== undefined ? 'Authorization' : 'x-api-key'}: ${String(credential ?? '')})`
+        : ''
     return sendError(res, dialect, status, `${text}${echo}`, headers)
   }
   const model = entry.model ?? 'mock'
@@ -214,7 +219,11 @@ const play = async (
     return
   }
   if (!entry.stream) {
-    return sendJson(res, 200, dialect === 'openai' ? openAiCompletion(answer, model, `chatcmpl-mock-${sequence}`) : anthropicMessage(answer, model, `msg_mock_${sequence}`))
+    return sendJson(
+      res,
+      200,
+      dialect === 'openai' ? openAiCompletion(answer, model, `chatcmpl-mock-${sequence}`) : anthropicMessage(answer, model, `msg_mock_${sequence}`)
+    )
   }
 
   const includeUsage = isObject(body['stream_options']) && body['stream_options']['include_usage'] === true
@@ -244,8 +253,7 @@ const firstUserText = (body: Record<string, unknown>): string => {
   return Array.isArray(content) ? content.map((part: unknown) => (isObject(part) && typeof part['text'] === 'string' ? part['text'] : '')).join('') : ''
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 const readBody = (req: IncomingMessage): Promise<string> =>
   new Promise((resolve, reject) => {

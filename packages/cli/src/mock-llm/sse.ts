@@ -10,8 +10,7 @@ export interface SseEvent {
 export const jsonEvent = (data: unknown, event?: string): SseEvent => ({ event, data: JSON.stringify(data) })
 
 /** The wire form of one event, blank line included. */
-export const sseFrame = (event: SseEvent): string =>
-  `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${event.data}\n\n`
+export const sseFrame = (event: SseEvent): string => `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${event.data}\n\n`
 
 /** Starts an event stream; chunked, so a cut before the end is visible to the client as one. */
 export const writeSseHead = (res: ServerResponse): void => {

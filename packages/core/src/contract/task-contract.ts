@@ -196,7 +196,8 @@ const describeIssue = (error: ParseResult.ParseError, input: unknown): { field: 
     at = at.slice(0, -1)
     detail = 'must not be empty'
   } else if (issue.message.startsWith('Expected {')) detail = `must be an object, got ${describeValue(valueAt(input, at))}`
-  else if (issue.message.startsWith('Expected ReadonlyArray<') || issue.message.startsWith('Expected readonly [')) detail = `must be a list, got ${describeValue(valueAt(input, at))}`
+  else if (issue.message.startsWith('Expected ReadonlyArray<') || issue.message.startsWith('Expected readonly ['))
+    detail = `must be a list, got ${describeValue(valueAt(input, at))}`
   else detail = issue.message.split('\n')[0]!
   const field = at.map(String).join('.')
   return { field, message: field === '' ? detail : `${field}: ${detail}` }
@@ -242,11 +243,7 @@ const refusedWorkspace = (workspace: string): string | undefined => {
  * resolve against `baseDir` (the task file's folder, or the cwd for the TS API). `lineage` is
  * refused: only agentvisor sets it, on the child contracts it builds (`parseChildContract`).
  */
-export const parseTaskContract = (
-  input: unknown,
-  baseDir: string,
-  source?: string
-): Either.Either<TaskContract, ContractError> => {
+export const parseTaskContract = (input: unknown, baseDir: string, source?: string): Either.Either<TaskContract, ContractError> => {
   if (typeof input === 'object' && input !== null && (input as { lineage?: unknown }).lineage !== undefined) {
     return Either.left(new ContractError({ message: 'lineage: is set by agentvisor for child runs and is not allowed in a task', field: 'lineage', source }))
   }
@@ -257,8 +254,7 @@ export const parseTaskContract = (
  * `parseTaskContract` for the contracts agentvisor builds itself (a child run's, from `spawn_child`
  * or off the bus): the only entry that accepts `lineage`, the tree's shared ceiling.
  */
-export const parseChildContract = (input: unknown, baseDir: string): Either.Either<TaskContract, ContractError> =>
-  parseContract(input, baseDir, undefined)
+export const parseChildContract = (input: unknown, baseDir: string): Either.Either<TaskContract, ContractError> => parseContract(input, baseDir, undefined)
 
 const parseContract = (input: unknown, baseDir: string, source: string | undefined): Either.Either<TaskContract, ContractError> => {
   const shapeError = checkShape(input, source)
@@ -274,15 +270,13 @@ const parseContract = (input: unknown, baseDir: string, source: string | undefin
   return Either.flatMap(decoded, (contract) => {
     const refused = refusedWorkspace(contract.workspace)
     if (refused === undefined) return Either.right(contract)
-    return Either.left(new ContractError({ message: `workspace: ${contract.workspace} ${refused}; give the run a folder of its own`, field: 'workspace', source }))
+    return Either.left(
+      new ContractError({ message: `workspace: ${contract.workspace} ${refused}; give the run a folder of its own`, field: 'workspace', source })
+    )
   })
 }
 
-const decodeContract = (
-  input: unknown,
-  baseDir: string,
-  source: string | undefined
-): Either.Either<TaskContract, ContractError> =>
+const decodeContract = (input: unknown, baseDir: string, source: string | undefined): Either.Either<TaskContract, ContractError> =>
   Either.match(decodeTaskFile(input), {
     onLeft: (error) => {
       const { field, message } = describeIssue(error, input)

@@ -17,7 +17,9 @@ export const parseTaskText = (text: string, file: string): Either.Either<unknown
   } catch (error) {
     // The YAML parser recurses per level and overflows long before a file is large.
     if (isStackOverflow(error)) {
-      return Either.left(new ContractError({ message: `the file nests deeper than ${MAX_NESTING_DEPTH} levels of objects and lists (the most a task may)`, source: file }))
+      return Either.left(
+        new ContractError({ message: `the file nests deeper than ${MAX_NESTING_DEPTH} levels of objects and lists (the most a task may)`, source: file })
+      )
     }
     const detail = error instanceof Error ? error.message.split('\n')[0] : String(error)
     return Either.left(new ContractError({ message: `not valid ${format}: ${detail}`, source: file }))

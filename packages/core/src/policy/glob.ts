@@ -199,7 +199,10 @@ const compileCommandPattern = (pattern: string): string => {
   const last = parts[parts.length - 1]
   const beforeLast = parts[parts.length - 2]
   if (last?.unescaped === '*' && beforeLast?.unescaped === ' ') {
-    return `${parts.slice(0, -2).map((p) => p.source).join('')}(?: .*)?`
+    return `${parts
+      .slice(0, -2)
+      .map((p) => p.source)
+      .join('')}(?: .*)?`
   }
   return parts.map((p) => p.source).join('')
 }
@@ -234,11 +237,7 @@ export const compileGlob = (pattern: string, mode: GlobMode): Either.Either<Glob
     if (error instanceof SyntaxError) return Either.left({ pattern, message: error.message })
     throw error
   }
-  return Either.right(
-    mode === GlobMode.path
-      ? (subject: string) => regex.test(subject)
-      : (subject: string) => regex.test(normaliseCommandText(subject))
-  )
+  return Either.right(mode === GlobMode.path ? (subject: string) => regex.test(subject) : (subject: string) => regex.test(normaliseCommandText(subject)))
 }
 
 /**

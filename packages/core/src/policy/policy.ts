@@ -131,8 +131,7 @@ const compileRules = (sources: ReadonlyArray<RuleSource>): Either.Either<Readonl
 }
 
 const buildLayer = (name: string, rules: ReadonlyArray<CompiledRule & { readonly act: Act }>): CompiledLayer => {
-  const byAct = (act: Act): ReadonlyArray<CompiledRule> =>
-    TIERS.flatMap((tier) => rules.filter((rule) => rule.act === act && rule.tier === tier))
+  const byAct = (act: Act): ReadonlyArray<CompiledRule> => TIERS.flatMap((tier) => rules.filter((rule) => rule.act === act && rule.tier === tier))
   return { name, rules: { read: byAct(Act.read), write: byAct(Act.write), exec: byAct(Act.exec) } }
 }
 
@@ -320,17 +319,14 @@ export const compilePolicy = (
 
 /** Paths print bare unless they hold blanks, quotes or control characters; commands always quoted. */
 const printTarget = (decision: PolicyDecision): string =>
-  decision.act === Act.exec || /[\s"'\\\p{Cc}]/u.test(decision.target) || decision.target === ''
-    ? JSON.stringify(decision.target)
-    : decision.target
+  decision.act === Act.exec || /[\s"'\\\p{Cc}]/u.test(decision.target) || decision.target === '' ? JSON.stringify(decision.target) : decision.target
 
 /**
  * One line for a human or the model: `write secrets/key.txt refused by rule "secrets/**" in layer "base"`.
  */
 export const describeDecision = (decision: PolicyDecision): string => {
   const by = `rule ${JSON.stringify(decision.rule)} in layer ${JSON.stringify(decision.layer)}`
-  const verb =
-    decision.decision === Tier.deny ? `refused by ${by}` : decision.decision === Tier.ask ? `needs approval under ${by}` : `allowed by ${by}`
+  const verb = decision.decision === Tier.deny ? `refused by ${by}` : decision.decision === Tier.ask ? `needs approval under ${by}` : `allowed by ${by}`
   const reason = decision.reason !== undefined ? ` (${decision.reason})` : ''
   return `${decision.act} ${printTarget(decision)} ${verb}${reason}`
 }

@@ -12,10 +12,7 @@ import { Effect } from 'effect'
 import { MAX_NESTING_DEPTH, jsonTextTooDeep } from '../contract/nesting.js'
 import { ProviderError } from '../errors.js'
 import { argumentsTextOf, boundArgumentsText } from '../tools/tool-arguments.js'
-import {
-  providerErrorFromConnection,
-  providerErrorFromStatus
-} from './http-error.js'
+import { providerErrorFromConnection, providerErrorFromStatus } from './http-error.js'
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
 import { readStream } from './stream-reader.js'
 import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'
@@ -186,9 +183,7 @@ const normaliseJson = (json: string): string => {
 }
 
 const toWire = (options: AnthropicProviderOptions, request: ChatRequest): MessageCreateParamsBase => {
-  const system = request.messages
-    .flatMap((message) => (message.role === 'system' ? [message.content] : []))
-    .join('\n\n')
+  const system = request.messages.flatMap((message) => (message.role === 'system' ? [message.content] : [])).join('\n\n')
   return {
     model: options.model,
     max_tokens: options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,

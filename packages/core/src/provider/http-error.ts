@@ -170,12 +170,7 @@ export const providerErrorFromConnection = (
  * A streamed answer that broke off (socket cut, error event, no finish reason): transient, the
  * model already worked on it, and the text received so far is kept for the trace.
  */
-export const providerErrorFromStreamCut = (
-  provider: string,
-  cause: unknown,
-  partialText: string,
-  redaction?: Redaction
-): ProviderError => {
+export const providerErrorFromStreamCut = (provider: string, cause: unknown, partialText: string, redaction?: Redaction): ProviderError => {
   const secrets = asSecrets(redaction)
   const code = networkErrorCode(cause)
   const inner = innermostMessage(cause)

@@ -10,10 +10,7 @@ import type {
 } from 'openai/resources/chat/completions'
 import { ProviderError } from '../errors.js'
 import { boundArgumentsText } from '../tools/tool-arguments.js'
-import {
-  providerErrorFromConnection,
-  providerErrorFromStatus
-} from './http-error.js'
+import { providerErrorFromConnection, providerErrorFromStatus } from './http-error.js'
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
 import { readStream } from './stream-reader.js'
 import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'

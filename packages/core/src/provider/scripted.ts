@@ -58,9 +58,7 @@ const playStep = (provider: string, index: number, step: ScriptedStep): Effect.E
     )
   }
   if (step.disconnect === true) {
-    return Effect.fail(
-      new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'connection reset by scripted provider' })
-    )
+    return Effect.fail(new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'connection reset by scripted provider' }))
   }
   const toolCalls: ToolCall[] = (step.toolCalls ?? []).map((call, i) => ({
     id: `call_${index + 1}_${i + 1}`,

@@ -82,11 +82,7 @@ const confirmHandle = async (target: PinTarget, handle: FileHandle, real: string
     if (actual === undefined || !isInside(target.root, actual)) throw target.refuse()
     return
   }
-  const [opened, current, resolved] = await Promise.all([
-    handle.stat(),
-    fs.stat(real).catch(() => undefined),
-    fs.realpath(real).catch(() => undefined)
-  ])
+  const [opened, current, resolved] = await Promise.all([handle.stat(), fs.stat(real).catch(() => undefined), fs.realpath(real).catch(() => undefined)])
   if (current === undefined || resolved !== real || !sameInode(opened, current)) throw target.refuse()
 }
 
@@ -199,12 +195,7 @@ const componentsOf = (root: string, real: string): string[] => {
   return rel === '' ? [] : rel.split(path.sep)
 }
 
-const withFolder = async <A>(
-  target: PinTarget,
-  components: readonly string[],
-  create: boolean,
-  use: (dir: PinnedFolder) => Promise<A>
-): Promise<A> => {
+const withFolder = async <A>(target: PinTarget, components: readonly string[], create: boolean, use: (dir: PinnedFolder) => Promise<A>): Promise<A> => {
   const dir = await pinFolder(target, components, create)
   try {
     return await use(dir)
@@ -214,10 +205,7 @@ const withFolder = async <A>(
 }
 
 /** What a confined read found at the path. */
-export type PinnedRead =
-  | { readonly kind: 'file'; readonly head: Buffer; readonly size: number }
-  | { readonly kind: 'folder' }
-  | { readonly kind: 'special' }
+export type PinnedRead = { readonly kind: 'file'; readonly head: Buffer; readonly size: number } | { readonly kind: 'folder' } | { readonly kind: 'special' }
 
 /** Reads at most `max` bytes from the start of an open file, however large it is. */
 const readHead = async (handle: FileHandle, max: number): Promise<Buffer> => {

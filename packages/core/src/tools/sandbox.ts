@@ -46,15 +46,21 @@ const NOT_INSTALLED =
  *   in a session of its own (`detached`), without a controlling terminal.
  */
 const bwrapOptions = (sandbox: CommandSandbox, writable: string | undefined): string[] => [
-  '--ro-bind', '/', '/',
-  '--dev', '/dev',
-  '--proc', '/proc',
-  '--tmpfs', '/tmp',
+  '--ro-bind',
+  '/',
+  '/',
+  '--dev',
+  '/dev',
+  '--proc',
+  '/proc',
+  '--tmpfs',
+  '/tmp',
   ...(writable === undefined ? [] : ['--bind', writable, writable, '--chdir', writable]),
   '--unshare-pid',
   ...(sandbox.network ? [] : ['--unshare-net']),
   '--die-with-parent',
-  '--cap-drop', 'ALL'
+  '--cap-drop',
+  'ALL'
 ]
 
 /**

@@ -40,8 +40,7 @@ export const boundArgumentsText = (raw: string): string => (jsonTextTooDeep(raw,
 export const argumentsTextOf = (input: unknown): string =>
   valueTooDeepAt(input, MAX_NESTING_DEPTH) !== undefined ? TOO_DEEP_ARGUMENTS : JSON.stringify(input ?? {})
 
-const describeType = (value: unknown): string =>
-  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
+const describeType = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value)
 
 /**
  * The raw arguments as a JSON object, or why not. Nesting is checked here too, for calls that

@@ -27,9 +27,7 @@ export const escaped = (error: WorkspaceEscapeError): ToolOutcome => ({
 
 /** The error code of a Node file-system error, if it has one. */
 export const fsErrorCode = (error: unknown): string | undefined =>
-  typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
-    ? error.code
-    : undefined
+  typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined
 
 const FS_REASONS: Readonly<Record<string, string>> = {
   ENOENT: 'it does not exist',

@@ -86,7 +86,11 @@ export const SPAWN_CHILD_TOOL: ToolSpec = {
     type: 'object',
     properties: {
       goal: { type: 'string', description: 'What the child run must achieve.' },
-      verify: { type: 'object', description: 'Optional success check, as in the task file: {"fileContains": {"path", "text"}}, {"fileEquals": ...}, {"command": {"run", "exitCode"}}, {"allOf": [...]}. Paths are relative to the child workspace.' },
+      verify: {
+        type: 'object',
+        description:
+          'Optional success check, as in the task file: {"fileContains": {"path", "text"}}, {"fileEquals": ...}, {"command": {"run", "exitCode"}}, {"allOf": [...]}. Paths are relative to the child workspace.'
+      },
       limits: { type: 'object', description: 'Optional limits {maxSteps, maxRetries, dispatchCeiling, timeoutMs}; never more than this run has.' },
       workspace: { type: 'string', description: 'Optional folder for the child, relative to this workspace.' }
     },

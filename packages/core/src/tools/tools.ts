@@ -21,11 +21,7 @@ export interface ToolCallRequest {
 /** How `exec` runs: its environment (the host's minus credential-like variables when omitted) and its sandbox. */
 export type RunToolOptions = CommandSettings
 
-const withArgs = <A>(
-  toolName: string,
-  decoded: Either.Either<A, string>,
-  run: (args: A) => Effect.Effect<ToolOutcome>
-): Effect.Effect<ToolOutcome> =>
+const withArgs = <A>(toolName: string, decoded: Either.Either<A, string>, run: (args: A) => Effect.Effect<ToolOutcome>): Effect.Effect<ToolOutcome> =>
   Either.match(decoded, {
     onLeft: (reason) => Effect.succeed(failed(`Invalid arguments for ${toolName}: ${reason}`)),
     onRight: run
@@ -53,17 +49,13 @@ export const runTool = (ws: Workspace, call: ToolCallRequest, options: RunToolOp
       case 'exec':
         return withArgs(call.name, decodeExecArgs(call.arguments), (args) => execTool(ws, args, options))
       default:
-        return Effect.succeed(
-          failed(`Unknown tool ${JSON.stringify(call.name)}. Available tools: ${WORKSPACE_TOOL_NAMES.join(', ')}`)
-        )
+        return Effect.succeed(failed(`Unknown tool ${JSON.stringify(call.name)}. Available tools: ${WORKSPACE_TOOL_NAMES.join(', ')}`))
     }
   }
   // The tools catch their own I/O errors; this is the last guard that keeps "never fails" true.
   return Effect.suspend(run).pipe(
     Effect.catchAllDefect((defect) =>
-      Effect.succeed(
-        failed(`Tool ${call.name} failed unexpectedly: ${defect instanceof Error ? defect.message : String(defect)}`)
-      )
+      Effect.succeed(failed(`Tool ${call.name} failed unexpectedly: ${defect instanceof Error ? defect.message : String(defect)}`))
     )
   )
 }

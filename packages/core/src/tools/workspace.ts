@@ -40,9 +40,7 @@ const MAX_SYMLINK_HOPS = 40
 class SymlinkLoop extends Error {}
 
 const errorCode = (error: unknown): string | undefined =>
-  typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
-    ? error.code
-    : undefined
+  typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined
 
 /**
  * `realpath` for a path that may not exist yet: every existing component is resolved, including

@@ -98,11 +98,7 @@ export const verify = (ws: Workspace, spec: VerifySpec, settings: CommandSetting
     const { path, text } = spec.fileContains
     return readConfined(ws, path).pipe(
       Effect.map((read) =>
-        'failure' in read
-          ? read.failure
-          : read.text.includes(text)
-            ? pass(`${path} contains ${quote(text)}`)
-            : fail(`${path} does not contain ${quote(text)}`)
+        'failure' in read ? read.failure : read.text.includes(text) ? pass(`${path} contains ${quote(text)}`) : fail(`${path} does not contain ${quote(text)}`)
       )
     )
   }
@@ -133,5 +129,4 @@ export const verify = (ws: Workspace, spec: VerifySpec, settings: CommandSetting
  * Whether checking `spec` may change anything: a `command` runs a process; file checks only
  * read. A pure check can be committed together with the transitions around it.
  */
-export const verifyRunsCommands = (spec: VerifySpec): boolean =>
-  'command' in spec ? true : 'allOf' in spec ? spec.allOf.some(verifyRunsCommands) : false
+export const verifyRunsCommands = (spec: VerifySpec): boolean => ('command' in spec ? true : 'allOf' in spec ? spec.allOf.some(verifyRunsCommands) : false)

@@ -28,10 +28,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', text, (c) => c.notNull())
     .addColumn('ended_at', text)
     // The status strings are public (docs/cli.md); a typo must fail at the write, not in a report.
-    .addCheckConstraint(
-      'runs_status_check',
-      sql`status in ('running', 'awaiting_approval', 'succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out')`
-    )
+    .addCheckConstraint('runs_status_check', sql`status in ('running', 'awaiting_approval', 'succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out')`)
     .execute()
   // `runs --status S` filters and orders by creation; the composite serves both.
   await db.schema.createIndex('runs_status_idx').on('runs').columns(['status', 'created_at']).execute()
@@ -88,10 +85,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('settled_at', text)
     .addPrimaryKeyConstraint('attempts_pk', ['run_id', 'step', 'attempt'])
     .addCheckConstraint('attempts_reason_check', sql`reason in ('initial', 'retry', 'fallover')`)
-    .addCheckConstraint(
-      'attempts_outcome_check',
-      sql`outcome in ('pending', 'ok', 'failed', 'unknown', 'cancelled')`
-    )
+    .addCheckConstraint('attempts_outcome_check', sql`outcome in ('pending', 'ok', 'failed', 'unknown', 'cancelled')`)
     .execute()
   // Resume looks for a run's still-pending receipts.
   await db.schema.createIndex('attempts_pending_idx').on('attempts').columns(['run_id', 'outcome']).execute()

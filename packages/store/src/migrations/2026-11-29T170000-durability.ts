@@ -28,7 +28,10 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema.alterTable('runs').addColumn('lease_owner', text).execute()
   await db.schema.alterTable('runs').addColumn('lease_expires_at', big).execute()
-  await db.schema.alterTable('runs').addColumn('lease_token', big, (c) => c.notNull().defaultTo(0)).execute()
+  await db.schema
+    .alterTable('runs')
+    .addColumn('lease_token', big, (c) => c.notNull().defaultTo(0))
+    .execute()
   await db.schema.alterTable('runs').addColumn('cancel_requested_at', text).execute()
   // The tree a run belongs to (its own id for a root): the dispatch ceiling is shared by a tree.
   await db.schema.alterTable('runs').addColumn('root_id', text).execute()

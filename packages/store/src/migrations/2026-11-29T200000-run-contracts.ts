@@ -16,13 +16,20 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('run_id', text, (c) => c.primaryKey().references('runs.id').onDelete('cascade'))
     .addColumn('contract_json', text, (c) => c.notNull())
     .execute()
-  await db.insertInto('run_contracts').columns(['run_id', 'contract_json']).expression(db.selectFrom('runs').select(['id', 'contract_json'])).execute()
+  await db
+    .insertInto('run_contracts')
+    .columns(['run_id', 'contract_json'])
+    .expression(db.selectFrom('runs').select(['id', 'contract_json']))
+    .execute()
   await db.schema.alterTable('runs').dropColumn('contract_json').execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   const text = db.getExecutor().adapter instanceof PostgresAdapter ? sql`text collate "C"` : 'text'
-  await db.schema.alterTable('runs').addColumn('contract_json', text, (c) => c.notNull().defaultTo('{}')).execute()
+  await db.schema
+    .alterTable('runs')
+    .addColumn('contract_json', text, (c) => c.notNull().defaultTo('{}'))
+    .execute()
   await db
     .updateTable('runs')
     .set((eb) => ({ contract_json: eb.selectFrom('run_contracts').select('contract_json').whereRef('run_contracts.run_id', '=', 'runs.id') }))

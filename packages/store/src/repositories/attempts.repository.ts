@@ -1,11 +1,5 @@
 import type { Executor } from '../executor.js'
-import {
-  AttemptOutcome,
-  type AttemptRow,
-  type AttemptSettlement,
-  type NewAttempt,
-  type SettledAttemptOutcome
-} from '../tables/attempts.table.js'
+import { AttemptOutcome, type AttemptRow, type AttemptSettlement, type NewAttempt, type SettledAttemptOutcome } from '../tables/attempts.table.js'
 
 /** Writes the receipt of a model call before it is dispatched, as `pending`. */
 export async function insertAttempt(db: Executor, row: NewAttempt): Promise<void> {
@@ -20,13 +14,7 @@ export async function insertAttempt(db: Executor, row: NewAttempt): Promise<void
  * receipt does not exist or is already settled: a settled receipt is history and is never
  * rewritten (a late settle after resume marked it `unknown` must not overwrite that).
  */
-export async function settleAttempt(
-  db: Executor,
-  runId: string,
-  step: number,
-  attempt: number,
-  patch: AttemptSettlement
-): Promise<boolean> {
+export async function settleAttempt(db: Executor, runId: string, step: number, attempt: number, patch: AttemptSettlement): Promise<boolean> {
   const result = await db
     .updateTable('attempts')
     .set(patch)
@@ -40,13 +28,7 @@ export async function settleAttempt(
 
 /** A run's receipts by step, then attempt. */
 export async function listAttempts(db: Executor, runId: string): Promise<AttemptRow[]> {
-  return db
-    .selectFrom('attempts')
-    .selectAll()
-    .where('run_id', '=', runId)
-    .orderBy('step')
-    .orderBy('attempt')
-    .execute()
+  return db.selectFrom('attempts').selectAll().where('run_id', '=', runId).orderBy('step').orderBy('attempt').execute()
 }
 
 /**

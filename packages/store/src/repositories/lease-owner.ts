@@ -71,5 +71,4 @@ export const isInterrupted = (
   run: { readonly status: string; readonly lease_owner: string | null; readonly lease_expires_at: number | null },
   now: number
 ): boolean =>
-  run.status === 'running' &&
-  (run.lease_owner === null || run.lease_expires_at === null || run.lease_expires_at <= now || isAbandonedOwner(run.lease_owner))
+  run.status === 'running' && (run.lease_owner === null || run.lease_expires_at === null || run.lease_expires_at <= now || isAbandonedOwner(run.lease_owner))

@@ -81,7 +81,12 @@ export async function checkFence(db: Executor, runId: string, token: number): Pr
 
 /** Records a cancel request for whichever process drives the run; false when there is no such run. */
 export async function requestCancel(db: Executor, runId: string, at: string): Promise<boolean> {
-  const result = await db.updateTable('runs').set({ cancel_requested_at: at }).where('id', '=', runId).where('cancel_requested_at', 'is', null).executeTakeFirst()
+  const result = await db
+    .updateTable('runs')
+    .set({ cancel_requested_at: at })
+    .where('id', '=', runId)
+    .where('cancel_requested_at', 'is', null)
+    .executeTakeFirst()
   if (result.numUpdatedRows > 0n) return true
   return (await db.selectFrom('runs').select('id').where('id', '=', runId).executeTakeFirst()) !== undefined
 }
@@ -91,5 +96,3 @@ export async function isCancelRequested(db: Executor, runId: string): Promise<bo
   const run = await db.selectFrom('runs').select('cancel_requested_at').where('id', '=', runId).executeTakeFirst()
   return run?.cancel_requested_at != null
 }
-
-

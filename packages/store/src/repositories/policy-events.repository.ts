@@ -4,7 +4,10 @@ import type { NewPolicyEvent, PolicyEventRow } from '../tables/policy-events.tab
 /** Appends policy events (refusals and decisions) to a run's audit trail. */
 export async function insertPolicyEvents(db: Executor, rows: ReadonlyArray<NewPolicyEvent>): Promise<void> {
   if (rows.length === 0) return
-  await db.insertInto('policy_events').values([...rows]).execute()
+  await db
+    .insertInto('policy_events')
+    .values([...rows])
+    .execute()
 }
 
 /** A run's audit trail in the order it was written. */

@@ -6,20 +6,11 @@ export async function rememberRule(db: Executor, row: NewRememberedRule): Promis
   await db
     .insertInto('remembered_rules')
     .values(row)
-    .onConflict((oc) =>
-      oc.columns(['workspace', 'act', 'pattern']).doUpdateSet({ decision: row.decision, run_id: row.run_id, created_at: row.created_at })
-    )
+    .onConflict((oc) => oc.columns(['workspace', 'act', 'pattern']).doUpdateSet({ decision: row.decision, run_id: row.run_id, created_at: row.created_at }))
     .execute()
 }
 
 /** The decisions remembered for a workspace, oldest first (ties by act and target, on every dialect). */
 export async function listRememberedRules(db: Executor, workspace: string): Promise<RememberedRuleRow[]> {
-  return db
-    .selectFrom('remembered_rules')
-    .selectAll()
-    .where('workspace', '=', workspace)
-    .orderBy('created_at')
-    .orderBy('act')
-    .orderBy('pattern')
-    .execute()
+  return db.selectFrom('remembered_rules').selectAll().where('workspace', '=', workspace).orderBy('created_at').orderBy('act').orderBy('pattern').execute()
 }

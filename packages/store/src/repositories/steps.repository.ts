@@ -8,23 +8,13 @@ export async function insertStep(db: Executor, row: NewStep): Promise<void> {
 
 /** Records the tool results of a step; returns false when there is no such step. */
 export async function setStepResults(db: Executor, runId: string, step: number, resultsJson: string): Promise<boolean> {
-  const result = await db
-    .updateTable('steps')
-    .set({ results_json: resultsJson })
-    .where('run_id', '=', runId)
-    .where('step', '=', step)
-    .executeTakeFirst()
+  const result = await db.updateTable('steps').set({ results_json: resultsJson }).where('run_id', '=', runId).where('step', '=', step).executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
 
 /** Records the verification feedback given to the model after a step; returns false when there is no such step. */
 export async function setStepFeedback(db: Executor, runId: string, step: number, feedback: string): Promise<boolean> {
-  const result = await db
-    .updateTable('steps')
-    .set({ feedback })
-    .where('run_id', '=', runId)
-    .where('step', '=', step)
-    .executeTakeFirst()
+  const result = await db.updateTable('steps').set({ feedback }).where('run_id', '=', runId).where('step', '=', step).executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
 

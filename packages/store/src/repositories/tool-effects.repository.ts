@@ -7,7 +7,9 @@ export async function startToolEffect(db: Executor, row: Omit<NewToolEffect, 'st
     .insertInto('tool_effects')
     .values({ ...row, status: 'started', result_json: null, completed_at: null })
     .onConflict((oc) =>
-      oc.columns(['run_id', 'step', 'position']).doUpdateSet({ status: 'started', name: row.name, arguments: row.arguments, started_at: row.started_at, result_json: null, completed_at: null })
+      oc
+        .columns(['run_id', 'step', 'position'])
+        .doUpdateSet({ status: 'started', name: row.name, arguments: row.arguments, started_at: row.started_at, result_json: null, completed_at: null })
     )
     .execute()
 }

@@ -16,11 +16,5 @@ export async function listTransitions(db: Executor, runId: string): Promise<Tran
 
 /** The latest transition of a run (what resume restores), or `undefined` before the first. */
 export async function lastTransition(db: Executor, runId: string): Promise<TransitionRow | undefined> {
-  return db
-    .selectFrom('transitions')
-    .selectAll()
-    .where('run_id', '=', runId)
-    .orderBy('seq', 'desc')
-    .limit(1)
-    .executeTakeFirst()
+  return db.selectFrom('transitions').selectAll().where('run_id', '=', runId).orderBy('seq', 'desc').limit(1).executeTakeFirst()
 }

@@ -149,7 +149,13 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
     acquireLease: (input) => acquireLease(db, input),
     releaseLease: (runId, leaseToken) => releaseLease(db, runId, leaseToken),
     attemptRecorded: async (runId, step, attempt) =>
-      (await db.selectFrom('attempts').select('attempt').where('run_id', '=', runId).where('step', '=', step).where('attempt', '=', attempt).executeTakeFirst()) !== undefined,
+      (await db
+        .selectFrom('attempts')
+        .select('attempt')
+        .where('run_id', '=', runId)
+        .where('step', '=', step)
+        .where('attempt', '=', attempt)
+        .executeTakeFirst()) !== undefined,
     settlePending: (runId, leaseToken, outcome, at) =>
       db.transaction().execute(async (trx) => {
         await checkFence(trx, runId, leaseToken)

@@ -1,11 +1,4 @@
-import {
-  CompiledQuery,
-  SqliteDialect,
-  SqliteDriver,
-  type DatabaseConnection,
-  type Driver,
-  type SqliteDialectConfig
-} from 'kysely'
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely'
 
 /**
  * Kysely's SQLite dialect, except that transactions start with `BEGIN IMMEDIATE`.

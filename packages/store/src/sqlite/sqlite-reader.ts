@@ -29,8 +29,7 @@ export function openCurrentSqlite(file: string): BetterSqlite3.Database | undefi
 }
 
 /** The migrations a store has applied (`kysely_migration`); throws when it has none at all. */
-export const appliedMigrations = (sqlite: BetterSqlite3.Database): string[] =>
-  sqlite.prepare('SELECT name FROM kysely_migration').pluck().all() as string[]
+export const appliedMigrations = (sqlite: BetterSqlite3.Database): string[] => sqlite.prepare('SELECT name FROM kysely_migration').pluck().all() as string[]
 
 /**
  * Opens an existing SQLite file read-only: nothing is written to it or beside it that a reader

@@ -193,7 +193,10 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
         return { holder: { owner: run.lease_owner!, expiresAt: run.lease_expires_at! } }
       }
       const token = run.lease_token + 1
-      update('runs', { lease_owner: input.owner, lease_expires_at: input.now + input.ttlMs, lease_token: token }, 'id = ? AND lease_token = ?', [input.runId, run.lease_token])
+      update('runs', { lease_owner: input.owner, lease_expires_at: input.now + input.ttlMs, lease_token: token }, 'id = ? AND lease_token = ?', [
+        input.runId,
+        run.lease_token
+      ])
       return { token }
     })
     .immediate.bind(null)
@@ -208,9 +211,9 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   return {
     createRun: (row, lease) => whenFree(() => createNow(row, lease)),
     loadRun: (runId) => {
-      const run = statement('SELECT runs.*, run_contracts.contract_json FROM runs JOIN run_contracts ON run_contracts.run_id = runs.id WHERE runs.id = ?').get(runId) as
-        | RunWithContract
-        | undefined
+      const run = statement('SELECT runs.*, run_contracts.contract_json FROM runs JOIN run_contracts ON run_contracts.run_id = runs.id WHERE runs.id = ?').get(
+        runId
+      ) as RunWithContract | undefined
       if (run === undefined) return undefined
       const last = statement('SELECT * FROM transitions WHERE run_id = ? ORDER BY seq DESC LIMIT 1').get(runId) as TransitionRow | undefined
       const steps = statement('SELECT * FROM steps WHERE run_id = ? ORDER BY step').all(runId) as StepRow[]

@@ -62,7 +62,10 @@ async function freshLocation(dialect: TestDialect, migrated: boolean): Promise<F
     location: databaseUrl(name),
     // FORCE: a test that failed half-way may have left a store open on it. Not awaited: the next
     // test need not wait for it, and the whole cluster goes at the end of the run anyway.
-    remove: async () => void admin().query(`drop database if exists "${name}" with (force)`).catch(() => undefined)
+    remove: async () =>
+      void admin()
+        .query(`drop database if exists "${name}" with (force)`)
+        .catch(() => undefined)
   }
 }
 
