@@ -57,6 +57,8 @@ export interface RunDriverDeps {
   readonly concurrentRuns?: () => number
   /** Ends a child nobody drives once its cancel is requested (see child-runs.ts). */
   readonly endUndrivenChild?: (childId: string) => Effect.Effect<void>
+  /** Where failures the run survives are logged (the worker's log, else stderr). */
+  readonly warn?: ((line: string) => void) | undefined
   /**
    * The API keys in use: every text a provider or a tool hands the run (answers, error messages,
    * partial output, tool results, verification feedback) is redacted with it before it is

@@ -20,7 +20,7 @@ export type { Approver, RunDriverDeps } from '../driver/drive.js'
 export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = ENTRY_WORK) => {
   const { db, runId, contract, actor, messages, observers } = deps
   const journal = new TransitionJournal(deps.writer, runId, deps.leaseToken, actor, observers, deps.seq, deps.concurrentRuns)
-  const children = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => drive.toolCalls, endUndriven: deps.endUndrivenChild })
+  const children = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => drive.toolCalls, endUndriven: deps.endUndrivenChild, warn: deps.warn })
   const drive: Drive = {
     deps,
     journal,

@@ -334,6 +334,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
             bus: options.bus,
             concurrentRuns,
             endUndrivenChild,
+            warn,
             secrets
           })
           const stop = makeStopSignal(runId)
