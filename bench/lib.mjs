@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 export const actorsUrl = new URL('../packages/actors/dist/index.js', import.meta.url).href
+export const coreUrl = new URL('../packages/core/dist/index.js', import.meta.url).href
 export const cliBin = new URL('../packages/cli/bin/agentvisor.js', import.meta.url).pathname
 
 export const tmp = (prefix) => mkdtempSync(join(tmpdir(), `avbench-${prefix}-`))

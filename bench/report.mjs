@@ -11,7 +11,7 @@ const rows = [
     spread(f.perStep),
     '',
     '',
-    `of which the tool's own work (realpath + readdir, alone): ${f.toolWorkPerStep?.median ?? '?'} µs`
+    `of which the tool's own work (the same \`list_dir\` called alone): ${f.toolWorkPerStep?.median ?? '?'} µs`
   ],
   [
     "µs orchestration overhead per step (the above minus the tool's work)",

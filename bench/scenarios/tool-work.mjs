@@ -1,14 +1,25 @@
-// The work of one benchmark step, as agentvisor's `list_dir` tool does it for `.`: the
-// workspace confinement check (a realpath) and the listing (readdir with file types), both
-// through Node's async fs (the libuv thread pool). The LangGraph node does exactly this too,
-// and it is subtracted from agentvisor's per-step time to give the orchestration overhead.
-import { readdir, realpath } from 'node:fs/promises'
-import { nowMs, rm, tmp, workspace } from '../lib.mjs'
+// The work of one benchmark step: agentvisor's own `list_dir` tool on `.`, called directly (its
+// path check, then the listing through folder handles pinned against symlink swaps, all through
+// Node's async fs). The LangGraph node calls the very same tool, and its time alone is
+// subtracted from agentvisor's per-step time to give the orchestration overhead.
+import { createRequire } from 'node:module'
+import { coreUrl, nowMs, rm, tmp, workspace } from '../lib.mjs'
 
-export const toolWork = async (ws) => {
-  const real = await realpath(ws)
-  const entries = await readdir(real, { withFileTypes: true })
-  return entries.map((e) => e.name).join(',')
+const { Effect } = createRequire(new URL('../../packages/core/package.json', import.meta.url))('effect')
+const { openWorkspace, runTool } = await import(coreUrl)
+
+const opened = new Map()
+const CALL = { name: 'list_dir', arguments: '{"path":"."}' }
+
+export const toolWork = async (dir) => {
+  let ws = opened.get(dir)
+  if (ws === undefined) {
+    ws = await Effect.runPromise(openWorkspace(dir))
+    opened.set(dir, ws)
+  }
+  const outcome = await Effect.runPromise(runTool(ws, CALL))
+  if (!outcome.ok) throw new Error(`list_dir failed: ${outcome.output}`)
+  return outcome.output
 }
 
 /** µs per step of that work alone, done `steps` times in a row. */
