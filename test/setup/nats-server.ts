@@ -1,26 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import type { TestProject } from 'vitest/node'
-import { freePort } from '../support/free-port.js'
+import { accepts, freePort } from '../support/free-port.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
     natsUrl: string
   }
 }
-
-const accepts = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
 
 let server: ChildProcess | undefined
 let storeDir: string | undefined

@@ -1,16 +1,7 @@
-import { createConnection, createServer } from 'node:net'
+import { createServer } from 'node:net'
 import { onTestFinished } from 'vitest'
 
-/** Whether something accepts TCP connections on 127.0.0.1:port right now. */
-export const accepts = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
+export { accepts } from './free-port.js'
 
 /** A TCP server on 127.0.0.1 that counts the connections it accepts; closed when the test ends. */
 export const countingServer = async (): Promise<{ port: number; accepted: () => number }> => {
