@@ -32,7 +32,9 @@ const stopProcess = async (child: ChildProcess): Promise<void> => {
 const startServer = async (attempt = 1): Promise<{ url: string; passwords: { worker: string; supervisor: string }; log: () => string }> => {
   const port = await freePort()
   const storeDir = mkdtempSync(path.join(tmpdir(), 'agentvisor-nats-auth-'))
-  const passwords = { worker: randomBytes(12).toString('hex'), supervisor: randomBytes(12).toString('hex') }
+  // A letter first: nats-server parses a variable's value as a config value, and a hex string
+  // such as `12e6f…` would read as a number (docs/nats.md).
+  const passwords = { worker: `w${randomBytes(12).toString('hex')}`, supervisor: `s${randomBytes(12).toString('hex')}` }
   const child = spawn('nats-server', ['-c', CONFIG, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
     env: { ...process.env, AGENTVISOR_NATS_WORKER_PASS: passwords.worker, AGENTVISOR_NATS_SUPERVISOR_PASS: passwords.supervisor },
     stdio: ['ignore', 'ignore', 'pipe']
