@@ -10,6 +10,7 @@ import { makeRunWriter, openStore, type RunWriter, type Store } from '@agentviso
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../src/supervisor/circuit-breaker.js'
 import { openingMessages } from '../src/supervisor/conversation.js'
 import { makeRunDriver } from '../src/supervisor/run-driver.js'
+import { childRunRow } from '../src/children/child-contract.js'
 import { ENTRY_WORK, type EntryWorkTable } from '../src/driver/entry-work.js'
 import { loadRunPolicy } from '../src/approval/run-policy.js'
 import { runMachine } from '../src/machine/run-machine.js'
@@ -77,21 +78,8 @@ const driveRun = async (steps: ReadonlyArray<ScriptedStep>, entryWork: EntryWork
   const provider = makeScriptedProvider({ name: 'primary', steps })
   const runId = 'run-1'
   const at = new Date().toISOString()
-  const leaseToken = await writer.createRun(
-    {
-      id: runId,
-      parent_id: null,
-      status: 'running',
-      goal: contract.goal,
-      contract_json: JSON.stringify(contract),
-      state: 'dispatching',
-      error_json: null,
-      created_at: at,
-      updated_at: at,
-      ended_at: null
-    },
-    { owner: 'test', expiresAt: Date.now() + 60_000 }
-  )
+  // The row of a new run, as the supervisor writes it (no parent: a root run).
+  const leaseToken = await writer.createRun(childRunRow(runId, null, contract, at), { owner: 'test', expiresAt: Date.now() + 60_000 })
   const policy = await loadRunPolicy(store.db, contract)
   if (Either.isLeft(policy)) throw new Error(policy.left)
   const actor = createActor(runMachine, {
