@@ -12,6 +12,7 @@ import { openingMessages } from '../src/supervisor/conversation.js'
 import { makeRunDriver } from '../src/supervisor/run-driver.js'
 import { childRunRow } from '../src/children/child-contract.js'
 import { ENTRY_WORK, type EntryWorkTable } from '../src/driver/entry-work.js'
+import { later } from '../src/driver/now.js'
 import { loadRunPolicy } from '../src/approval/run-policy.js'
 import { runMachine } from '../src/machine/run-machine.js'
 
@@ -161,7 +162,7 @@ describe('the run driver', () => {
       dispatching: {
         ...dispatching,
         run: (drive, ctx) =>
-          Effect.map(dispatching.run(drive, ctx), (work) => {
+          Effect.map(later(dispatching.run(drive, ctx)), (work) => {
             if (work === undefined || replaced) return work
             replaced = true
             return { ...work, event: { type: 'CHILDREN_DONE' } }
@@ -180,7 +181,7 @@ describe('the run driver', () => {
     expect(result.transitions).toEqual(['dispatching -FAIL-> finished.failed'])
   })
 
-  it('costs one commit for a step whose tools only read, and two commits plus a started and a completed journal write for a write_file step', async () => {
+  it('costs one commit for a step whose tools only read, and two for a write_file step: its reply with the journal entry "started", then its completed and results with the next receipt', async () => {
     const result = await driveRun([{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, writeFile('a.txt', 'x'), { text: 'done' }])
     expect(result.run.status).toBe('succeeded')
     expect(readFileSync(path.join(result.ws, 'a.txt'), 'utf8')).toBe('x')
@@ -193,17 +194,15 @@ describe('the run driver', () => {
         transitions: ['dispatching>acting', 'acting>verifying', 'verifying>dispatching'],
         writes: ['settleAttempt 1', 'insertStep 1', 'insertPolicyEvents', 'setStepResults 1', 'insertAttempt 2']
       },
-      // Step 2 (write_file): the reply is durable before the file is written ...
-      { call: 'commit', transitions: ['dispatching>acting'], writes: ['settleAttempt 2', 'insertStep 2'] },
-      // ... the tool journal brackets the write ...
-      { call: 'write', transitions: [], writes: ['startToolEffect 2'] },
-      { call: 'write', transitions: [], writes: ['completeToolEffect 2'] },
-      // ... and its results (with the write's decision, `approval: auto`) go with step 3's
-      // receipt: two commits and two journal writes.
+      // Step 2 (write_file): the reply is durable, with the journal's `started`, before the
+      // file is written ...
+      { call: 'commit', transitions: ['dispatching>acting'], writes: ['settleAttempt 2', 'insertStep 2', 'startToolEffect 2'] },
+      // ... and its `completed` and results (with the write's decision, `approval: auto`) go
+      // with step 3's receipt: two commits.
       {
         call: 'commit',
         transitions: ['acting>verifying', 'verifying>dispatching'],
-        writes: ['insertApproval', 'insertPolicyEvents', 'setStepResults 2', 'insertAttempt 3']
+        writes: ['completeToolEffect 2', 'insertApproval', 'insertPolicyEvents', 'setStepResults 2', 'insertAttempt 3']
       },
       // Step 3 (no tools) and the end of the run: one commit.
       { call: 'commit', transitions: ['dispatching>verifying', 'verifying>finished.succeeded'], writes: ['settleAttempt 3', 'insertStep 3'] }

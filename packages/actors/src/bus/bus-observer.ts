@@ -12,9 +12,8 @@ import { PROTOCOL_VERSION } from './messages.js'
 export const busObserver = (bus: Bus, db: Kysely<Database>): RunObserver => ({
   onTransition: (t) => {
     const publish = bus.publishEvent({ v: PROTOCOL_VERSION, runId: t.runId, seq: t.seq, from: t.from, event: t.event, to: t.to, at: t.at })
-    // The in-process bus delivers synchronously: no fiber per transition for it.
-    if (bus.kind === 'in-process') Effect.runSync(Effect.ignore(publish))
-    else Effect.runFork(publish)
+    // The in-process bus has delivered already (as it was called): nothing to run for it.
+    if (bus.kind !== 'in-process') Effect.runFork(publish)
   },
   onFinished: (result) => {
     Effect.runFork(

@@ -130,7 +130,10 @@ export interface Bus {
     handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>,
     options: ConsumeOptions
   ) => Effect.Effect<void, BusError, Scope.Scope>
-  /** Publishes a transition; best effort (a run never fails because nobody listens). */
+  /**
+   * Publishes a transition; best effort (a run never fails because nobody listens). The
+   * in-process bus delivers as it is called (its Effect is `Effect.void`); NATS when it runs.
+   */
   readonly publishEvent: (message: RunEventMessage) => Effect.Effect<void>
   /** Publishes how a run ended or paused; best effort. */
   readonly publishDone: (message: RunDoneMessage) => Effect.Effect<void>

@@ -192,13 +192,15 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
       scheduleDispatch()
     })
 
-  const publishEvent: Bus['publishEvent'] = (message) =>
-    Effect.sync(() => {
-      if (eventListeners.size === 0) return
-      const copy = viaJson(message)
-      if (copy === undefined) return
-      for (const listener of eventListeners) if (listener.runId === message.runId) notify(listener.onEvent, copy)
-    })
+  // Delivered when called, synchronously: a run's every transition is published, and with
+  // nobody listening (the usual case) that must cost nothing (docs/architecture.md, "The hot path").
+  const publishEvent: Bus['publishEvent'] = (message) => {
+    if (eventListeners.size === 0) return Effect.void
+    const copy = viaJson(message)
+    if (copy === undefined) return Effect.void
+    for (const listener of eventListeners) if (listener.runId === message.runId) notify(listener.onEvent, copy)
+    return Effect.void
+  }
 
   const publishDone: Bus['publishDone'] = (message) =>
     Effect.sync(() => {

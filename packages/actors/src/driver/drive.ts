@@ -90,6 +90,8 @@ export interface Drive {
   freshStep: number | undefined
   /** Built on the first command: the environment without the contract's keys, and its sandbox. */
   commandSettings: CommandSettings | undefined
+  /** Epoch ms from the drive's Clock (set when the loop starts; tests move it). */
+  now: () => number
 }
 
 /** Where provider and tool text enters the run; free when no key is known. */

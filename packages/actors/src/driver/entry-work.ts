@@ -1,11 +1,11 @@
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
-import type { Effect } from 'effect'
 import type { RunContext } from '../machine/run-machine.js'
 import type { RunStatePath } from '../machine/run-state.js'
 import { awaitApprovals } from './approvals.js'
 import { awaitChildren } from './children.js'
 import type { Drive } from './drive.js'
 import { dispatch, nextProvider } from './model-call.js'
+import type { Now } from './now.js'
 import { waitToRetry } from './retry-wait.js'
 import { act, actingIsPure } from './tool-execution.js'
 import type { Work } from './transition-journal.js'
@@ -13,8 +13,11 @@ import { check, verifyingIsPure } from './verification.js'
 
 /** What a live state does on entry. */
 export interface EntryWork {
-  /** The work; `undefined` when the run pauses here (a decision only a person can make). */
-  readonly run: (drive: Drive, ctx: RunContext) => Effect.Effect<Work | undefined, StoreError | LeaseLostError>
+  /**
+   * The work; `undefined` when the run pauses here (a decision only a person can make). A value
+   * when it is done at once, an Effect when it waits (now.ts).
+   */
+  readonly run: (drive: Drive, ctx: RunContext) => Now<Work | undefined, StoreError | LeaseLostError>
   /**
    * Whether the work is pure, so the transition into the state may stay staged while it runs
    * (transition-journal.ts, "Staging"): its effects, if any, are made durable before they start.

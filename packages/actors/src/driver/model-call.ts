@@ -1,13 +1,23 @@
-import { ProviderError, type RunError, type ToolCall, retryDelayMs, runErrorFromProvider } from '@agentvisor/core'
+import {
+  type ChatReply,
+  type Provider,
+  type ProviderConfig,
+  ProviderError,
+  type RunError,
+  type ToolCall,
+  retryDelayMs,
+  runErrorFromProvider
+} from '@agentvisor/core'
 import { type AttemptSettlement, countTreeDispatches, type LeaseLostError, type NewAttempt, type RunWrite, type StoreError } from '@agentvisor/store'
-import { Effect } from 'effect'
+import { Cause, Effect, Either, Exit, Option } from 'effect'
 import type { RunContext } from '../machine/run-machine.js'
-import { type CallOutcome, circuitKey } from '../supervisor/circuit-breaker.js'
+import { type Admission, type CallOutcome, circuitKey } from '../supervisor/circuit-breaker.js'
 import { stepMessages, summarizePrompt } from '../supervisor/conversation.js'
 import { attemptWithin } from '../supervisor/deadline.js'
-import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { iso, store } from '../supervisor/driver-io.js'
 import { type AttemptSettled, notify } from '../supervisor/run-observer.js'
 import type { Drive } from './drive.js'
+import { later, type Now } from './now.js'
 import type { Work } from './transition-journal.js'
 
 /**
@@ -17,33 +27,69 @@ import type { Work } from './transition-journal.js'
  * the call leaves a `pending` receipt that recovery.ts settles `unknown`. The answer (or error)
  * settles the receipt in the commit of the transition it causes.
  */
-export const dispatch = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
-  Effect.gen(function* () {
-    const { deps, journal } = drive
-    const { contract, runId, observers } = deps
-    if (ctx.dispatches >= ctx.dispatchCeiling) return { event: { type: 'CEILING_REACHED' } } satisfies Work
-    // In a tree the ceiling is shared: every run counts the dispatches of all of them.
-    const tree = contract.lineage ?? (ctx.spawnedChildren ? { rootId: runId, treeDispatchCeiling: contract.limits.dispatchCeiling } : undefined)
-    if (tree !== undefined) {
-      const used = yield* store('count tree dispatches', () => countTreeDispatches(deps.db, tree.rootId))
-      if (used >= tree.treeDispatchCeiling) {
-        return { event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } } satisfies Work
-      }
-    }
-    const provider = deps.providers[ctx.providerIndex]!
-    const config = contract.providers[ctx.providerIndex]!
-    const startedAt = yield* nowMs
-    const key = circuitKey(config)
-    const admission = deps.breakers.admit(key, startedAt)
-    if (admission === 'open') return skipOpenCircuit(drive, ctx, provider.name, startedAt)
-    // The receipt is durable, with every transition staged before it, before the call is made.
-    journal.stageWrite({ op: 'insertAttempt', row: pendingAttempt(runId, ctx, provider.name, startedAt) })
-    yield* Effect.uninterruptible(journal.flush)
-    notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
-    const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
-    const call = provider.chat({ messages: [...deps.messages], tools: drive.offeredTools })
-    const outcome = yield* attemptWithin(
-      call,
+export const dispatch = (drive: Drive, ctx: RunContext): Now<Work, StoreError | LeaseLostError> => {
+  const { deps } = drive
+  const { contract, runId } = deps
+  if (ctx.dispatches >= ctx.dispatchCeiling) return CEILING
+  // In a tree the ceiling is shared: every run counts the dispatches of all of them.
+  const tree = contract.lineage ?? (ctx.spawnedChildren ? { rootId: runId, treeDispatchCeiling: contract.limits.dispatchCeiling } : undefined)
+  if (tree === undefined) return sendWithReceipt(drive, ctx)
+  return Effect.flatMap(
+    store('count tree dispatches', () => countTreeDispatches(deps.db, tree.rootId)),
+    (used) =>
+      used >= tree.treeDispatchCeiling
+        ? Effect.succeed<Work>({ event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } })
+        : later(sendWithReceipt(drive, ctx))
+  )
+}
+
+const CEILING: Work = { event: { type: 'CEILING_REACHED' } }
+
+/** The receipt, durable with everything staged before it, then the call. */
+const sendWithReceipt = (drive: Drive, ctx: RunContext): Now<Work, StoreError | LeaseLostError> => {
+  const { deps, journal } = drive
+  const provider = deps.providers[ctx.providerIndex]!
+  const config = deps.contract.providers[ctx.providerIndex]!
+  const startedAt = drive.now()
+  const key = circuitKey(config)
+  const admission = deps.breakers.admit(key, startedAt)
+  if (admission === 'open') return skipOpenCircuit(drive, ctx, provider.name, startedAt)
+  journal.stageWrite({ op: 'insertAttempt', row: pendingAttempt(deps.runId, ctx, provider.name, startedAt) })
+  const flushing = journal.flushNow()
+  const call = { provider, config, key, admission, startedAt }
+  if (flushing === undefined) return send(drive, ctx, call)
+  return Effect.flatMap(Effect.uninterruptible(flushing), () => later(send(drive, ctx, call)))
+}
+
+interface Call {
+  readonly provider: Provider
+  readonly config: ProviderConfig
+  readonly key: string
+  readonly admission: Admission
+  readonly startedAt: number
+}
+
+/**
+ * The call itself. A provider that answers at once (an `Exit`: the scripted provider without a
+ * delay) costs no fiber and no timer; any other answer is awaited under the attempt deadline.
+ */
+const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
+  const { deps, journal } = drive
+  const { runId, observers } = deps
+  const { provider, config, key, admission, startedAt } = call
+  notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
+  // The live conversation, not a copy: the driver only appends to it once the answer is in.
+  const answer = provider.chat({ messages: deps.messages, tools: drive.offeredTools })
+  if (Exit.isExit(answer)) {
+    const exit = answer as Exit.Exit<ChatReply, ProviderError>
+    if (Exit.isSuccess(exit)) return settled(drive, ctx, call, Either.right(exit.value))
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure)) return settled(drive, ctx, call, Either.left(failure.value))
+  }
+  const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
+  return Effect.map(
+    attemptWithin(
+      answer,
       deadlineMs,
       () =>
         new ProviderError({
@@ -53,96 +99,105 @@ export const dispatch = (drive: Drive, ctx: RunContext): Effect.Effect<Work, Sto
           message: `no answer within the attempt deadline of ${deadlineMs} ms`
         }),
       // A cancel or timeout aborts the call (the adapter's AbortSignal); the receipt says so.
-      Effect.gen(function* () {
-        const end = yield* nowMs
+      Effect.suspend(() => {
+        const end = drive.now()
         deps.breakers.record(key, admission, 'abandoned', end)
-        yield* journal
+        notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'cancelled', latencyMs: end - startedAt })
+        return journal
           .write('settle a cancelled attempt', settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt }))
           .pipe(Effect.ignore)
-        notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'cancelled', latencyMs: end - startedAt })
       })
-    )
-    const settledAt = yield* nowMs
-    const latency = settledAt - startedAt
-    deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
-    if (outcome._tag === 'Left') {
-      const error = redactedError(drive, outcome.left)
-      return {
-        event: {
-          type: 'PROVIDER_ERROR',
-          error: runErrorFromProvider(error),
-          retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs)
-        },
-        writes: [
-          settle(runId, ctx, {
-            outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
-            settled_at: iso(settledAt),
-            error_kind: error.kind,
-            http_status: error.httpStatus ?? null,
-            error_message: error.message,
-            latency_ms: latency,
-            partial_text: error.partialText ?? null
-          })
-        ],
-        notice: () =>
-          notify(observers, 'onAttemptSettled', {
-            ...attemptOf(drive, ctx),
-            outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
-            errorKind: error.kind,
-            httpStatus: error.httpStatus,
-            latencyMs: latency
-          })
-      } satisfies Work
-    }
-    const reply = redactedReply(drive, outcome.right)
-    const step = { text: reply.text, toolCalls: reply.toolCalls }
+    ),
+    (outcome) => settled(drive, ctx, call, outcome)
+  )
+}
+
+/** What the call's outcome makes of the step: the event, the receipt's settlement, the step row. */
+const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Either<ChatReply, ProviderError>): Work => {
+  const { deps } = drive
+  const { runId, observers } = deps
+  const { provider, key, admission, startedAt } = call
+  const settledAt = drive.now()
+  const latency = settledAt - startedAt
+  deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
+  if (outcome._tag === 'Left') {
+    const error = redactedError(drive, outcome.left)
     return {
-      event: { type: 'PROVIDER_OK', hasToolCalls: reply.toolCalls.length > 0 },
+      event: {
+        type: 'PROVIDER_ERROR',
+        error: runErrorFromProvider(error),
+        retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs)
+      },
       writes: [
         settle(runId, ctx, {
-          outcome: 'ok',
+          outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
           settled_at: iso(settledAt),
+          error_kind: error.kind,
+          http_status: error.httpStatus ?? null,
+          error_message: error.message,
           latency_ms: latency,
-          ttft_ms: reply.timeToFirstTokenMs ?? null,
-          tokens_in: reply.usage?.inputTokens ?? null,
-          tokens_out: reply.usage?.outputTokens ?? null
-        }),
-        {
-          op: 'insertStep',
-          row: {
-            run_id: runId,
-            step: ctx.step,
-            provider: provider.name,
-            prompt_summary: summarizePrompt(deps.messages),
-            text: reply.text,
-            tool_calls_json: JSON.stringify(reply.toolCalls),
-            results_json: null,
-            tokens_in: reply.usage?.inputTokens ?? 0,
-            tokens_out: reply.usage?.outputTokens ?? 0,
-            at: iso(settledAt)
-          }
-        }
+          partial_text: error.partialText ?? null
+        })
       ],
-      after: () => {
-        deps.messages.push(...stepMessages(step))
-        drive.toolCalls = reply.toolCalls
-        // Nobody can have decided or journalled anything for this step yet (tool-execution.ts).
-        drive.freshStep = ctx.step
-      },
       notice: () =>
         notify(observers, 'onAttemptSettled', {
           ...attemptOf(drive, ctx),
-          outcome: 'ok',
-          latencyMs: latency,
-          ttftMs: reply.timeToFirstTokenMs,
-          tokensIn: reply.usage?.inputTokens,
-          tokensOut: reply.usage?.outputTokens
+          outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
+          errorKind: error.kind,
+          httpStatus: error.httpStatus,
+          latencyMs: latency
         })
     } satisfies Work
-  })
+  }
+  const reply = redactedReply(drive, outcome.right)
+  const step = { text: reply.text, toolCalls: reply.toolCalls }
+  return {
+    event: { type: 'PROVIDER_OK', hasToolCalls: reply.toolCalls.length > 0 },
+    writes: [
+      settle(runId, ctx, {
+        outcome: 'ok',
+        settled_at: iso(settledAt),
+        latency_ms: latency,
+        ttft_ms: reply.timeToFirstTokenMs ?? null,
+        tokens_in: reply.usage?.inputTokens ?? null,
+        tokens_out: reply.usage?.outputTokens ?? null
+      }),
+      {
+        op: 'insertStep',
+        row: {
+          run_id: runId,
+          step: ctx.step,
+          provider: provider.name,
+          prompt_summary: summarizePrompt(deps.messages),
+          text: reply.text,
+          tool_calls_json: JSON.stringify(reply.toolCalls),
+          results_json: null,
+          tokens_in: reply.usage?.inputTokens ?? 0,
+          tokens_out: reply.usage?.outputTokens ?? 0,
+          at: iso(settledAt)
+        }
+      }
+    ],
+    after: () => {
+      deps.messages.push(...stepMessages(step))
+      drive.toolCalls = reply.toolCalls
+      // Nobody can have decided or journalled anything for this step yet (tool-execution.ts).
+      drive.freshStep = ctx.step
+    },
+    notice: () =>
+      notify(observers, 'onAttemptSettled', {
+        ...attemptOf(drive, ctx),
+        outcome: 'ok',
+        latencyMs: latency,
+        ttftMs: reply.timeToFirstTokenMs,
+        tokensIn: reply.usage?.inputTokens,
+        tokensOut: reply.usage?.outputTokens
+      })
+  } satisfies Work
+}
 
 /** `fallingOver`'s entry work: pure, so staged; the next dispatch's admission skips open circuits. */
-export const nextProvider: Effect.Effect<Work> = Effect.succeed({ event: { type: 'NEXT_PROVIDER' } })
+export const nextProvider: Work = { event: { type: 'NEXT_PROVIDER' } }
 
 const outcomeForBreaker = (error: ProviderError | undefined): CallOutcome =>
   error === undefined ? 'success' : error.kind === 'transient' ? 'transient' : 'other'

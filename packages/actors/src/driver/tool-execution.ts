@@ -1,4 +1,3 @@
-import type { ToolCall } from '@agentvisor/core'
 import type { LeaseLostError, NewPolicyEvent, RunWrite, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { planStep } from '../approval/step-plan.js'
@@ -12,23 +11,17 @@ import type { Drive } from './drive.js'
 import { interruptedCalls, type JournalledResult, perform, toolTarget } from './tool-journal.js'
 import type { Work } from './transition-journal.js'
 
-/** Tools that only read the workspace: running one changes nothing anyone could see. */
-const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['read_file', 'list_dir'])
-const readsOnly = (call: ToolCall): boolean => READ_ONLY_TOOLS.has(call.name)
-
 /**
- * Whether `acting` may be staged behind the transition into it: a step whose calls only read
- * the workspace. Its reply, its reads and their results become durable in the transaction that
- * also holds the next dispatch's receipt, so the step costs one commit. Should the process die
- * before it, the reply is lost with the reads (they changed nothing); resume sends the dispatch
- * again and settles the first `unknown`, as for a crash during the call. Any other step costs
- * two: the reply is durable before a tool with an effect runs, the results go with the next
- * receipt (docs/architecture.md).
+ * `acting` may always be staged behind the transition into it: its own work only reads (the
+ * plan, the approvals, the journal), and a call with an effect makes everything staged durable,
+ * with its `started` journal entry, before it runs (tool-journal.ts). So a step whose tools only
+ * read costs one commit (its reply, its reads and their results go with the next dispatch's
+ * receipt; should the process die before it, the reply is lost with the reads, which changed
+ * nothing, and resume sends the dispatch again, settling the first `unknown`), and a step with
+ * effects two: the reply with the first `started`, then the results with the next receipt
+ * (docs/architecture.md, "The hot path").
  */
-export const actingIsPure = (drive: Drive): boolean => {
-  const calls = drive.toolCalls
-  return calls.length > 0 && calls.every(readsOnly)
-}
+export const actingIsPure = (): boolean => true
 
 /**
  * `acting`'s entry work: runs the step's tool calls as policy allows. The whole step is planned

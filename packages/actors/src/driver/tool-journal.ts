@@ -2,7 +2,7 @@ import { runTool, type ToolCall } from '@agentvisor/core'
 import type { ApprovalRow, LeaseLostError, NewApproval, StoreError, ToolEffectRow } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { CallPlan } from '../approval/step-plan.js'
-import { iso, nowMs } from '../supervisor/driver-io.js'
+import { iso } from '../supervisor/driver-io.js'
 import { commandsOf, type Drive, redact } from './drive.js'
 
 /** Tools whose calls change the world: journalled so that a resume never repeats them. */
@@ -17,8 +17,8 @@ export interface JournalledResult {
 
 /**
  * Performs one allowed call. Side-effecting calls are journalled: `started` is durable before
- * the effect, `completed` with its result right after, so a resume never repeats one (it
- * replays the completed result, and asks about one that started but never completed).
+ * the effect, `completed` with its result in the commit right after, so a resume never repeats
+ * one (it replays the completed result, and asks about one that started but never completed).
  */
 export const perform = (
   drive: Drive,
@@ -37,11 +37,14 @@ export const perform = (
       result = { ok: true, output: `The command was interrupted and was not run again. The operator reports: ${recovery.account ?? '(no account given)'}` }
     } else {
       if (journalled) {
-        const startedAt = iso(yield* nowMs)
-        yield* journal.write('journal a started tool call', {
+        // `started` is durable, with everything staged before it (the step's reply), before the
+        // effect: one commit (docs/architecture.md, "The hot path").
+        journal.stageWrite({
           op: 'startToolEffect',
-          row: { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: startedAt }
+          row: { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: iso(drive.now()) }
         })
+        const flushing = journal.flushNow()
+        if (flushing !== undefined) yield* Effect.uninterruptible(flushing)
       }
       const outcome = yield* runTool(deps.workspace, call, commandsOf(drive))
       // A command can print the key (`cat /proc/$PPID/environ`): redacted before anyone keeps it.
@@ -49,9 +52,9 @@ export const perform = (
       result = { ok: outcome.ok, output, ...(outcome.refusal !== undefined ? { refusal: outcome.refusal } : {}) }
     }
     if (journalled) {
-      const completedAt = iso(yield* nowMs)
-      const json = JSON.stringify(result)
-      yield* journal.write('journal a completed tool call', { op: 'completeToolEffect', runId, step, position, resultJson: json, at: completedAt })
+      // `completed` goes with the next commit: the step's results and the next receipt, or the
+      // next call's `started` (nothing with an effect starts before it is durable).
+      journal.stageWrite({ op: 'completeToolEffect', runId, step, position, resultJson: JSON.stringify(result), at: iso(drive.now()) })
     }
     return result
   })

@@ -1,9 +1,9 @@
-import type { LeaseLostError, NewTransition, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
+import type { Eventually, LeaseLostError, NewTransition, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Actor } from 'xstate'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, type RunStatePath, runStatePath, statePath, statusOfState } from '../machine/run-state.js'
-import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { failure, iso, nowMs, store } from '../supervisor/driver-io.js'
 import { notify, type RunObserver } from '../supervisor/run-observer.js'
 
 /** A state's entry work result: the event to send, and the step data to commit with its transition. */
@@ -85,7 +85,7 @@ export class TransitionJournal {
     this.seq = seq
     this.durableSeq = seq
     this.durable = { state: this.path(), steps: this.context().completedSteps }
-    this.flush = Effect.suspend(() => this.flushStaged())
+    this.flush = Effect.suspend(() => this.flushNow() ?? Effect.void)
   }
 
   context(): RunContext {
@@ -175,32 +175,47 @@ export class TransitionJournal {
     return store(what, () => this.writer.write(this.runId, this.leaseToken, [write]))
   }
 
-  private flushStaged(): Effect.Effect<void, StoreError | LeaseLostError> {
+  /**
+   * Makes everything staged durable now: `undefined` once it is (SQLite answers at once, and the
+   * observers have heard), else the Effect that finishes the commit (a store that answers later,
+   * a group commit, a failure). The hot path's flush: no Effect when the store needs none.
+   */
+  flushNow(): Effect.Effect<void, StoreError | LeaseLostError> | undefined {
     const batch = this.staged
-    if (batch.transitions.length === 0 && batch.writes.length === 0) return Effect.void
+    if (batch.transitions.length === 0 && batch.writes.length === 0) return undefined
     this.staged = emptyStage()
     const { writer, runId, leaseToken } = this
-    const write = store('commit transition', () =>
-      batch.head === undefined
-        ? writer.write(runId, leaseToken, batch.writes)
-        : writer.commit(
-            { runId, leaseToken, writes: batch.writes, transitions: batch.transitions, head: batch.head },
-            // Alone, a run commits at once; among others, its commit may share their transaction.
-            { batch: (this.concurrentRuns?.() ?? 1) > 1 }
-          )
-    )
-    return Effect.matchEffect(write, {
-      onFailure: (error) =>
-        Effect.suspend(() => {
-          this.seq = this.durableSeq
-          return Effect.fail(error)
-        }),
-      onSuccess: () =>
-        Effect.sync(() => {
-          this.durableSeq = this.seq
-          if (batch.head !== undefined) this.durable = { state: batch.head.state, steps: batch.head.steps }
-          for (const notice of batch.notices) notice()
-        })
+    let result: Eventually<void>
+    try {
+      result =
+        batch.head === undefined
+          ? writer.write(runId, leaseToken, batch.writes)
+          : writer.commit(
+              { runId, leaseToken, writes: batch.writes, transitions: batch.transitions, head: batch.head },
+              // Alone, a run commits at once; among others, its commit may share their transaction.
+              { batch: (this.concurrentRuns?.() ?? 1) > 1 }
+            )
+    } catch (cause) {
+      return this.failed(failure('commit transition', cause))
+    }
+    if (!(result instanceof Promise)) {
+      this.durableNow(batch)
+      return undefined
+    }
+    return Effect.matchEffect(Effect.tryPromise({ try: () => result as Promise<void>, catch: (cause) => failure('commit transition', cause) }), {
+      onFailure: (error) => this.failed(error),
+      onSuccess: () => Effect.sync(() => this.durableNow(batch))
     })
+  }
+
+  private failed(error: StoreError | LeaseLostError): Effect.Effect<never, StoreError | LeaseLostError> {
+    this.seq = this.durableSeq
+    return Effect.fail(error)
+  }
+
+  private durableNow(batch: Staged): void {
+    this.durableSeq = this.seq
+    if (batch.head !== undefined) this.durable = { state: batch.head.state, steps: batch.head.steps }
+    for (const notice of batch.notices) notice()
   }
 }

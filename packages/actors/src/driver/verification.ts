@@ -2,6 +2,7 @@ import { verify, verifyRunsCommands } from '@agentvisor/core'
 import { Effect } from 'effect'
 import type { RunContext } from '../machine/run-machine.js'
 import { commandsOf, type Drive, redact } from './drive.js'
+import type { Now } from './now.js'
 import type { Work } from './transition-journal.js'
 
 const PASSED: Work = { event: { type: 'VERIFY_PASSED' } }
@@ -17,14 +18,11 @@ export const verifyingIsPure = (drive: Drive): boolean => {
 }
 
 /** `verifying`'s entry work: checks the contract; a model that stops short is told why. */
-export const check = (drive: Drive, ctx: RunContext): Effect.Effect<Work> =>
-  Effect.gen(function* () {
-    const { contract, workspace, messages, runId } = drive.deps
-    if (contract.verify === undefined) {
-      // Without a contract the run is done when the model stops asking for tools.
-      return ctx.lastHadToolCalls ? FAILED : PASSED
-    }
-    const result = yield* verify(workspace, contract.verify, commandsOf(drive))
+export const check = (drive: Drive, ctx: RunContext): Now<Work> => {
+  const { contract, workspace, messages, runId } = drive.deps
+  // Without a contract the run is done when the model stops asking for tools.
+  if (contract.verify === undefined) return ctx.lastHadToolCalls ? FAILED : PASSED
+  return Effect.map(verify(workspace, contract.verify, commandsOf(drive)), (result): Work => {
     if (result.passed) return PASSED
     if (ctx.lastHadToolCalls) return FAILED
     // The model thinks it is done but the contract disagrees: tell it why.
@@ -33,5 +31,6 @@ export const check = (drive: Drive, ctx: RunContext): Effect.Effect<Work> =>
       event: { type: 'VERIFY_FAILED' },
       writes: [{ op: 'setStepFeedback', runId, step: ctx.step, feedback }],
       after: () => messages.push({ role: 'user', content: feedback })
-    } satisfies Work
+    }
   })
+}

@@ -1,7 +1,8 @@
 import { type Eventually, LeaseLostError, StoreError } from '@agentvisor/store'
 import { Clock, Effect } from 'effect'
 
-const failure = (what: string, cause: unknown): StoreError | LeaseLostError =>
+/** A store call's failure as the driver reports it; a fenced-out write keeps its own error. */
+export const failure = (what: string, cause: unknown): StoreError | LeaseLostError =>
   cause instanceof LeaseLostError
     ? cause
     : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })

@@ -1,12 +1,11 @@
 import { SPAWN_CHILD_TOOL, type ChatMessage, type ToolCall, WORKSPACE_TOOLS } from '@agentvisor/core'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
-import { Effect } from 'effect'
+import { Effect, Exit } from 'effect'
 import { makeChildRuns } from '../children/child-runs.js'
 import type { Drive, RunDriverDeps } from '../driver/drive.js'
 import { ENTRY_WORK, type EntryWorkTable } from '../driver/entry-work.js'
 import { recoverLostDispatch } from '../driver/recovery.js'
 import { TransitionJournal, type Work } from '../driver/transition-journal.js'
-import { nowMs } from './driver-io.js'
 import { notify } from './run-observer.js'
 
 export type { Approver, RunDriverDeps } from '../driver/drive.js'
@@ -28,7 +27,8 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     offeredTools: children.canSpawn ? [...WORKSPACE_TOOLS, SPAWN_CHILD_TOOL] : WORKSPACE_TOOLS,
     toolCalls: lastAssistantToolCalls(messages),
     freshStep: undefined,
-    commandSettings: undefined
+    commandSettings: undefined,
+    now: Date.now
   }
 
   notify(observers, 'onDriveStarted', {
@@ -46,17 +46,45 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
   /**
    * Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the
    * work; whoever interrupts it runs `afterInterrupt` once it is (see there).
+   *
+   * The loop is plain code while nothing waits (docs/architecture.md, "The hot path"): an entry
+   * work that answers at once, and a commit the store makes at once, cost no Effect step; only a
+   * real wait (a provider call in flight, a tool's I/O, a store that answers later) goes through
+   * Effect, which is also where an interruption can land. A streak of work that never waits gives
+   * the event loop a turn every `SYNC_STREAK` states, so timers, cancels and other runs get in.
    */
-  const driveLoop: Effect.Effect<void, StoreError | LeaseLostError> = Effect.gen(function* () {
-    for (;;) {
+  const finish = Effect.uninterruptible(journal.flush)
+  const advance = (): Effect.Effect<void, StoreError | LeaseLostError> => {
+    for (let streak = 0; ; streak++) {
       const entry = entryWork[journal.path()]
       // Anything with an effect starts only once everything staged before it is durable.
-      if (entry === null || !entry.pure(drive)) yield* Effect.uninterruptible(journal.flush)
-      if (entry === null) return
-      const next = yield* entry.run(drive, journal.context())
-      if (next === undefined) return yield* Effect.uninterruptible(journal.flush)
-      journal.stage(next, yield* nowMs)
+      if (entry === null || !entry.pure(drive)) {
+        const flushing = journal.flushNow()
+        if (flushing !== undefined) return Effect.flatMap(Effect.uninterruptible(flushing), advance)
+      }
+      if (entry === null) return Effect.void
+      if (streak === SYNC_STREAK) return Effect.flatMap(nextTurn, advance)
+      const ran = entry.run(drive, journal.context())
+      let next: Work | undefined
+      if (Effect.isEffect(ran)) {
+        const effect = ran as Effect.Effect<Work | undefined, StoreError | LeaseLostError>
+        if (!(Exit.isExit(effect) && Exit.isSuccess(effect))) {
+          return Effect.flatMap(effect, (work) => {
+            if (work === undefined) return finish
+            journal.stage(work, drive.now())
+            return advance()
+          })
+        }
+        next = (effect as Exit.Success<Work | undefined, never>).value
+      } else next = ran as Work | undefined
+      if (next === undefined) return finish
+      journal.stage(next, drive.now())
     }
+  }
+  const driveLoop: Effect.Effect<void, StoreError | LeaseLostError> = Effect.clockWith((clock) => {
+    // Time comes from the fiber's Clock (tests move it), read without an Effect step.
+    drive.now = () => clock.unsafeCurrentTimeMillis()
+    return advance()
   })
 
   /**
@@ -80,6 +108,15 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
 }
 
 export type RunDriver = ReturnType<typeof makeRunDriver>
+
+/** States entered in a row without a wait before the loop lets the event loop have a turn. */
+const SYNC_STREAK = 64
+
+/** One turn of the event loop (timers and I/O included, unlike a microtask). */
+const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
 
 const lastAssistantToolCalls = (messages: ReadonlyArray<ChatMessage>): ReadonlyArray<ToolCall> => {
   for (let i = messages.length - 1; i >= 0; i--) {

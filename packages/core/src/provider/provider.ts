@@ -26,6 +26,11 @@ export interface ToolSpec {
 }
 
 export interface ChatRequest {
+  /**
+   * The conversation so far. The driver hands its live array (no copy per dispatch) and appends
+   * to it only once the answer is in: an adapter reads it when its Effect runs, and one that keeps
+   * the request for later must copy it.
+   */
   readonly messages: ReadonlyArray<ChatMessage>
   readonly tools: ReadonlyArray<ToolSpec>
 }

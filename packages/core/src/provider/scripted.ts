@@ -1,4 +1,4 @@
-import { Effect } from 'effect'
+import { Effect, Exit } from 'effect'
 import { ProviderError } from '../errors.js'
 import { argumentsTextOf, boundArgumentsText } from '../tools/tool-arguments.js'
 import { kindOfStatus } from './http-error.js'
@@ -24,30 +24,32 @@ export interface ScriptedProvider extends Provider {
 export const makeScriptedProvider = (options: ScriptedProviderOptions): ScriptedProvider => {
   const name = options.name ?? 'scripted'
   let count = 0
-  let last: Parameters<Provider['chat']>[0] | undefined
+  let last: { readonly request: Parameters<Provider['chat']>[0]; readonly length: number } | undefined
   return {
     name,
     kind: 'scripted',
     callCount: () => count,
-    lastRequest: () => last,
-    chat: (request) =>
-      Effect.suspend(() => {
-        const index = count
-        count += 1
-        last = request
-        const step = options.steps[index]
-        const answer = step === undefined ? Effect.succeed(textReply(SCRIPT_EXHAUSTED_TEXT)) : playStep(name, index, step)
-        return step?.delayMs ? Effect.zipRight(Effect.sleep(step.delayMs), answer) : answer
-      })
+    // The conversation as it was sent: the caller may append to the array afterwards.
+    lastRequest: () => (last === undefined ? undefined : { ...last.request, messages: last.request.messages.slice(0, last.length) }),
+    // Played when asked: a step without a delay is answered at once, as a settled Exit (a
+    // driver need not wait for it); a delayed one sleeps first.
+    chat: (request) => {
+      const index = count
+      count += 1
+      last = { request, length: request.messages.length }
+      const step = options.steps[index]
+      const answer = step === undefined ? Exit.succeed(textReply(SCRIPT_EXHAUSTED_TEXT)) : playStep(name, index, step)
+      return step?.delayMs ? Effect.zipRight(Effect.sleep(step.delayMs), answer) : answer
+    }
   }
 }
 
 const textReply = (text: string): ChatReply => ({ text, toolCalls: [] })
 
-const playStep = (provider: string, index: number, step: ScriptedStep): Effect.Effect<ChatReply, ProviderError> => {
+const playStep = (provider: string, index: number, step: ScriptedStep): Exit.Exit<ChatReply, ProviderError> => {
   if (step.error !== undefined) {
     const { status, retryAfterMs, message } = step.error
-    return Effect.fail(
+    return Exit.fail(
       new ProviderError({
         kind: kindOfStatus(status),
         provider,
@@ -58,7 +60,7 @@ const playStep = (provider: string, index: number, step: ScriptedStep): Effect.E
     )
   }
   if (step.disconnect === true) {
-    return Effect.fail(new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'connection reset by scripted provider' }))
+    return Exit.fail(new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'connection reset by scripted provider' }))
   }
   const toolCalls: ToolCall[] = (step.toolCalls ?? []).map((call, i) => ({
     id: `call_${index + 1}_${i + 1}`,
@@ -66,7 +68,7 @@ const playStep = (provider: string, index: number, step: ScriptedStep): Effect.E
     // Bounded like a real adapter's decoding, so a script exercises the same path (docs/task-file.md).
     arguments: typeof call.arguments === 'string' ? boundArgumentsText(call.arguments) : argumentsTextOf(call.arguments)
   }))
-  return Effect.succeed({
+  return Exit.succeed({
     text: step.text ?? '',
     toolCalls,
     usage: step.usage ?? { inputTokens: 0, outputTokens: 0 }
