@@ -67,6 +67,8 @@ export class TransitionJournal {
   private staged: Staged = emptyStage()
   /** Where the store has the run (see `DurableHead`). */
   durable: DurableHead
+  /** The status this driver last made durable (unknown at first: the row may say otherwise). */
+  private writtenStatus: string | undefined
   /**
    * Makes everything staged durable in one fenced transaction, then tells the observers. Callers
    * make it uninterruptible, so a cancel that lands mid-commit waits: memory and store agree.
@@ -135,8 +137,11 @@ export class TransitionJournal {
     if (work.notice !== undefined) staged.notices.push(work.notice)
     const observers = this.observers
     staged.notices.push(() => notify(observers, 'onTransition', transition))
+    const status = statusOfState(to)
+    // The status is written only when it changes: it is indexed, and rewriting an indexed column
+    // costs an index update at every commit (the first commit of a drive always writes it).
     staged.head = {
-      status: statusOfState(to),
+      ...(status === this.writtenStatus ? {} : { status }),
       state: to,
       steps: ctx.completedSteps,
       updated_at: at,
@@ -215,7 +220,10 @@ export class TransitionJournal {
 
   private durableNow(batch: Staged): void {
     this.durableSeq = this.seq
-    if (batch.head !== undefined) this.durable = { state: batch.head.state, steps: batch.head.steps }
+    if (batch.head !== undefined) {
+      this.durable = { state: batch.head.state, steps: batch.head.steps }
+      if (batch.head.status !== undefined) this.writtenStatus = batch.head.status
+    }
     for (const notice of batch.notices) notice()
   }
 }

@@ -27,4 +27,13 @@ export const store = <A>(what: string, run: () => Eventually<A>): Effect.Effect<
 
 /** Time comes from Effect's Clock, so tests can move it (Retry-After, deadlines) without sleeping. */
 export const nowMs = Clock.currentTimeMillis
-export const iso = (ms: number): string => new Date(ms).toISOString()
+/** An ISO timestamp; a step writes several in the same millisecond, so the last one is kept. */
+export const iso = (ms: number): string => {
+  if (ms !== lastIsoMs) {
+    lastIsoMs = ms
+    lastIso = new Date(ms).toISOString()
+  }
+  return lastIso
+}
+let lastIsoMs = Number.NaN
+let lastIso = ''

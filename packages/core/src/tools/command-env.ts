@@ -44,7 +44,15 @@ export const runCommandSettings = (
   contract: Pick<TaskContract, 'providers' | 'sandbox'>,
   moreSecretNames: ReadonlyArray<string> = [],
   base: NodeJS.ProcessEnv = process.env
-): CommandSettings => ({
-  env: commandEnv(base, [...contractSecretNames(contract), ...moreSecretNames]),
-  ...(contract.sandbox === undefined ? {} : { sandbox: contract.sandbox })
-})
+): CommandSettings => {
+  const secretNames = [...contractSecretNames(contract), ...moreSecretNames]
+  let env: NodeJS.ProcessEnv | undefined
+  return {
+    // Copied on first use: a run whose tools only read files never filters the environment.
+    get env() {
+      env ??= commandEnv(base, secretNames)
+      return env
+    },
+    ...(contract.sandbox === undefined ? {} : { sandbox: contract.sandbox })
+  }
+}

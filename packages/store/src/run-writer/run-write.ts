@@ -32,7 +32,8 @@ export type RunWrite =
 
 /** What a transition changes in its run's row. */
 export interface RunHead {
-  readonly status: string
+  /** Omitted when it has not changed since the driver's last commit (it is indexed). */
+  readonly status?: string
   readonly state: string
   readonly steps: number
   readonly updated_at: string

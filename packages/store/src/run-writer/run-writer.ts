@@ -113,6 +113,9 @@ export async function applyRunWrite(db: Executor, write: RunWrite): Promise<void
   }
 }
 
+/** The run row's columns a commit sets (the status only when the driver says it changed). */
+const headUpdate = ({ status, ...rest }: TransitionCommit['head']) => (status === undefined ? rest : { ...rest, status: status as RunStatus })
+
 /** The `RunWriter` of any dialect: each call one Kysely transaction, fenced by `checkFence`. */
 export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
   return {
@@ -123,7 +126,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
         for (const transition of commit.transitions) await appendTransition(trx, transition)
         const updated = await trx
           .updateTable('runs')
-          .set({ ...commit.head, status: commit.head.status as RunStatus })
+          .set(headUpdate(commit.head))
           .where('id', '=', commit.runId)
           .where('lease_token', '=', commit.leaseToken)
           .executeTakeFirst()
