@@ -18,8 +18,8 @@ import type { Workspace } from './workspace.js'
 export const ToolEffect = { read: 'read', idempotent: 'idempotent', effect: 'effect' } as const
 export type ToolEffect = (typeof ToolEffect)[keyof typeof ToolEffect]
 
-/** Where a tool comes from; shown with its calls. Tool modules and MCP servers come next to `builtin`. */
-export type ToolSource = 'builtin'
+/** Where a tool comes from: agentvisor itself, a tool module, or an MCP server (`mcp:<server>`). */
+export type ToolSource = 'builtin' | 'module' | `mcp:${string}`
 
 /** What a tool call does in policy terms: an act on a target (a workspace path or a command line). */
 export interface ToolAct {
@@ -112,7 +112,7 @@ export const toolActOf = (tool: ToolDefinition | undefined, raw: string): ToolAc
  * built-ins never do, and a step pays nothing for it.
  */
 export class RunToolContext implements ToolContext {
-  #key: string | undefined
+  private key: string | undefined = undefined
   constructor(
     readonly runId: string,
     readonly step: number,
@@ -124,7 +124,7 @@ export class RunToolContext implements ToolContext {
   ) {}
 
   get idempotencyKey(): string {
-    this.#key ??= `${this.runId}:${this.step}:${this.position}`
-    return this.#key
+    this.key ??= `${this.runId}:${this.step}:${this.position}`
+    return this.key
   }
 }
