@@ -1,8 +1,8 @@
-import { type Effect, Either } from 'effect'
+import type { Effect, Either } from 'effect'
 import type { Act } from '../policy/policy.js'
 import type { ToolSpec } from '../provider/provider.js'
 import type { CommandSettings } from './command-env.js'
-import { decodeArgumentsObject } from './tool-arguments.js'
+import { argumentsObjectOf } from './tool-arguments.js'
 import type { ToolOutcome } from './tool-outcome.js'
 import type { Workspace } from './workspace.js'
 
@@ -103,8 +103,8 @@ export type ToolDefinition<A = unknown> = CallableTool<A> | ChildRunTool<A>
  */
 export const toolActOf = (tool: ToolDefinition | undefined, raw: string): ToolAct | undefined => {
   if (tool === undefined) return undefined
-  const fields = decodeArgumentsObject(raw)
-  return Either.isRight(fields) ? tool.policy(fields.right) : undefined
+  const fields = argumentsObjectOf(raw)
+  return fields === undefined ? undefined : tool.policy(fields)
 }
 
 /**
