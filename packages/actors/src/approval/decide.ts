@@ -1,9 +1,8 @@
-import { type CompiledPolicy, describeDecision, escapeGlob } from '@agentvisor/core'
+import { builtinCatalogue, type CompiledPolicy, describeDecision, escapeGlob, type ToolCatalogue, toolActOf } from '@agentvisor/core'
 import { type ApprovalRow, type Database, type DecisionSource, decideApproval, insertPolicyEvents, type NewPolicyEvent, rememberRule } from '@agentvisor/store'
 import { Data } from 'effect'
 import type { Kysely } from 'kysely'
 import { EditRefusedError, RecoveryDecisionNeededError, RequestDecidedError } from '../errors.js'
-import { toolActOf } from './tool-act.js'
 
 /** How a person (or service) answers an approval request. */
 export interface ApprovalAnswer {
@@ -71,6 +70,8 @@ export const approvalRequestOf = (row: ApprovalRow): ApprovalRequest => {
 export const decideRequest = async (input: {
   readonly db: Kysely<Database>
   readonly policy: CompiledPolicy
+  /** The tools the run knows, whose definition judges an edit (the built-ins when omitted). */
+  readonly tools?: ToolCatalogue | undefined
   readonly workspace: string
   readonly request: ApprovalRow
   readonly answer: ApprovalAnswer
@@ -86,7 +87,7 @@ export const decideRequest = async (input: {
   let performedTarget: string | null = null
   if (answer.decision === 'approve' && answer.edit !== undefined) {
     const edited = { name: payload.name, arguments: JSON.stringify(answer.edit) }
-    const editedAct = toolActOf(edited)
+    const editedAct = toolActOf((input.tools ?? builtinCatalogue).get(payload.name), edited.arguments)
     if (editedAct === undefined) throw new EditRefusedError({ reason: `the edited arguments are not valid for ${payload.name}` })
     const check = input.policy.check(editedAct.act, editedAct.target)
     if (check.decision === 'deny') throw new EditRefusedError({ reason: `the edited action is refused: ${describeDecision(check)}` })

@@ -1,11 +1,19 @@
-import { type ApprovalMode, type CompiledPolicy, describeDecision, type ToolCall } from '@agentvisor/core'
+import { type ApprovalMode, builtinCatalogue, type CompiledPolicy, describeDecision, type ToolCall, type ToolDefinition, toolActOf } from '@agentvisor/core'
 import type { ApprovalRow, NewApproval, NewPolicyEvent } from '@agentvisor/store'
-import { toolActOf } from './tool-act.js'
 
 /** What happens to one tool call of a step once policy and approvals have spoken. */
 export type CallPlan =
-  /** Run `call` (the edited one when approved with edits); `note` precedes its output to the model. */
-  | { readonly kind: 'run'; readonly requested: ToolCall; readonly call: ToolCall; readonly note?: string | undefined }
+  /**
+   * Run `call` (the edited one when approved with edits) as its catalogue entry `tool` says
+   * (undefined: an unknown tool, answered as such); `note` precedes its output to the model.
+   */
+  | {
+      readonly kind: 'run'
+      readonly requested: ToolCall
+      readonly call: ToolCall
+      readonly tool: ToolDefinition | undefined
+      readonly note?: string | undefined
+    }
   /** Do not run it: `output` tells the model why. */
   | { readonly kind: 'refuse'; readonly requested: ToolCall; readonly output: string }
 
@@ -25,13 +33,17 @@ const payloadOf = (call: ToolCall): string => JSON.stringify({ name: call.name, 
 /**
  * Decides a step's tool calls before any of them runs: denied calls are refused, allowed ones
  * run, and `ask`s are answered by an existing decision, by `approval: auto`, or become pending
- * requests. Planning the whole step first means a pause never leaves a step half done.
+ * requests. Each call is judged by the act and target its tool's definition reads from it; a
+ * call of an unknown tool, or one naming no target, is not judged (it runs, and the tool answers
+ * what is wrong). Planning the whole step first means a pause never leaves a step half done.
  */
 export const planStep = (input: {
   readonly runId: string
   readonly step: number
   readonly policy: CompiledPolicy
   readonly calls: ReadonlyArray<ToolCall>
+  /** The catalogue's entry for each of `calls`, by position; looked up among the built-ins when omitted. */
+  readonly tools?: ReadonlyArray<ToolDefinition | undefined> | undefined
   readonly approvals: ReadonlyArray<ApprovalRow>
   readonly mode: ApprovalMode
   readonly newId: () => string
@@ -41,9 +53,10 @@ export const planStep = (input: {
   const decided: Array<Omit<NewApproval, 'created_at'>> = []
   const events: Array<Omit<NewPolicyEvent, 'at'>> = []
   for (const [position, call] of input.calls.entries()) {
-    const toolAct = toolActOf(call)
+    const tool = input.tools === undefined ? builtinCatalogue.get(call.name) : input.tools[position]
+    const toolAct = toolActOf(tool, call.arguments)
     if (toolAct === undefined) {
-      calls.push({ kind: 'run', requested: call, call })
+      calls.push({ kind: 'run', requested: call, call, tool })
       continue
     }
     const decision = input.policy.check(toolAct.act, toolAct.target)
@@ -52,14 +65,14 @@ export const planStep = (input: {
     const source = decision.layer === 'remembered' ? 'remembered' : 'policy'
     if (decision.decision === 'allow') {
       if (source === 'remembered') events.push({ ...base, kind: 'decision', decision: 'approved', source, request_id: null, performed_target: null })
-      calls.push({ kind: 'run', requested: call, call })
+      calls.push({ kind: 'run', requested: call, call, tool })
     } else if (decision.decision === 'deny') {
       events.push({ ...base, kind: 'refusal', decision: 'deny', source, request_id: null, performed_target: null })
       calls.push({ kind: 'refuse', requested: call, output: `Refused by policy: ${describeDecision(decision)}.` })
     } else {
       const existing = input.approvals.find((a) => a.tool_call_id === call.id)
       if (existing !== undefined && existing.status !== 'pending') {
-        calls.push(planFromDecision(call, existing))
+        calls.push(planFromDecision(call, tool, existing))
       } else if (existing !== undefined) {
         pending.push(existing)
       } else if (input.mode === 'auto') {
@@ -76,7 +89,7 @@ export const planStep = (input: {
           decided_at: null
         })
         events.push({ ...base, kind: 'decision', decision: 'approved', source: 'auto', request_id: id, performed_target: null })
-        calls.push({ kind: 'run', requested: call, call })
+        calls.push({ kind: 'run', requested: call, call, tool })
       } else {
         pending.push({
           ...base,
@@ -94,13 +107,16 @@ export const planStep = (input: {
   return { calls, pending, decided, events }
 }
 
-/** How a decided request plays out: the approved (possibly edited) call runs, a denial is told. */
-const planFromDecision = (call: ToolCall, approval: ApprovalRow): CallPlan => {
+/**
+ * How a decided request plays out: the approved (possibly edited) call runs, a denial is told.
+ * An edit changes a call's arguments, never its tool (approval/decide.ts).
+ */
+const planFromDecision = (call: ToolCall, tool: ToolDefinition | undefined, approval: ApprovalRow): CallPlan => {
   if (approval.status === 'denied') {
     return { kind: 'refuse', requested: call, output: `Denied by ${approval.source ?? 'an approver'}: ${approval.act} ${approval.target} was not approved.` }
   }
-  if (approval.edited_payload_json === null) return { kind: 'run', requested: call, call }
+  if (approval.edited_payload_json === null) return { kind: 'run', requested: call, call, tool }
   const edited = JSON.parse(approval.edited_payload_json) as { name: string; arguments: string }
   const performed: ToolCall = { id: call.id, name: edited.name, arguments: edited.arguments }
-  return { kind: 'run', requested: call, call: performed, note: `Approved with edits: ran ${edited.name} with ${edited.arguments} instead.` }
+  return { kind: 'run', requested: call, call: performed, tool, note: `Approved with edits: ran ${edited.name} with ${edited.arguments} instead.` }
 }

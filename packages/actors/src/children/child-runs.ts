@@ -35,6 +35,9 @@ export interface SpawnPlan {
   readonly unfinished: boolean
 }
 
+/** A call the run's children answer: one of a tool that runs as a child run (`spawn_child`). */
+const startsChild = (item: CallPlan): item is Extract<CallPlan, { kind: 'run' }> => item.kind === 'run' && item.tool?.runsAs === 'child-run'
+
 /** What the parent's model is told of a finished child. */
 const describeChild = (child: RunRow, lastText: string): string => {
   const error = child.error_json === null ? '' : ` (${(JSON.parse(child.error_json) as RunError).kind}: ${(JSON.parse(child.error_json) as RunError).message})`
@@ -75,11 +78,11 @@ export const makeChildRuns = (env: {
       const newChildren: Array<{ id: string; contract: TaskContract }> = []
       let unfinished = false
       // Most steps spawn nothing: only a step that does reads its children.
-      if (!calls.some((item) => item.kind === 'run' && item.call.name === 'spawn_child')) return { results, newChildren, unfinished }
+      if (!calls.some(startsChild)) return { results, newChildren, unfinished }
       const existing = new Map((yield* store('load child runs', () => listChildren(db, runId))).map((c) => [c.id, c]))
       let ordinal = existing.size
       for (const [position, item] of calls.entries()) {
-        if (item.kind !== 'run' || item.call.name !== 'spawn_child') continue
+        if (!startsChild(item)) continue
         if (!canSpawn) {
           results.set(position, {
             ok: false,

@@ -26,7 +26,7 @@ export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Wor
         const answer = yield* Effect.promise(() => approver.decide(approvalRequestOf(request)))
         const at = iso(yield* nowMs)
         yield* store('record decision', () =>
-          decideRequest({ db: deps.db, policy: deps.policy, workspace: contract.workspace, request, answer, source: approver.source, at })
+          decideRequest({ db: deps.db, policy: deps.policy, tools: drive.tools, workspace: contract.workspace, request, answer, source: approver.source, at })
         )
       }
     }

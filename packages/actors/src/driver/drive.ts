@@ -7,6 +7,8 @@ import {
   type SecretSet,
   type TaskContract,
   type ToolCall,
+  type ToolCatalogue,
+  type ToolDefinition,
   type ToolSpec,
   type Workspace,
   runCommandSettings
@@ -65,6 +67,8 @@ export interface RunDriverDeps {
    * stored, published or shown (docs/task-file.md, "API keys").
    */
   readonly secrets?: SecretSet | undefined
+  /** The tools the run knows (docs/task-file.md, "Tools offered to the model"); the built-ins when omitted. */
+  readonly tools?: ToolCatalogue | undefined
 }
 
 /** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
@@ -83,6 +87,7 @@ export interface Drive {
   readonly deps: RunDriverDeps
   readonly journal: TransitionJournal
   readonly children: ReturnType<typeof makeChildRuns>
+  readonly tools: ToolCatalogue
   readonly offeredTools: ReadonlyArray<ToolSpec>
   /** The tool calls of the last reply: what `acting` performs (set by the model call). */
   toolCalls: ReadonlyArray<ToolCall>
@@ -92,6 +97,14 @@ export interface Drive {
   commandSettings: CommandSettings | undefined
   /** Epoch ms from the drive's Clock (set when the loop starts; tests move it). */
   now: () => number
+  /** The catalogue's entry for each of `toolCalls`, looked up once a step (tool-execution.ts). */
+  readonly stepTools: StepTools
+}
+
+/** Which calls `tools` was looked up for, and the entries, refilled in place for each step. */
+export interface StepTools {
+  calls: ReadonlyArray<ToolCall> | undefined
+  readonly tools: Array<ToolDefinition | undefined>
 }
 
 /** Where provider and tool text enters the run; free when no key is known. */

@@ -1,7 +1,7 @@
+import { type ToolDefinition, toolActOf } from '@agentvisor/core'
 import type { LeaseLostError, NewPolicyEvent, RunWrite, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { planStep } from '../approval/step-plan.js'
-import { toolActOf } from '../approval/tool-act.js'
 import type { RunContext } from '../machine/run-machine.js'
 import type { ToolResultRecord } from '../supervisor/conversation.js'
 import { iso, nowMs, store } from '../supervisor/driver-io.js'
@@ -10,6 +10,21 @@ import { planSpawns, spawnWork } from './children.js'
 import type { Drive } from './drive.js'
 import { interruptedCalls, type JournalledResult, perform, toolTarget } from './tool-journal.js'
 import type { Work } from './transition-journal.js'
+
+/**
+ * The catalogue's entry for each of the step's calls (undefined for an unknown tool): looked up
+ * by name once a step, into an array the drive keeps, so a step allocates nothing for it.
+ */
+const stepTools = (drive: Drive): ReadonlyArray<ToolDefinition | undefined> => {
+  const calls = drive.toolCalls
+  const cached = drive.stepTools
+  if (cached.calls !== calls) {
+    cached.tools.length = calls.length
+    for (let i = 0; i < calls.length; i++) cached.tools[i] = drive.tools.get(calls[i]!.name)
+    cached.calls = calls
+  }
+  return cached.tools
+}
 
 /**
  * `acting` may always be staged behind the transition into it: its own work only reads (the
@@ -38,7 +53,16 @@ export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreErr
     const fresh = drive.freshStep === ctx.step
     drive.freshStep = undefined
     const approvals = fresh ? [] : yield* store('load approvals', () => writer.approvals(runId, ctx.step))
-    const plan = planStep({ runId, step: ctx.step, policy: deps.policy, calls: drive.toolCalls, approvals, mode: contract.approval, newId: deps.newId })
+    const plan = planStep({
+      runId,
+      step: ctx.step,
+      policy: deps.policy,
+      calls: drive.toolCalls,
+      tools: stepTools(drive),
+      approvals,
+      mode: contract.approval,
+      newId: deps.newId
+    })
     const at = iso(yield* nowMs)
     if (plan.pending.length > 0) {
       return {
@@ -59,7 +83,7 @@ export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreErr
       return {
         event: {
           type: 'CANCEL',
-          message: `aborted by ${aborted.source ?? 'the operator'}: the interrupted exec ${JSON.stringify(aborted.target)} was not resumed`
+          message: `aborted by ${aborted.source ?? 'the operator'}: the interrupted ${aborted.act} ${JSON.stringify(aborted.target)} was not resumed`
         }
       } satisfies Work
     }
@@ -85,13 +109,13 @@ export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreErr
       } else {
         const toolCall = { runId, step: ctx.step, name: call.name, target: toolTarget(call) }
         journal.whenDurable(() => notify(observers, 'onToolCall', toolCall))
-        result = yield* perform(drive, ctx.step, position, item.call, interrupted.get(position), item.note)
+        result = yield* perform(drive, ctx.step, position, item.call, item.tool, interrupted.get(position), item.note)
         const toolResult = { runId, step: ctx.step, name: call.name, ok: result.ok, output: result.output }
         journal.whenDurable(() => notify(observers, 'onToolResult', toolResult))
       }
       if (result.refusal !== undefined) {
         // The sandbox refused it (a path escaping the workspace): audited like a policy refusal.
-        const toolAct = item.kind === 'run' ? toolActOf(item.call) : undefined
+        const toolAct = item.kind === 'run' ? toolActOf(item.tool, item.call.arguments) : undefined
         events.push({
           run_id: runId,
           step: ctx.step,

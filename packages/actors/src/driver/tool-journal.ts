@@ -1,12 +1,9 @@
-import { runTool, type ToolCall } from '@agentvisor/core'
+import { RunToolContext, runToolCall, type ToolCall, type ToolDefinition, toolActOf } from '@agentvisor/core'
 import type { ApprovalRow, LeaseLostError, NewApproval, StoreError, ToolEffectRow } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { CallPlan } from '../approval/step-plan.js'
 import { iso } from '../supervisor/driver-io.js'
 import { commandsOf, type Drive, redact } from './drive.js'
-
-/** Tools whose calls change the world: journalled so that a resume never repeats them. */
-const JOURNALLED_TOOLS: ReadonlySet<string> = new Set(['write_file', 'exec'])
 
 /** A tool result as the journal keeps it. */
 export interface JournalledResult {
@@ -16,22 +13,26 @@ export interface JournalledResult {
 }
 
 /**
- * Performs one allowed call. Side-effecting calls are journalled: `started` is durable before
- * the effect, `completed` with its result in the commit right after, so a resume never repeats
- * one (it replays the completed result, and asks about one that started but never completed).
+ * Performs one allowed call of `tool` (undefined: an unknown tool, answered as such). Calls of
+ * tools with an effect (class `idempotent` or `effect`, docs/durability.md) are journalled:
+ * `started` is durable before the effect, `completed` with its result in the commit right after,
+ * so a resume never repeats a completed one (it replays the result; one that started but never
+ * completed is run again if `idempotent`, and waits for a recovery decision if `effect`). `read`
+ * calls are not.
  */
 export const perform = (
   drive: Drive,
   step: number,
   position: number,
   call: ToolCall,
+  tool: ToolDefinition | undefined,
   recovery: ApprovalRow | undefined,
   note: string | undefined
 ): Effect.Effect<JournalledResult, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
     const { journal, deps } = drive
     const runId = deps.runId
-    const journalled = JOURNALLED_TOOLS.has(call.name)
+    const journalled = tool !== undefined && tool.effect !== 'read'
     let result: JournalledResult
     if (recovery?.resolution === 'completed') {
       result = { ok: true, output: `The command was interrupted and was not run again. The operator reports: ${recovery.account ?? '(no account given)'}` }
@@ -46,7 +47,8 @@ export const perform = (
         const flushing = journal.flushNow()
         if (flushing !== undefined) yield* Effect.uninterruptible(flushing)
       }
-      const outcome = yield* runTool(deps.workspace, call, commandsOf(drive))
+      const ctx = new RunToolContext(runId, step, position, call.id, deps.workspace, commandsOf(drive))
+      const outcome = yield* runToolCall(drive.tools, tool, call, ctx)
       // A command can print the key (`cat /proc/$PPID/environ`): redacted before anyone keeps it.
       const output = redact(drive, note === undefined ? outcome.output : `${note}\n${outcome.output}`)
       result = { ok: outcome.ok, output, ...(outcome.refusal !== undefined ? { refusal: outcome.refusal } : {}) }
@@ -59,7 +61,7 @@ export const perform = (
     return result
   })
 
-/** What the journal says of a step's `exec`s that started and never completed. */
+/** What the journal says of a step's calls of class `effect` that started and never completed. */
 export interface InterruptedCalls {
   /** Decided recovery requests, by call position. */
   readonly interrupted: ReadonlyMap<number, ApprovalRow | undefined>
@@ -71,8 +73,9 @@ export interface InterruptedCalls {
 const NONE_INTERRUPTED: InterruptedCalls = { interrupted: new Map(), recoveries: [] }
 
 /**
- * An exec the journal saw start but never finish may or may not have had its effect: a person
- * decides (retry, completed with an account, or abort) before the step goes on.
+ * A call of class `effect` (`exec`) the journal saw start but never finish may or may not have
+ * had its effect: a person decides (retry, completed with an account, or abort) before the step
+ * goes on. An `idempotent` one is simply run again; a `read` one was never journalled.
  */
 export const interruptedCalls = (
   drive: Drive,
@@ -87,11 +90,11 @@ export const interruptedCalls = (
   const recoveries: NewApproval[] = []
   for (const [position, item] of calls.entries()) {
     const entry = journal.find((e) => e.position === position)
-    if (item.kind !== 'run' || item.call.name !== 'exec' || entry?.status !== 'started') continue
+    if (item.kind !== 'run' || item.tool?.effect !== 'effect' || entry?.status !== 'started') continue
     const key = `${item.call.id}#recovery@${entry.started_at}`
     const request = approvals.find((a) => a.tool_call_id === key)
     if (request === undefined || request.status === 'pending') {
-      recoveries.push(recoveryRequest(drive, step, position, key, item.call, at))
+      recoveries.push(recoveryRequest(drive, step, position, key, item.call, item.tool, at))
     } else {
       interrupted.set(position, request)
     }
@@ -99,23 +102,28 @@ export const interruptedCalls = (
   return { interrupted, recoveries }
 }
 
-const recoveryRequest = (drive: Drive, step: number, position: number, key: string, call: ToolCall, at: string): NewApproval => ({
-  id: drive.deps.newId(),
-  run_id: drive.deps.runId,
-  step,
-  position,
-  tool_call_id: key,
-  kind: 'recovery',
-  act: 'exec',
-  target: toolTarget(call),
-  payload_json: JSON.stringify({ name: call.name, arguments: call.arguments }),
-  rule: 'interrupted',
-  layer: 'journal',
-  source: null,
-  edited_payload_json: null,
-  created_at: at,
-  decided_at: null
-})
+const recoveryRequest = (drive: Drive, step: number, position: number, key: string, call: ToolCall, tool: ToolDefinition, at: string): NewApproval => {
+  // The request names the call as the policy would (`exec` and its command line). Arguments
+  // that name no target (such a call fails as soon as it starts) keep the act `exec` of old.
+  const toolAct = toolActOf(tool, call.arguments)
+  return {
+    id: drive.deps.newId(),
+    run_id: drive.deps.runId,
+    step,
+    position,
+    tool_call_id: key,
+    kind: 'recovery',
+    act: toolAct?.act ?? 'exec',
+    target: toolAct?.target ?? toolTarget(call),
+    payload_json: JSON.stringify({ name: call.name, arguments: call.arguments }),
+    rule: 'interrupted',
+    layer: 'journal',
+    source: null,
+    edited_payload_json: null,
+    created_at: at,
+    decided_at: null
+  }
+}
 
 /** The path or command a tool call is about, for progress lines (never file contents). */
 export const toolTarget = (call: ToolCall): string => {

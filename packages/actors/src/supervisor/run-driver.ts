@@ -1,4 +1,4 @@
-import { SPAWN_CHILD_TOOL, type ChatMessage, type ToolCall, WORKSPACE_TOOLS } from '@agentvisor/core'
+import { builtinCatalogue, type ChatMessage, type ToolCall } from '@agentvisor/core'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect, Exit } from 'effect'
 import { makeChildRuns } from '../children/child-runs.js'
@@ -20,15 +20,18 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
   const { db, runId, contract, actor, messages, observers } = deps
   const journal = new TransitionJournal(deps.writer, runId, deps.leaseToken, actor, observers, deps.seq, deps.concurrentRuns)
   const children = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => drive.toolCalls, endUndriven: deps.endUndrivenChild, warn: deps.warn })
+  const tools = deps.tools ?? builtinCatalogue
   const drive: Drive = {
     deps,
     journal,
     children,
-    offeredTools: children.canSpawn ? [...WORKSPACE_TOOLS, SPAWN_CHILD_TOOL] : WORKSPACE_TOOLS,
+    tools,
+    offeredTools: tools.offered(children.canSpawn),
     toolCalls: lastAssistantToolCalls(messages),
     freshStep: undefined,
     commandSettings: undefined,
-    now: Date.now
+    now: Date.now,
+    stepTools: { calls: undefined, tools: [] }
   }
 
   notify(observers, 'onDriveStarted', {

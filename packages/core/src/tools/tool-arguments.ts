@@ -42,24 +42,37 @@ export const argumentsTextOf = (input: unknown): string =>
 
 const describeType = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value)
 
+/** The raw arguments as a JSON object, or (a string) why not. */
+const parseArgumentsObject = (raw: string): Fields | string => {
+  // Some models send an empty string for a call without arguments; that is `{}`.
+  if (raw.trim() === '') return {}
+  if (raw === TOO_DEEP_ARGUMENTS || jsonTextTooDeep(raw, MAX_NESTING_DEPTH)) return TOO_DEEP_REASON
+  let value: unknown
+  try {
+    value = JSON.parse(raw)
+  } catch (error) {
+    return `not valid JSON (${error instanceof Error ? error.message : String(error)})`
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `expected a JSON object, got ${describeType(value)}`
+  return value as Fields
+}
+
 /**
  * The raw arguments as a JSON object, or why not. Nesting is checked here too, for calls that
  * did not come through an adapter (a provider of the TS API's own).
  */
 export const decodeArgumentsObject = (raw: string): Either.Either<Fields, string> => {
-  // Some models send an empty string for a call without arguments; that is `{}`.
-  if (raw.trim() === '') return Either.right({})
-  if (raw === TOO_DEEP_ARGUMENTS || jsonTextTooDeep(raw, MAX_NESTING_DEPTH)) return Either.left(TOO_DEEP_REASON)
-  let value: unknown
-  try {
-    value = JSON.parse(raw)
-  } catch (error) {
-    return Either.left(`not valid JSON (${error instanceof Error ? error.message : String(error)})`)
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return Either.left(`expected a JSON object, got ${describeType(value)}`)
-  }
-  return Either.right(value as Fields)
+  const parsed = parseArgumentsObject(raw)
+  return typeof parsed === 'string' ? Either.left(parsed) : Either.right(parsed)
+}
+
+/**
+ * The same object for readers that only need it or nothing (the policy's reading of a call, once
+ * per call on every step): undefined where `decodeArgumentsObject` says why not.
+ */
+export const argumentsObjectOf = (raw: string): Fields | undefined => {
+  const parsed = parseArgumentsObject(raw)
+  return typeof parsed === 'string' ? undefined : parsed
 }
 
 const requiredString = (fields: Fields, name: string): Either.Either<string, string> => {
