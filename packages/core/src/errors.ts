@@ -49,6 +49,16 @@ export class WorkspaceEscapeError extends Data.TaggedError('WorkspaceEscapeError
   readonly message: string
 }> {}
 
+/**
+ * A file tool's or a check's file-system call failed (ENOENT, EACCES, ...): `path` is the
+ * workspace-relative path asked for, `code` Node's error code when it has one.
+ */
+export class FileSystemError extends Data.TaggedError('FileSystemError')<{
+  readonly path: string
+  readonly code: string | undefined
+  readonly cause: unknown
+}> {}
+
 /** The workspace folder could not be created or resolved. */
 export class WorkspaceError extends Data.TaggedError('WorkspaceError')<{
   readonly path: string
