@@ -299,10 +299,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
         Effect.gen(function* () {
           const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
-          const loaded = yield* Effect.tryPromise({
-            try: () => loadRunPolicy(db, contract),
-            catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
-          })
+          const loaded = yield* loadRunPolicy(db, contract)
           // A run whose policy cannot be built never runs permissively: it does not run.
           if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
           const policy = loaded.right
