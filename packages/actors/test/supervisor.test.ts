@@ -235,6 +235,32 @@ describe('the supervisor', () => {
   })
 })
 
+describe('the rows of runs started from code', () => {
+  it('name no root for a root run, and the root of the parent tree for a run started under a parent', async () => {
+    const dir = tempDir()
+    const agentvisor = await open(dir)
+    const task = (goal: string) => ({
+      goal,
+      workspace: path.join(dir, 'ws'),
+      approval: 'auto',
+      providers: [{ name: 'p', kind: 'scripted', steps: [{ text: 'ok' }] }]
+    })
+    const root = await agentvisor.run(task('root'))
+    const child = await agentvisor.run(task('child'), { parentId: root.runId })
+    const grandchild = await agentvisor.run(task('grandchild'), { parentId: child.runId })
+    const store = await openStore(path.join(dir, 'av.db'))
+    try {
+      const rows = await store.db.selectFrom('runs').select(['id', 'parent_id', 'root_id']).execute()
+      const byId = new Map(rows.map((r) => [r.id, r]))
+      expect(byId.get(root.runId)).toEqual({ id: root.runId, parent_id: null, root_id: null })
+      expect(byId.get(child.runId)).toEqual({ id: child.runId, parent_id: root.runId, root_id: root.runId })
+      expect(byId.get(grandchild.runId)).toEqual({ id: grandchild.runId, parent_id: child.runId, root_id: root.runId })
+    } finally {
+      await store.close()
+    }
+  })
+})
+
 describe('approvals from the TypeScript API', () => {
   it('asks a programmatic approver and performs exactly what it approved', async () => {
     const dir = tempDir()
