@@ -6,23 +6,15 @@ import { homedir } from 'node:os'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
 import { openStore } from '@agentvisor/store'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { TOO_DEEP_ARGUMENTS } from '@agentvisor/core'
 import { Effect } from 'effect'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { loadRunView } from '../packages/cli/src/inspector/run-view.js'
-import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { lastJson, runCli, taskInTempDir, tempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
-let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
-
-const startMock = async (steps: unknown[], model = 'test-model'): Promise<MockLlm> => {
-  mock = await startMockLlm({ scenarios: { models: { [model]: steps } } as never, port: 0 })
-  return mock
-}
+const startMock = mockLlmPerTest('test-model')
 
 const taskFor = (baseUrl: string, overrides: Record<string, unknown> = {}) => ({
   goal: 'Write DONE into out.txt',
@@ -33,6 +25,10 @@ const taskFor = (baseUrl: string, overrides: Record<string, unknown> = {}) => ({
   approval: 'auto',
   ...overrides
 })
+
+/** The task over the OpenAI adapter, streaming or not: each such test runs once each way. */
+const openaiTask = (baseUrl: string, stream: boolean) =>
+  taskFor(baseUrl, { providers: [{ name: 'primary', kind: 'openai', baseUrl, model: 'test-model', stream }] })
 
 const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' } }] }
 
@@ -49,9 +45,7 @@ describe('agentvisor run against the mock LLM over HTTP', () => {
   for (const stream of [false, true]) {
     it(`writes the file, verifies the contract and ends succeeded (${stream ? 'streaming' : 'plain'})`, async () => {
       const llm = await startMock([{ text: 'Writing it.', toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' } }] }])
-      const dir = tempDir()
-      const db = path.join(dir, 'av.db')
-      const task = writeTask(dir, taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', stream }] }))
+      const { dir, db, task } = taskInTempDir(openaiTask(llm.url, stream))
 
       const run = await runCli(['run', task, '--json', '--db', db])
       expect(run.code, run.stderr).toBe(0)
@@ -315,9 +309,7 @@ describe('tool-call arguments nested past the limit', () => {
   for (const stream of [false, true]) {
     it(`are answered to the model as a malformed call, the run goes on, and show --json works (${stream ? 'streaming' : 'plain'})`, async () => {
       const llm = await startMock([{ toolCalls: [{ name: 'write_file', arguments: deepArguments(100_000) }] }, writeDone])
-      const dir = tempDir()
-      const db = path.join(dir, 'av.db')
-      const task = writeTask(dir, taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', stream }] }))
+      const { db, task } = taskInTempDir(openaiTask(llm.url, stream))
       const run = await runCli(['run', task, '--json', '--db', db])
       expect(run.code, run.stderr).toBe(0)
       const result = lastJson(run)

@@ -41,7 +41,7 @@ const runTask = async (dir: string, task: Record<string, unknown>, options: Part
   const result = await av.run({ goal: 'Write DONE into out.txt', workspace: path.join(dir, 'ws'), approval: 'auto', ...task })
   const store = await openStore(path.join(dir, 'av.db'))
   try {
-    return { result, trace: (await loadRunTrace(store.db, result.runId))! }
+    return { result, trace: (await Effect.runPromise(loadRunTrace(store.db, result.runId)))! }
   } finally {
     await store.close()
   }
@@ -169,7 +169,7 @@ describe('provider failure handling over HTTP', () => {
     try {
       const { listRuns } = await import('@agentvisor/store')
       const third = (await listRuns(runs.db)).at(-1)!
-      const trace = (await loadRunTrace(runs.db, third.id))!
+      const trace = (await Effect.runPromise(loadRunTrace(runs.db, third.id)))!
       expect(trace.receipts[0]!.attempts[0]).toMatchObject({ provider: 'primary', outcome: 'failed', message: 'circuit open' })
       expect(trace.transitions[0]).toMatchObject({ event: 'CIRCUIT_OPEN', to: 'fallingOver' })
     } finally {

@@ -1,14 +1,10 @@
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { describe, expect, it } from 'vitest'
+import { lastJson, runCli, taskInTempDir, tempDir, waitFor } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
-let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
+const startMock = mockLlmPerTest()
 
 interface Trace {
   run: { id: string; status: string }
@@ -18,21 +14,15 @@ interface Trace {
 
 describe('agentvisor resume', () => {
   it('finishes a run killed mid-dispatch under the same run id, settling the lost attempt unknown', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          'test-model': [
-            { toolCalls: [{ name: 'write_file', arguments: { path: 'plan.md', content: 'plan' } }] },
-            { delayMs: 60_000, text: 'never delivered' },
-            { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
-          ]
-        }
-      } as never,
-      port: 0
-    })
-    const dir = tempDir()
-    const db = path.join(dir, 'av.db')
-    const task = writeTask(dir, {
+    const mock = await startMock(
+      [
+        { toolCalls: [{ name: 'write_file', arguments: { path: 'plan.md', content: 'plan' } }] },
+        { delayMs: 60_000, text: 'never delivered' },
+        { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
+      ],
+      'test-model'
+    )
+    const { dir, db, task } = taskInTempDir({
       goal: 'Write DONE into out.txt',
       workspace: 'ws',
       providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'test-model' }],
@@ -47,7 +37,7 @@ describe('agentvisor resume', () => {
       onStderr: (text) => (runId ??= /run (\S+) started/.exec(text)?.[1])
     })
     // The second model call is in flight at the mock: kill the driver without warning.
-    await waitFor(() => (mock!.requests.length === 2 ? true : undefined), 'the second dispatch')
+    await waitFor(() => (mock.requests.length === 2 ? true : undefined), 'the second dispatch')
     process.kill(pid, 'SIGKILL')
     const killed = await first
     expect(killed.code).toBe(null)
@@ -77,10 +67,8 @@ describe('agentvisor resume', () => {
   })
 
   it('reports a finished run as it ended without running anything again', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [{ text: 'ok' }] } } as never, port: 0 })
-    const dir = tempDir()
-    const db = path.join(dir, 'av.db')
-    const task = writeTask(dir, { goal: 'say ok', workspace: 'ws', providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }] })
+    const mock = await startMock([{ text: 'ok' }])
+    const { db, task } = taskInTempDir({ goal: 'say ok', workspace: 'ws', providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }] })
     const run = lastJson(await runCli(['run', task, '--json', '--db', db]))
     const again = await runCli(['resume', String(run['runId']), '--json', '--db', db])
     expect(again.code).toBe(0)

@@ -2,17 +2,13 @@ import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { freePort } from './support/free-port.js'
-import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { lastJson, runCli, taskInTempDir, tempDir, waitFor } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 import { accepts } from './support/tcp.js'
 
-let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
+const startMock = mockLlmPerTest()
 
 // Not a name that looks like a credential (docs/task-file.md): `exec` commands see it, so a
 // command printing it exercises the redaction of tool results, not the environment filter.
@@ -36,23 +32,14 @@ describe('an API key never leaves the process', () => {
       // A `/` and a `+` make the key's JSON and URL forms differ from it.
       const key = `sk-test/${randomUUID()}+k`
       const raw = `${key}${suffix}`
-      mock = await startMockLlm({
-        scenarios: {
-          models: {
-            m: [
-              // The model reads the key from the environment and from its parent's, like a curious agent would.
-              {
-                toolCalls: [{ name: 'exec', arguments: { command: `printf 'env=%s;' "$${KEY_ENV}"; tr '\\0' '\\n' < /proc/$PPID/environ | grep ${KEY_ENV}` } }]
-              },
-              { error: { status: 401, message: 'Incorrect API key provided', echoAuthorization: true } }
-            ]
-          }
-        } as never,
-        port: 0
-      })
-      const dir = tempDir()
-      const db = path.join(dir, 'av.db')
-      const task = writeTask(dir, {
+      const mock = await startMock([
+        // The model reads the key from the environment and from its parent's, like a curious agent would.
+        {
+          toolCalls: [{ name: 'exec', arguments: { command: `printf 'env=%s;' "$${KEY_ENV}"; tr '\\0' '\\n' < /proc/$PPID/environ | grep ${KEY_ENV}` } }]
+        },
+        { error: { status: 401, message: 'Incorrect API key provided', echoAuthorization: true } }
+      ])
+      const { db, task } = taskInTempDir({
         goal: 'Report the environment',
         workspace: 'ws',
         providers: [{ name: 'p', kind, baseUrl: mock.url, model: 'm', apiKeyEnv: KEY_ENV }],
@@ -93,11 +80,9 @@ describe('URLs with credentials', () => {
   for (const command of ['run', 'worker'] as const) {
     it(`${command} --nats with a password in the URL fails with one line that masks the password`, async () => {
       const port = await freePort()
-      const dir = tempDir()
-      const task = writeTask(dir, { goal: 'x', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
+      const { db, task } = taskInTempDir({ goal: 'x', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
       const url = `nats://svc:s3cretpw@127.0.0.1:${port}`
-      const args =
-        command === 'run' ? ['run', task, '--nats', url, '--db', path.join(dir, 'av.db')] : ['worker', '--nats', url, '--db', path.join(dir, 'av.db')]
+      const args = command === 'run' ? ['run', task, '--nats', url, '--db', db] : ['worker', '--nats', url, '--db', db]
       const result = await runCli(args)
       expect(result.code).toBe(2)
       expect(result.stdout + result.stderr).not.toContain('s3cretpw')

@@ -52,6 +52,12 @@ export const writeTask = (dir: string, task: unknown, name = 'task.json'): strin
   return file
 }
 
+/** A fresh folder holding `task` as `task.json`, and the path of a store in it: where a CLI run test starts. */
+export const taskInTempDir = (task: unknown): { readonly dir: string; readonly db: string; readonly task: string } => {
+  const dir = tempDir()
+  return { dir, db: path.join(dir, 'av.db'), task: writeTask(dir, task) }
+}
+
 /**
  * The usual task against the mock LLM (model `m`): write DONE into `ws/out.txt`, verified, with
  * approvals on `auto`; `overrides` replace any field.

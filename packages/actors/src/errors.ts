@@ -77,6 +77,20 @@ export class AmbiguousRequestError extends Data.TaggedError('AmbiguousRequestErr
   }
 }
 
+/**
+ * The run's approver (a TypeScript callback or the terminal prompt) threw or rejected instead
+ * of answering a request: the request stays pending (docs/typescript-api.md, "Approvals").
+ */
+export class ApproverFailedError extends Data.TaggedError('ApproverFailedError')<{
+  readonly requestId: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `the approver gave no answer to request ${this.requestId}: ${cause}`
+  }
+}
+
 /** Approve-with-edits refused: the edited arguments do not fit the tool, or cross a deny. */
 export class EditRefusedError extends Data.TaggedError('EditRefusedError')<{ readonly reason: string }> {
   override get message(): string {

@@ -81,7 +81,7 @@ const driveRun = async (steps: ReadonlyArray<ScriptedStep>, entryWork: EntryWork
   const at = new Date().toISOString()
   // The row of a new run, as the supervisor writes it (no parent: a root run).
   const leaseToken = await writer.createRun(childRunRow(runId, null, contract, at), { owner: 'test', expiresAt: Date.now() + 60_000 })
-  const policy = await loadRunPolicy(store.db, contract)
+  const policy = await Effect.runPromise(loadRunPolicy(store.db, contract))
   if (Either.isLeft(policy)) throw new Error(policy.left)
   const actor = createActor(runMachine, {
     input: {

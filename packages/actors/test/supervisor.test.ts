@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
+import { Effect } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Agentvisor, loadRunTrace } from '@agentvisor/actors'
 import { openStore } from '@agentvisor/store'
@@ -28,7 +29,7 @@ const open = async (dir: string) => {
 const trace = async (dir: string, runId: string) => {
   const store = await openStore(path.join(dir, 'av.db'))
   try {
-    return (await loadRunTrace(store.db, runId))!
+    return (await Effect.runPromise(loadRunTrace(store.db, runId)))!
   } finally {
     await store.close()
   }
@@ -234,6 +235,32 @@ describe('the supervisor', () => {
   })
 })
 
+describe('the rows of runs started from code', () => {
+  it('name no root for a root run, and the root of the parent tree for a run started under a parent', async () => {
+    const dir = tempDir()
+    const agentvisor = await open(dir)
+    const task = (goal: string) => ({
+      goal,
+      workspace: path.join(dir, 'ws'),
+      approval: 'auto',
+      providers: [{ name: 'p', kind: 'scripted', steps: [{ text: 'ok' }] }]
+    })
+    const root = await agentvisor.run(task('root'))
+    const child = await agentvisor.run(task('child'), { parentId: root.runId })
+    const grandchild = await agentvisor.run(task('grandchild'), { parentId: child.runId })
+    const store = await openStore(path.join(dir, 'av.db'))
+    try {
+      const rows = await store.db.selectFrom('runs').select(['id', 'parent_id', 'root_id']).execute()
+      const byId = new Map(rows.map((r) => [r.id, r]))
+      expect(byId.get(root.runId)).toEqual({ id: root.runId, parent_id: null, root_id: null })
+      expect(byId.get(child.runId)).toEqual({ id: child.runId, parent_id: root.runId, root_id: root.runId })
+      expect(byId.get(grandchild.runId)).toEqual({ id: grandchild.runId, parent_id: child.runId, root_id: root.runId })
+    } finally {
+      await store.close()
+    }
+  })
+})
+
 describe('approvals from the TypeScript API', () => {
   it('asks a programmatic approver and performs exactly what it approved', async () => {
     const dir = tempDir()
@@ -276,6 +303,72 @@ describe('approvals from the TypeScript API', () => {
       ['other.txt', 'denied', 'api'],
       ['out.txt', 'approved', 'api']
     ])
+  })
+
+  it('keeps the request pending and pauses the run when the approver throws, logs the cause, and asks again on resume', async () => {
+    const dir = tempDir()
+    const logged: string[] = []
+    let failing = true
+    const asked: string[] = []
+    const options = {
+      db: path.join(dir, 'av.db'),
+      log: (line: string) => logged.push(line),
+      approver: {
+        source: 'api' as const,
+        decide: async (request: { readonly target: string }) => {
+          asked.push(request.target)
+          if (failing) throw new Error('approval service unreachable')
+          return { decision: 'approve' as const }
+        }
+      }
+    }
+    av = await Agentvisor.open(options)
+    const result = await av.run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      approval: 'prompt',
+      providers: [{ name: 'p', kind: 'scripted', steps: [write('out.txt', 'DONE')] }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
+    })
+    expect(result).toMatchObject({ status: 'awaiting_approval' })
+    expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
+    const paused = await trace(dir, result.runId)
+    expect(paused.approvals.map((a) => [a.target, a.status])).toEqual([['out.txt', 'pending']])
+    expect(paused.policyEvents.filter((e) => e.kind === 'decision')).toEqual([])
+    const requestId = paused.approvals[0]!.id
+    expect(logged).toEqual([
+      `run ${result.runId}: the approver gave no answer to request ${requestId}: approval service unreachable; the request stays pending and the run pauses until it is decided (approve, then resume)`
+    ])
+    failing = false
+    const resumed = await av.resume(result.runId)
+    expect(await resumed.result).toMatchObject({ status: 'succeeded' })
+    expect(asked).toEqual(['out.txt', 'out.txt'])
+    expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
+  })
+
+  it("keeps the request pending when the approver's edit crosses a deny, and writes nothing", async () => {
+    const dir = tempDir()
+    const logged: string[] = []
+    av = await Agentvisor.open({
+      db: path.join(dir, 'av.db'),
+      log: (line) => logged.push(line),
+      approver: { source: 'api', decide: async () => ({ decision: 'approve', edit: { path: 'secret.txt', content: 'x' } }) }
+    })
+    const result = await av.run({
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      approval: 'prompt',
+      policy: { layers: [{ name: 'base', deny: { write: ['secret*'] } }] },
+      providers: [{ name: 'p', kind: 'scripted', steps: [write('out.txt', 'DONE')] }]
+    })
+    expect(result).toMatchObject({ status: 'awaiting_approval' })
+    const paused = await trace(dir, result.runId)
+    expect(paused.approvals.map((a) => [a.target, a.status])).toEqual([['out.txt', 'pending']])
+    expect(existsSync(path.join(dir, 'ws', 'secret.txt'))).toBe(false)
+    expect(logged).toHaveLength(1)
+    expect(logged[0]).toMatch(
+      new RegExp(`^run ${result.runId}: the approver's edit of request ${paused.approvals[0]!.id} is refused: the edited action is refused: `)
+    )
   })
 
   it('refuses to resume a run whose stored policy cannot be read instead of running permissively', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { SpanKind, trace } from '@opentelemetry/api'
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { Effect } from 'effect'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { Agentvisor, loadRunTrace, SpanAttribute, SpanName, TRANSITION_EVENT } from '@agentvisor/actors'
 import { openStore } from '@agentvisor/store'
@@ -35,7 +36,7 @@ const tempDir = () => mkdtempSync(path.join(tmpdir(), 'av-telemetry-'))
 const loadTrace = async (db: string, runId: string) => {
   const store = await openStore(db)
   try {
-    return (await loadRunTrace(store.db, runId))!
+    return (await Effect.runPromise(loadRunTrace(store.db, runId)))!
   } finally {
     await store.close()
   }

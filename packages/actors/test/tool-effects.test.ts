@@ -88,7 +88,7 @@ const openRun = async () => {
           results: row.results_json === null ? undefined : JSON.parse(row.results_json)
         })
       )
-      const policy = await loadRunPolicy(store.db, contract)
+      const policy = await Effect.runPromise(loadRunPolicy(store.db, contract))
       if (Either.isLeft(policy)) throw new Error(policy.left)
       const actor = createActor(runMachine, {
         input: { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, providerCount: 1, timeoutMs: 60_000 },

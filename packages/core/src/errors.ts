@@ -49,6 +49,26 @@ export class WorkspaceEscapeError extends Data.TaggedError('WorkspaceEscapeError
   readonly message: string
 }> {}
 
+/**
+ * A file tool's or a check's file-system call failed (ENOENT, EACCES, ...): `path` is the
+ * workspace-relative path asked for, `code` Node's error code when it has one.
+ */
+export class FileSystemError extends Data.TaggedError('FileSystemError')<{
+  readonly path: string
+  readonly code: string | undefined
+  readonly cause: unknown
+}> {}
+
+/** A command's process group could not be ended when its tool call was interrupted. */
+export class ProcessGroupError extends Data.TaggedError('ProcessGroupError')<{
+  readonly pgid: number | undefined
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `cannot end process group ${this.pgid ?? '(none)'}: ${this.cause instanceof Error ? this.cause.message : String(this.cause)}`
+  }
+}
+
 /** The workspace folder could not be created or resolved. */
 export class WorkspaceError extends Data.TaggedError('WorkspaceError')<{
   readonly path: string

@@ -167,6 +167,20 @@ describe('list_dir', () => {
   it('answers a missing folder with "No such folder"', async () => {
     expect(await call('list_dir', { path: 'nope' })).toEqual({ ok: false, output: 'No such folder: nope' })
   })
+
+  it('lists a folder of 3000 entries (too big to list without yielding) sorted, summarising past 1000, and keeps no fd open', async () => {
+    mkdirSync(inWs('many'))
+    const names = Array.from({ length: 3000 }, (_, i) => `entry-with-a-long-name-${String(i).padStart(4, '0')}.txt`)
+    for (const name of names) writeFileSync(inWs('many', name), '')
+    expect(statSync(inWs('many')).size).toBeGreaterThan(64 * 1024)
+    const openFds = () => readdirSync('/proc/self/fd').length
+    const before = openFds()
+    expect(await call('list_dir', { path: 'many' })).toEqual({
+      ok: true,
+      output: `${names.slice(0, 1000).join('\n')}\n[list_dir: 2000 more entries not shown]`
+    })
+    expect(openFds()).toBe(before)
+  })
 })
 
 describe('exec', () => {

@@ -98,6 +98,15 @@ describe('verify', () => {
     expect(await check(spec('beta'))).toEqual({ passed: true, detail: 'all 3 checks passed' })
   })
 
+  it('reads the whole of a file past 1 MiB (read without blocking) and finds the text at its very end', async () => {
+    write('log.txt', `${'x'.repeat(3 * 1024 * 1024)}DONE`)
+    expect(await check({ fileContains: { path: 'log.txt', text: 'DONE' } })).toEqual({ passed: true, detail: 'log.txt contains "DONE"' })
+    expect(await check({ fileEquals: { path: 'log.txt', text: `${'x'.repeat(3 * 1024 * 1024)}DONE` } })).toEqual({
+      passed: true,
+      detail: 'log.txt has exactly the expected content'
+    })
+  })
+
   it('fails a check whose path escapes the workspace with the boundary message', async () => {
     const outside = path.join(base, 'outside')
     mkdirSync(outside)

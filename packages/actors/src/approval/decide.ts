@@ -1,7 +1,16 @@
 import { builtinCatalogue, type CompiledPolicy, describeDecision, escapeGlob, type ToolCatalogue, toolActOf } from '@agentvisor/core'
-import { type ApprovalRow, type Database, type DecisionSource, decideApproval, insertPolicyEvents, type NewPolicyEvent, rememberRule } from '@agentvisor/store'
-import { Data } from 'effect'
-import type { Kysely } from 'kysely'
+import {
+  type ApprovalRow,
+  type Database,
+  type DecisionSource,
+  decideApproval,
+  insertPolicyEvents,
+  type NewPolicyEvent,
+  rememberRule,
+  StoreError
+} from '@agentvisor/store'
+import { Data, Effect } from 'effect'
+import type { Kysely, Transaction } from 'kysely'
 import { EditRefusedError, RecoveryDecisionNeededError, RequestDecidedError } from '../errors.js'
 
 /** How a person (or service) answers an approval request. */
@@ -15,6 +24,26 @@ export interface ApprovalAnswer {
 
 /** A decision asked of the wrong kind of request (a programming error of the caller). */
 export class ApprovalError extends Data.TaggedError('ApprovalError')<{ readonly message: string }> {}
+
+/**
+ * A decision's transaction as an Effect: `RequestDecidedError` (thrown inside to roll it back
+ * when another decision won) stays as it is, anything else is the store's failure.
+ */
+const decisionTransaction = (
+  db: Kysely<Database>,
+  requestId: string,
+  work: (trx: Transaction<Database>) => Promise<void>
+): Effect.Effect<void, RequestDecidedError | StoreError> =>
+  Effect.tryPromise({
+    try: () => db.transaction().execute(work),
+    catch: (cause) =>
+      cause instanceof RequestDecidedError
+        ? cause
+        : new StoreError({
+            message: `store: record the decision on request ${requestId} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+            cause
+          })
+  })
 
 /** The audit event of a decision on a request. */
 const decisionEvent = (request: ApprovalRow, decision: string, source: DecisionSource, at: string, performedTarget: string | null): NewPolicyEvent => ({
@@ -67,7 +96,7 @@ export const approvalRequestOf = (row: ApprovalRow): ApprovalRequest => {
  * deny (`EditRefusedError`). Whoever decides first wins; a second decision fails with
  * `RequestDecidedError`.
  */
-export const decideRequest = async (input: {
+export const decideRequest = (input: {
   readonly db: Kysely<Database>
   readonly policy: CompiledPolicy
   /** The tools the run knows, whose definition judges an edit (the built-ins when omitted). */
@@ -77,46 +106,57 @@ export const decideRequest = async (input: {
   readonly answer: ApprovalAnswer
   readonly source: DecisionSource
   readonly at: string
-}): Promise<void> => {
-  const { request, answer } = input
-  if (request.kind === 'recovery') {
-    throw new RecoveryDecisionNeededError({ runId: request.run_id, requestId: request.id })
-  }
-  const payload = JSON.parse(request.payload_json) as { name: string; arguments: string }
-  let editedPayloadJson: string | null = null
-  let performedTarget: string | null = null
-  if (answer.decision === 'approve' && answer.edit !== undefined) {
-    const edited = { name: payload.name, arguments: JSON.stringify(answer.edit) }
-    const editedAct = toolActOf((input.tools ?? builtinCatalogue).get(payload.name), edited.arguments)
-    if (editedAct === undefined) throw new EditRefusedError({ reason: `the edited arguments are not valid for ${payload.name}` })
-    const check = input.policy.check(editedAct.act, editedAct.target)
-    if (check.decision === 'deny') throw new EditRefusedError({ reason: `the edited action is refused: ${describeDecision(check)}` })
-    editedPayloadJson = JSON.stringify(edited)
-    if (editedAct.target !== request.target || editedAct.act !== request.act) performedTarget = editedAct.target
-  }
-  const status = answer.decision === 'approve' ? 'approved' : 'denied'
-  await input.db.transaction().execute(async (trx) => {
-    const won = await decideApproval(trx, request.id, {
-      status,
-      source: input.source,
-      remember: answer.remember === true,
-      editedPayloadJson,
-      decidedAt: input.at
-    })
-    if (!won) throw new RequestDecidedError({ requestId: request.id })
-    await insertPolicyEvents(trx, [decisionEvent(request, status, input.source, input.at, performedTarget)])
-    if (answer.remember === true) {
-      await rememberRule(trx, {
-        workspace: input.workspace,
-        act: request.act,
-        pattern: escapeGlob(request.target),
-        decision: status === 'approved' ? 'allow' : 'deny',
-        run_id: request.run_id,
-        created_at: input.at
-      })
+}): Effect.Effect<void, RecoveryDecisionNeededError | EditRefusedError | RequestDecidedError | StoreError> =>
+  Effect.suspend((): Effect.Effect<void, RecoveryDecisionNeededError | EditRefusedError | RequestDecidedError | StoreError> => {
+    const { request, answer } = input
+    if (request.kind === 'recovery') return Effect.fail(new RecoveryDecisionNeededError({ runId: request.run_id, requestId: request.id }))
+    let payload: { name: string; arguments: string }
+    try {
+      payload = JSON.parse(request.payload_json) as { name: string; arguments: string }
+    } catch (cause) {
+      return Effect.fail(new StoreError({ message: `store: request ${request.id} has an unreadable tool call`, cause }))
     }
+    let editedPayloadJson: string | null = null
+    let performedTarget: string | null = null
+    if (answer.decision === 'approve' && answer.edit !== undefined) {
+      let editedArguments: string
+      try {
+        editedArguments = JSON.stringify(answer.edit)
+      } catch (cause) {
+        // An approver's edit is any value: a cycle or a BigInt in it cannot be stored.
+        return Effect.fail(new EditRefusedError({ reason: `the edited arguments are not JSON: ${cause instanceof Error ? cause.message : String(cause)}` }))
+      }
+      const edited = { name: payload.name, arguments: editedArguments }
+      const editedAct = toolActOf((input.tools ?? builtinCatalogue).get(payload.name), edited.arguments)
+      if (editedAct === undefined) return Effect.fail(new EditRefusedError({ reason: `the edited arguments are not valid for ${payload.name}` }))
+      const check = input.policy.check(editedAct.act, editedAct.target)
+      if (check.decision === 'deny') return Effect.fail(new EditRefusedError({ reason: `the edited action is refused: ${describeDecision(check)}` }))
+      editedPayloadJson = JSON.stringify(edited)
+      if (editedAct.target !== request.target || editedAct.act !== request.act) performedTarget = editedAct.target
+    }
+    const status = answer.decision === 'approve' ? 'approved' : 'denied'
+    return decisionTransaction(input.db, request.id, async (trx) => {
+      const won = await decideApproval(trx, request.id, {
+        status,
+        source: input.source,
+        remember: answer.remember === true,
+        editedPayloadJson,
+        decidedAt: input.at
+      })
+      if (!won) throw new RequestDecidedError({ requestId: request.id })
+      await insertPolicyEvents(trx, [decisionEvent(request, status, input.source, input.at, performedTarget)])
+      if (answer.remember === true) {
+        await rememberRule(trx, {
+          workspace: input.workspace,
+          act: request.act,
+          pattern: escapeGlob(request.target),
+          decision: status === 'approved' ? 'allow' : 'deny',
+          run_id: request.run_id,
+          created_at: input.at
+        })
+      }
+    })
   })
-}
 
 /** How an operator settles an exec that was interrupted after it started. */
 export type RecoveryResolution = 'retry' | 'completed' | 'abort'
@@ -125,17 +165,17 @@ export type RecoveryResolution = 'retry' | 'completed' | 'abort'
  * Decides a recovery request: `retry` runs the exec once more, `completed` does not run it and
  * tells the model the operator's `account`, `abort` ends the run. Decidable once, audited.
  */
-export const decideRecovery = async (input: {
+export const decideRecovery = (input: {
   readonly db: Kysely<Database>
   readonly request: ApprovalRow
   readonly resolution: RecoveryResolution
   readonly account?: string | undefined
   readonly source: DecisionSource
   readonly at: string
-}): Promise<void> => {
+}): Effect.Effect<void, ApprovalError | RequestDecidedError | StoreError> => {
   const { request } = input
-  if (request.kind !== 'recovery') throw new ApprovalError({ message: `request ${request.id} is not a recovery request` })
-  await input.db.transaction().execute(async (trx) => {
+  if (request.kind !== 'recovery') return Effect.fail(new ApprovalError({ message: `request ${request.id} is not a recovery request` }))
+  return decisionTransaction(input.db, request.id, async (trx) => {
     const won = await decideApproval(trx, request.id, {
       status: input.resolution === 'abort' ? 'denied' : 'approved',
       source: input.source,

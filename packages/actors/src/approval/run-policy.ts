@@ -1,16 +1,24 @@
 import { compilePolicy, type CompiledPolicy, type RememberedRule, type TaskContract } from '@agentvisor/core'
-import { type Executor, listRememberedRules } from '@agentvisor/store'
-import { Either } from 'effect'
+import { type Executor, listRememberedRules, type RememberedRuleRow, StoreError } from '@agentvisor/store'
+import { Effect, Either } from 'effect'
 
-/**
- * The policy a run is checked against: its contract's layers plus the decisions remembered for
- * its workspace. Returns the reason as a string when it cannot be built (the caller refuses to
- * run rather than run permissively).
- */
-export const loadRunPolicy = async (db: Executor, contract: TaskContract): Promise<Either.Either<CompiledPolicy, string>> => {
-  const remembered = await listRememberedRules(db, contract.workspace)
+const policyOf = (contract: TaskContract, remembered: ReadonlyArray<RememberedRuleRow>): Either.Either<CompiledPolicy, string> => {
   const rules: RememberedRule[] = remembered.map((r) => ({ act: r.act as RememberedRule['act'], pattern: r.pattern, decision: r.decision }))
   const layers = contract.policy?.layers
   if (!Array.isArray(layers)) return Either.left('its stored policy is not readable')
   return Either.mapLeft(compilePolicy(layers, rules), (error) => `its stored policy is not valid: ${error.message}`)
 }
+
+/**
+ * The policy a run is checked against: its contract's layers plus the decisions remembered for
+ * its workspace. Succeeds with the reason as a string when it cannot be built (the caller
+ * refuses to run rather than run permissively); fails only when the store cannot be read.
+ */
+export const loadRunPolicy = (db: Executor, contract: TaskContract): Effect.Effect<Either.Either<CompiledPolicy, string>, StoreError> =>
+  Effect.map(
+    Effect.tryPromise({
+      try: () => listRememberedRules(db, contract.workspace),
+      catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
+    }),
+    (remembered) => policyOf(contract, remembered)
+  )

@@ -1,6 +1,8 @@
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { approvalRequestOf, decideRequest } from '../approval/decide.js'
+import { ApproverFailedError } from '../errors.js'
+import { stderrLog } from '../loop/survive.js'
 import type { RunContext } from '../machine/run-machine.js'
 import { iso, nowMs, store } from '../supervisor/driver-io.js'
 import type { Drive } from './drive.js'
@@ -12,6 +14,11 @@ const DECIDED: Work = { event: { type: 'APPROVALS_DECIDED' } }
  * `awaitingApproval`'s entry work: waits for the step's requests to be decided. With an
  * approver (terminal or TS callback) it asks now; otherwise the run pauses here (the process
  * may exit) until `approve` and `resume` (docs/policy.md).
+ *
+ * An approver that throws or rejects, or whose edit is refused, gave no answer: that request
+ * stays pending, the failure is logged in one line, and the run pauses as if there were no
+ * approver; `resume` asks again (docs/typescript-api.md, "Approvals"). A request decided
+ * meanwhile by someone else (`agentvisor approve`) is decided: first decision wins.
  */
 export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Work | undefined, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
@@ -22,12 +29,31 @@ export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Wor
       const approver = deps.approver
       // Recovery requests are an operator's call (`approve --retry|--completed|--abort`).
       if (approver === undefined || contract.approval !== 'prompt' || pending.some((r) => r.kind === 'recovery')) return undefined
+      const noAnswer = (reason: string): Effect.Effect<boolean> =>
+        Effect.sync(() => {
+          ;(deps.warn ?? stderrLog)(`run ${deps.runId}: ${reason}; the request stays pending and the run pauses until it is decided (approve, then resume)`)
+          return false
+        })
       for (const request of pending) {
-        const answer = yield* Effect.promise(() => approver.decide(approvalRequestOf(request)))
-        const at = iso(yield* nowMs)
-        yield* store('record decision', () =>
-          decideRequest({ db: deps.db, policy: deps.policy, tools: drive.tools, workspace: contract.workspace, request, answer, source: approver.source, at })
+        const decided = yield* Effect.tryPromise({
+          try: () => approver.decide(approvalRequestOf(request)),
+          catch: (cause) => new ApproverFailedError({ requestId: request.id, cause })
+        }).pipe(
+          Effect.flatMap((answer) =>
+            Effect.flatMap(nowMs, (ms) =>
+              decideRequest({ db: deps.db, policy: deps.policy, tools: drive.tools, workspace: contract.workspace, request, answer, source: approver.source, at: iso(ms) })
+            )
+          ),
+          Effect.as(true),
+          Effect.catchTags({
+            ApproverFailedError: (error) => noAnswer(error.message),
+            EditRefusedError: (error) => noAnswer(`the approver's edit of request ${request.id} is refused: ${error.reason}`),
+            RequestDecidedError: () => Effect.succeed(true),
+            // Unreachable: a run with a recovery request pending is not asked (above).
+            RecoveryDecisionNeededError: (error) => Effect.die(error)
+          })
         )
+        if (!decided) return undefined
       }
     }
     return DECIDED

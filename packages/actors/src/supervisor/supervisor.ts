@@ -33,6 +33,7 @@ import { busObserver } from '../bus/bus-observer.js'
 import { type TelemetryOptions, telemetryObserver } from '../telemetry/telemetry-observer.js'
 import { giveUpChild, handleChildDelivery } from '../worker/child-worker.js'
 import { causeLine, surviving } from '../loop/survive.js'
+import { oneLine } from '../loop/one-line.js'
 import { childContract, childRunRow } from '../children/child-contract.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
 import { makeControlHandler } from '../worker/control-handler.js'
@@ -299,10 +300,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
         Effect.gen(function* () {
           const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
-          const loaded = yield* Effect.tryPromise({
-            try: () => loadRunPolicy(db, contract),
-            catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
-          })
+          const loaded = yield* loadRunPolicy(db, contract)
           // A run whose policy cannot be built never runs permissively: it does not run.
           if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
           const policy = loaded.right
@@ -358,18 +356,12 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           yield* openWorkspace(contract.workspace)
           const runId = randomUUID()
           const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-          const row = {
-            id: runId,
-            parent_id: startOptions.parentId ?? null,
-            status: 'running',
-            goal: contract.goal,
-            contract_json: JSON.stringify(contract),
-            state: 'dispatching',
-            error_json: null,
-            created_at: createdAt,
-            updated_at: createdAt,
-            ended_at: null
-          } as const
+          const parentId = startOptions.parentId ?? null
+          // A task carries no lineage (docs/task-file.md): a run started under a parent joins
+          // the parent's tree, whose root is the parent's own root, or the parent if it is one.
+          const parent = parentId === null || contract.lineage !== undefined ? undefined : yield* storeCall('load the parent run', () => getRun(db, parentId))
+          const row = childRunRow(runId, parentId, contract, createdAt)
+          if (parent?.root_id != null) row.root_id = parent.root_id
           const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
           const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
           const actor = createActor(runMachine, { input: machineInput(contract), ...inspectOption(options) })
@@ -537,11 +529,6 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
 const isLeaseConflict = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some((error) => error instanceof LeaseConflictError))
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
-
-const oneLine = (text: string): string => {
-  const first = text.split('\n')[0] ?? text
-  return first.length > 300 ? `${first.slice(0, 297)}...` : first
-}
 
 const internalMessage = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)

@@ -9,8 +9,10 @@ import {
   listSteps,
   listTransitions,
   type RunRecord,
+  StoreError,
   toRunRecord
 } from '@agentvisor/store'
+import { Effect } from 'effect'
 import type { ToolResultRecord } from '../supervisor/conversation.js'
 
 /** One model-call attempt of a receipt (docs/cli.md, `--json`). Optional fields appear when known. */
@@ -97,8 +99,21 @@ const parseArguments = (raw: string): unknown => {
   }
 }
 
-/** Reads a run's whole trace from the store; undefined when there is no such run. */
-export const loadRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
+/**
+ * Reads a run's whole trace from the store; undefined when there is no such run. Fails with
+ * `StoreError` when the store cannot be read or holds a row that does not parse.
+ *
+ * @example
+ * const trace = await Effect.runPromise(loadRunTrace(store.db, runId))
+ */
+export const loadRunTrace = (db: Executor, runId: string): Effect.Effect<RunTrace | undefined, StoreError> =>
+  Effect.tryPromise({
+    try: () => readRunTrace(db, runId),
+    catch: (cause) =>
+      new StoreError({ message: `store: cannot read the trace of run ${runId}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+  })
+
+const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
   const run = await getRun(db, runId)
   if (run === undefined) return undefined
   const [transitions, steps, attempts, children, approvals, policyEvents] = await Promise.all([

@@ -74,10 +74,6 @@ export interface ApproveDeps {
 const isRecoveryAnswer = (answer: ApproveAnswer): answer is Extract<ApproveAnswer, { decision: 'retry' | 'completed' | 'abort' }> =>
   answer.decision === 'retry' || answer.decision === 'completed' || answer.decision === 'abort'
 
-/** What a decision may fail with besides the store: kept as they are, not wrapped as StoreError. */
-const isDecisionError = (cause: unknown): cause is EditRefusedError | RequestDecidedError | RecoveryDecisionNeededError =>
-  cause instanceof EditRefusedError || cause instanceof RequestDecidedError || cause instanceof RecoveryDecisionNeededError
-
 /**
  * Decides pending requests of `runId`, each in its own transaction with its audit event; whoever
  * decides a request first wins. This is `agentvisor approve`, the inspector's buttons, NATS
@@ -115,10 +111,9 @@ export const approveRun = (deps: ApproveDeps, runId: string, answer: ApproveAnsw
       if (recovery.length > 1 && requestId === undefined) return yield* new AmbiguousRequestError({ runId, what: 'recovery', count: recovery.length })
       const request = recovery[0]!
       const account = answer.decision === 'completed' ? answer.account : undefined
-      yield* query(
-        `record the decision on request ${request.id}`,
-        () => decideRecovery({ db, request, resolution: answer.decision, account, source: deps.source, at: at() }),
-        isDecisionError
+      // decideRecovery's ApprovalError cannot happen here: the request is a recovery request.
+      yield* decideRecovery({ db, request, resolution: answer.decision, account, source: deps.source, at: at() }).pipe(
+        Effect.catchTag('ApprovalError', Effect.die)
       )
       const decided: DecidedRequest = { id: request.id, kind: 'recovery', act: request.act, target: request.target, status: answer.decision }
       return { runId, decided: [decided], runStatus: run.status, pending: yield* remaining }
@@ -130,25 +125,20 @@ export const approveRun = (deps: ApproveDeps, runId: string, answer: ApproveAnsw
       try: () => JSON.parse(run.contract_json) as TaskContract,
       catch: () => new RunUnreadableError({ runId, reason: 'its stored contract is not readable' })
     })
-    const policy = yield* query(`load the policy of run ${runId}`, () => loadRunPolicy(db, contract))
+    const policy = yield* loadRunPolicy(db, contract)
     if (Either.isLeft(policy)) return yield* new RunUnreadableError({ runId, reason: policy.left })
     const status = answer.decision === 'approve' ? 'approved' : 'denied'
     const decided: DecidedRequest[] = []
     for (const request of pending.filter((r) => r.kind !== 'recovery')) {
-      yield* query(
-        `record the decision on request ${request.id}`,
-        () =>
-          decideRequest({
-            db,
-            policy: policy.right,
-            workspace: contract.workspace,
-            request,
-            answer: { decision: answer.decision, remember: answer.remember, edit },
-            source: deps.source,
-            at: at()
-          }),
-        isDecisionError
-      )
+      yield* decideRequest({
+        db,
+        policy: policy.right,
+        workspace: contract.workspace,
+        request,
+        answer: { decision: answer.decision, remember: answer.remember, edit },
+        source: deps.source,
+        at: at()
+      })
       decided.push({ id: request.id, kind: requestKindOf(request), act: request.act, target: request.target, status })
     }
     return { runId, decided, runStatus: run.status, pending: yield* remaining }

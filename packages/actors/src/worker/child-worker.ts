@@ -17,6 +17,7 @@ import { type ChildDelivery, MAX_CHILD_HANDLING_FAILURES } from '../bus/bus.js'
 import { invalidRunId } from '../bus/messages.js'
 import { childRunRow, narrowChildRequest } from '../children/child-contract.js'
 import type { ChildRunRequest } from '../bus/messages.js'
+import { oneLine } from '../loop/one-line.js'
 import { causeLine } from '../loop/survive.js'
 import { store } from '../supervisor/driver-io.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
@@ -83,7 +84,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     }
     const admission = yield* admit(deps.db, request.runId, request.parentId, request.contract)
     if ('refused' in admission) {
-      log(`refused child run ${request.runId}: ${oneLine(admission.refused)}`)
+      log(`refused child run ${request.runId}: ${oneLine(admission.refused, 500)}`)
       return yield* delivery.ack
     }
     const row = admission.drive
@@ -138,9 +139,6 @@ const readContract = (json: string): TaskContract | undefined => {
 }
 
 const MAX_FAILURES_TEXT = `${MAX_CHILD_HANDLING_FAILURES} times`
-
-/** A reason on one line, whatever a contract's text held. */
-const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').slice(0, 500)
 
 const failUnstartedChild = (db: Kysely<Database>, runId: string, message: string): Effect.Effect<void, StoreError | LeaseLostError> => {
   const at = new Date().toISOString()

@@ -1,4 +1,5 @@
 import { loadRunTrace, type RunTrace } from '@agentvisor/actors'
+import { Effect, Either } from 'effect'
 import { openCliReader } from '../open-store.js'
 import { printJson } from '../output.js'
 import { terminalSafe } from '../terminal-text.js'
@@ -14,7 +15,10 @@ export const showCommand = async (argv: string[]): Promise<number> => {
   const runId = positionals[0]!
   const store = await openCliReader(values.db)
   try {
-    const trace = await loadRunTrace(store.db, runId)
+    const loaded = await Effect.runPromise(Effect.either(loadRunTrace(store.db, runId)))
+    // The StoreError itself, not Effect's wrapper of it: main prints it as one line.
+    if (Either.isLeft(loaded)) throw loaded.left
+    const trace = loaded.right
     if (trace === undefined) throw new UsageError(`no run with id ${runId}`)
     if (values.json === true) printJson(trace)
     else process.stdout.write(formatTrace(trace))

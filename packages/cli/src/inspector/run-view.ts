@@ -12,6 +12,7 @@ import {
   listTransitions,
   toRunRecord
 } from '@agentvisor/store'
+import { Effect } from 'effect'
 
 /** A `runs --json` row plus what the list shows beside it. */
 export interface RunListItem extends RunRecord {
@@ -112,7 +113,7 @@ const treeOf = async (db: Executor, root: RunRow): Promise<RunTreeNode> => {
 
 /** The run view of `runId`, or undefined when there is no such run. */
 export const loadRunView = async (db: Executor, runId: string): Promise<RunView | undefined> => {
-  const [row, trace, transitions] = await Promise.all([getRun(db, runId), loadRunTrace(db, runId), listTransitions(db, runId)])
+  const [row, trace, transitions] = await Promise.all([getRun(db, runId), Effect.runPromise(loadRunTrace(db, runId)), listTransitions(db, runId)])
   if (row === undefined || trace === undefined) return undefined
   return {
     ...trace,

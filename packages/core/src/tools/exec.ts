@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { Effect, Either } from 'effect'
 import type { CommandSandbox } from '../contract/task-contract.js'
+import { ProcessGroupError } from '../errors.js'
 import { shellLaunch } from './sandbox.js'
 
 /** How a shell command ended and what it printed. */
@@ -239,11 +240,16 @@ export const runCommand = (options: RunCommandOptions): Effect.Effect<CommandRes
       })()
     })
 
-    return Effect.promise(async () => {
-      finished = true
-      clearTimeout(timer)
-      if (pgid !== undefined) await terminateGroup(pgid, graceMs)
-      child.stdout.destroy()
-      child.stderr.destroy()
-    })
+    // Interrupted: the group goes before the interruption completes. Its steps catch their own
+    // errors, so this cannot fail; if it ever did, it is said once and the interruption goes on.
+    return Effect.tryPromise({
+      try: async () => {
+        finished = true
+        clearTimeout(timer)
+        if (pgid !== undefined) await terminateGroup(pgid, graceMs)
+        child.stdout.destroy()
+        child.stderr.destroy()
+      },
+      catch: (cause) => new ProcessGroupError({ pgid, cause })
+    }).pipe(Effect.catchAll((error) => Effect.logWarning(error.message)))
   })

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { constants, promises as fs, type Dirent, type Stats } from 'node:fs'
-import type { FileHandle } from 'node:fs/promises'
+import * as fs from 'node:fs'
+import { constants, type Dirent, type Stats } from 'node:fs'
 import * as path from 'node:path'
-import type { WorkspaceEscapeError } from '../errors.js'
+import { Effect } from 'effect'
+import { FileSystemError, WorkspaceEscapeError } from '../errors.js'
 import { fsErrorCode } from './tool-outcome.js'
 
 /**
@@ -20,14 +21,33 @@ import { fsErrorCode } from './tool-outcome.js'
  *
  * Where /proc is missing (not Linux), every handle is checked after it is opened instead: its
  * inode must be the one now at the checked real path. That makes reads and listings safe (what
- * is read comes from the checked handle), but a write still names its target by path, so there
- * it only narrows the window.
+ * is read comes from the checked handle), but a write still names its target by path, so
+ * there it only narrows the window.
+ *
+ * The walk is synchronous (`openSync`, `readlinkSync`, `fstatSync`, `closeSync`): each of those
+ * calls takes a few microseconds, while the same call through `fs.promises` is a round trip
+ * through libuv's thread pool that costs more than the work, and a `list_dir` makes a dozen of
+ * them. Only contents that can be large go asynchronous: a listing of a big folder and a whole
+ * file read past `SYNC_READ_MAX_BYTES`, so that one call never stalls every other run of the
+ * process for long. That is why the `...Now` functions answer either at once or with a promise.
  */
 
 const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW
 // O_NONBLOCK: a FIFO swapped in after the lstat must not block the open.
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW
+
+/** A whole-file read up to this size is done synchronously (a page-cache copy); larger ones are not. */
+const SYNC_READ_MAX_BYTES = 1024 * 1024
+/**
+ * A folder whose own size is up to this is listed synchronously. Linux file systems report a
+ * folder's size growing with its entries (ext4 by 4 KiB blocks of names, tmpfs 20 bytes an
+ * entry, btrfs the names' bytes): 64 KiB is a couple of thousand entries.
+ */
+const SYNC_LIST_MAX_FOLDER_BYTES = 64 * 1024
+
+/** A result now, or a promise of it when the work is too large to do without yielding. */
+export type Eventually<A> = A | Promise<A>
 
 /** Where this process's fds appear as magic links; replaceable so tests can exercise the fallback. */
 export interface PinOptions {
@@ -47,12 +67,12 @@ export const isInside = (root: string, candidate: string): boolean => {
 
 /** A folder held open; names inside it are reached through `via`. */
 interface PinnedFolder {
-  readonly handle: FileHandle
+  readonly fd: number
   /** `/proc/self/fd/N` when anchored; otherwise the folder's real path. */
   readonly via: string
   /** The real path the folder was checked at. */
   readonly real: string
-  /** Whether `via` is a magic link to `handle` (Linux) rather than a path string. */
+  /** Whether `via` is a magic link to `fd` (Linux) rather than a path string. */
   readonly anchored: boolean
 }
 
@@ -67,50 +87,71 @@ const entryOf = (dir: PinnedFolder, name: string): string => `${dir.via}/${name}
 
 const sameInode = (a: Stats, b: Stats): boolean => a.dev === b.dev && a.ino === b.ino
 
-/** The path fd `handle` stands for, or undefined where the fd links do not exist. */
-const fdPath = (handle: FileHandle, options: PinOptions | undefined): Promise<string | undefined> =>
-  fs.readlink(`${options?.fdLinks ?? DEFAULT_FD_LINKS}/${handle.fd}`).catch(() => undefined)
+/** The answer of `run`, or undefined when it throws: for looks whose failure means "not confirmed". */
+const orUndefined = <A>(run: () => A): A | undefined => {
+  try {
+    return run()
+  } catch {
+    return undefined
+  }
+}
+
+/** The path `fd` stands for, or undefined where the fd links do not exist. */
+const fdPath = (fd: number, options: PinOptions | undefined): string | undefined =>
+  orUndefined(() => fs.readlinkSync(`${options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`))
 
 /**
- * Checks an opened handle against the real path it was meant to be: anchored, the kernel's own
- * name for the fd must lie inside the root; otherwise the inode at `real` must be the handle's.
+ * Checks an opened fd against the real path it was meant to be: anchored, the kernel's own
+ * name for the fd must lie inside the root; otherwise the inode at `real` must be the fd's.
  * Anything that cannot be confirmed is refused.
  */
-const confirmHandle = async (target: PinTarget, handle: FileHandle, real: string, anchored: boolean): Promise<void> => {
+const confirmHandle = (target: PinTarget, fd: number, real: string, anchored: boolean): void => {
   if (anchored) {
-    const actual = await fdPath(handle, target.options)
+    const actual = fdPath(fd, target.options)
     if (actual === undefined || !isInside(target.root, actual)) throw target.refuse()
     return
   }
-  const [opened, current, resolved] = await Promise.all([handle.stat(), fs.stat(real).catch(() => undefined), fs.realpath(real).catch(() => undefined)])
+  const opened = fs.fstatSync(fd)
+  const current = orUndefined(() => fs.statSync(real))
+  // The native realpath (libc's realpath(3)), as fs.promises.realpath uses, not Node's JS walk.
+  const resolved = orUndefined(() => fs.realpathSync.native(real))
   if (current === undefined || resolved !== real || !sameInode(opened, current)) throw target.refuse()
 }
 
-const closeQuietly = (handle: FileHandle): Promise<void> => handle.close().catch(() => undefined)
+const closeQuietly = (fd: number): void => {
+  try {
+    fs.closeSync(fd)
+  } catch {
+    // Closing can only fail on an fd that is already gone: nothing is left to release.
+  }
+}
 
 /** Whether `entry` is now a symlink: an open that failed on it means it was swapped after the check. */
-const isSymlink = (entry: string): Promise<boolean> =>
-  fs.lstat(entry).then(
-    (stat) => stat.isSymbolicLink(),
-    () => false
-  )
+const isSymlink = (entry: string): boolean => orUndefined(() => fs.lstatSync(entry).isSymbolicLink()) === true
+
+/** Creates folder `entry`; one that exists already (a concurrent creation) is as good. */
+const mkdirIfMissing = (entry: string): void => {
+  try {
+    fs.mkdirSync(entry)
+  } catch (error) {
+    if (fsErrorCode(error) !== 'EEXIST') throw error
+  }
+}
 
 /** Opens `name` inside `parent` as a folder, creating it first when asked; a symlink there is refused. */
-const openChildFolder = async (target: PinTarget, parent: PinnedFolder, name: string, create: boolean): Promise<FileHandle> => {
+const openChildFolder = (target: PinTarget, parent: PinnedFolder, name: string, create: boolean): number => {
   const entry = entryOf(parent, name)
   try {
-    return await fs.open(entry, FOLDER_FLAGS)
+    return fs.openSync(entry, FOLDER_FLAGS)
   } catch (error) {
     const code = fsErrorCode(error)
     if (code === 'ENOENT' && create) {
       // mkdir never follows a symlink at its last component (EEXIST), so it cannot create outside.
-      await fs.mkdir(entry).catch((mkdirError: unknown) => {
-        if (fsErrorCode(mkdirError) !== 'EEXIST') throw mkdirError
-      })
+      mkdirIfMissing(entry)
       return openChildFolder(target, parent, name, false)
     }
     // O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP): tell that from a plain file.
-    if ((code === 'ENOTDIR' || code === 'ELOOP') && (await isSymlink(entry))) throw target.refuse()
+    if ((code === 'ENOTDIR' || code === 'ELOOP') && isSymlink(entry)) throw target.refuse()
     throw error
   }
 }
@@ -120,20 +161,20 @@ const openChildFolder = async (target: PinTarget, parent: PinnedFolder, name: st
  * parent was seen to be a real folder inside: `mkdir -p` would follow a swapped symlink.
  * A swap between that look and the `mkdir` still wins; see the module comment.
  */
-const makeFoldersByPath = async (target: PinTarget, components: readonly string[]): Promise<void> => {
+const makeFoldersByPath = (target: PinTarget, components: readonly string[]): void => {
   let current = target.root
   for (const name of components) {
     const next = path.join(current, name)
-    const seen = await fs.lstat(next).catch((error: unknown) => {
-      if (fsErrorCode(error) === 'ENOENT') return undefined
-      throw error
-    })
+    let seen: Stats | undefined
+    try {
+      seen = fs.lstatSync(next)
+    } catch (error) {
+      if (fsErrorCode(error) !== 'ENOENT') throw error
+    }
     if (seen?.isSymbolicLink() === true) throw target.refuse()
     if (seen === undefined) {
-      if ((await fs.realpath(current)) !== current) throw target.refuse()
-      await fs.mkdir(next).catch((error: unknown) => {
-        if (fsErrorCode(error) !== 'EEXIST') throw error
-      })
+      if (fs.realpathSync.native(current) !== current) throw target.refuse()
+      mkdirIfMissing(next)
     }
     current = next
   }
@@ -144,47 +185,45 @@ const makeFoldersByPath = async (target: PinTarget, components: readonly string[
  * folder's fd, creating missing ones when `create` is set. The result is confirmed inside the
  * root; the caller closes it.
  */
-const pinFolder = async (target: PinTarget, components: readonly string[], create: boolean): Promise<PinnedFolder> => {
+const pinFolder = (target: PinTarget, components: readonly string[], create: boolean): PinnedFolder => {
   const real = path.join(target.root, ...components)
-  const rootHandle = await fs.open(target.root, constants.O_RDONLY | constants.O_DIRECTORY)
-  const rootLink = await fdPath(rootHandle, target.options)
+  const rootFd = fs.openSync(target.root, constants.O_RDONLY | constants.O_DIRECTORY)
+  const rootLink = fdPath(rootFd, target.options)
   if (rootLink === undefined) {
-    // No fd links: open the folder by its path and check the handle against it afterwards.
-    await closeQuietly(rootHandle)
-    if (create) await makeFoldersByPath(target, components)
-    const handle = await fs.open(real, FOLDER_FLAGS).catch(async (error: unknown) => {
-      const code = fsErrorCode(error)
-      if ((code === 'ENOTDIR' || code === 'ELOOP') && (await isSymlink(real))) throw target.refuse()
-      throw error
-    })
+    // No fd links: open the folder by its path and check the fd against it afterwards.
+    closeQuietly(rootFd)
+    if (create) makeFoldersByPath(target, components)
+    let fd: number
     try {
-      await confirmHandle(target, handle, real, false)
+      fd = fs.openSync(real, FOLDER_FLAGS)
     } catch (error) {
-      await closeQuietly(handle)
+      const code = fsErrorCode(error)
+      if ((code === 'ENOTDIR' || code === 'ELOOP') && isSymlink(real)) throw target.refuse()
       throw error
     }
-    return { handle, via: real, real, anchored: false }
+    try {
+      confirmHandle(target, fd, real, false)
+    } catch (error) {
+      closeQuietly(fd)
+      throw error
+    }
+    return { fd, via: real, real, anchored: false }
   }
   const fdLinks = target.options?.fdLinks ?? DEFAULT_FD_LINKS
-  let current: PinnedFolder = { handle: rootHandle, via: `${fdLinks}/${rootHandle.fd}`, real: target.root, anchored: true }
+  let current: PinnedFolder = { fd: rootFd, via: `${fdLinks}/${rootFd}`, real: target.root, anchored: true }
   try {
     // The root's own path could have been redirected on the way to it.
     if (rootLink !== target.root) throw target.refuse()
     for (const name of components) {
-      const handle = await openChildFolder(target, current, name, create)
-      await closeQuietly(current.handle)
-      current = {
-        handle,
-        via: `${fdLinks}/${handle.fd}`,
-        real: path.join(current.real, name),
-        anchored: true
-      }
+      const fd = openChildFolder(target, current, name, create)
+      closeQuietly(current.fd)
+      current = { fd, via: `${fdLinks}/${fd}`, real: path.join(current.real, name), anchored: true }
     }
     // A folder renamed out of the workspace while it was held open is caught here.
-    await confirmHandle(target, current.handle, current.real, true)
+    confirmHandle(target, current.fd, current.real, true)
     return current
   } catch (error) {
-    await closeQuietly(current.handle)
+    closeQuietly(current.fd)
     throw error
   }
 }
@@ -195,62 +234,114 @@ const componentsOf = (root: string, real: string): string[] => {
   return rel === '' ? [] : rel.split(path.sep)
 }
 
-const withFolder = async <A>(target: PinTarget, components: readonly string[], create: boolean, use: (dir: PinnedFolder) => Promise<A>): Promise<A> => {
-  const dir = await pinFolder(target, components, create)
+/** Runs `use` on the pinned folder and closes it once `use` is done, at once or when its promise settles. */
+const withFolder = <A>(target: PinTarget, components: readonly string[], create: boolean, use: (dir: PinnedFolder) => Eventually<A>): Eventually<A> => {
+  const dir = pinFolder(target, components, create)
+  let result: Eventually<A>
   try {
-    return await use(dir)
-  } finally {
-    await closeQuietly(dir.handle)
+    result = use(dir)
+  } catch (error) {
+    closeQuietly(dir.fd)
+    throw error
+  }
+  if (result instanceof Promise) return result.finally(() => closeQuietly(dir.fd))
+  closeQuietly(dir.fd)
+  return result
+}
+
+/** A promise of what `run` answers, now or later; a synchronous throw becomes a rejection. */
+const promised = <A>(run: () => Eventually<A>): Promise<A> => {
+  try {
+    return Promise.resolve(run())
+  } catch (error) {
+    return Promise.reject(error)
   }
 }
+
+/** What a pinned call threw, typed: the target's refusal as it is, anything else as a file-system error. */
+const pinnedFailure = (requested: string, cause: unknown): WorkspaceEscapeError | FileSystemError =>
+  cause instanceof WorkspaceEscapeError ? cause : new FileSystemError({ path: requested, code: fsErrorCode(cause), cause })
+
+/**
+ * A pinned call (`readPinnedNow`, `listPinnedNow`, `writePinnedNow`) as an Effect that fails
+ * typed. An answer given at once costs no promise and no trip through the event loop, like a
+ * store call of the run driver.
+ */
+export const pinnedCall = <A>(requested: string, run: () => Eventually<A>): Effect.Effect<A, WorkspaceEscapeError | FileSystemError> =>
+  Effect.suspend(() => {
+    let result: Eventually<A>
+    try {
+      result = run()
+    } catch (cause) {
+      return Effect.fail(pinnedFailure(requested, cause))
+    }
+    if (!(result instanceof Promise)) return Effect.succeed(result)
+    const pending = result
+    return Effect.tryPromise({ try: () => pending, catch: (cause) => pinnedFailure(requested, cause) })
+  })
 
 /** What a confined read found at the path. */
 export type PinnedRead = { readonly kind: 'file'; readonly head: Buffer; readonly size: number } | { readonly kind: 'folder' } | { readonly kind: 'special' }
 
 /** Reads at most `max` bytes from the start of an open file, however large it is. */
-const readHead = async (handle: FileHandle, max: number): Promise<Buffer> => {
-  const buffer = Buffer.alloc(max)
+const readHead = (fd: number, max: number): Buffer => {
+  const buffer = Buffer.allocUnsafe(max)
   let filled = 0
   while (filled < max) {
-    const { bytesRead } = await handle.read(buffer, filled, max - filled, filled)
+    const bytesRead = fs.readSync(fd, buffer, filled, max - filled, filled)
     if (bytesRead === 0) break
     filled += bytesRead
   }
   return buffer.subarray(0, filled)
 }
 
+/** The whole of an open file, through the thread pool: it is too large to copy while everything waits. */
+const readWholeLater = (fd: number): Promise<Buffer> =>
+  new Promise((resolve, reject) => fs.readFile(fd, (error, data) => (error === null ? resolve(data) : reject(error))))
+
 /**
  * Reads the file at `real` (already checked inside `target.root`) through pinned folders: at
  * most `max` bytes, or all of it when `max` is undefined. Throws the target's escape error when
  * the path was swapped to lead elsewhere, and Node's file-system errors (ENOENT, ...) otherwise.
+ * Answers at once, unless a whole file larger than 1 MiB is read: then with a promise.
  */
-export const readPinned = (target: PinTarget, real: string, max: number | undefined): Promise<PinnedRead> => {
+export const readPinnedNow = (target: PinTarget, real: string, max: number | undefined): Eventually<PinnedRead> => {
   const components = componentsOf(target.root, real)
   const name = components.pop()
-  if (name === undefined) return Promise.resolve({ kind: 'folder' })
-  return withFolder(target, components, false, async (dir) => {
+  if (name === undefined) return { kind: 'folder' }
+  return withFolder(target, components, false, (dir): Eventually<PinnedRead> => {
     const entry = entryOf(dir, name)
     // Looked at before opening so that a FIFO or device is never opened at all.
-    const seen = await fs.lstat(entry)
+    const seen = fs.lstatSync(entry)
     if (seen.isSymbolicLink()) throw target.refuse()
     if (seen.isDirectory()) return { kind: 'folder' }
     if (!seen.isFile()) return { kind: 'special' }
-    const handle = await fs.open(entry, READ_FLAGS).catch(async (error: unknown) => {
-      if (fsErrorCode(error) === 'ELOOP' || (await isSymlink(entry))) throw target.refuse()
-      throw error
-    })
+    let fd: number
     try {
-      await confirmHandle(target, handle, path.join(dir.real, name), dir.anchored)
-      const stat = await handle.stat()
+      fd = fs.openSync(entry, READ_FLAGS)
+    } catch (error) {
+      if (fsErrorCode(error) === 'ELOOP' || isSymlink(entry)) throw target.refuse()
+      throw error
+    }
+    const opened = fd
+    let later: Promise<PinnedRead> | undefined
+    try {
+      confirmHandle(target, fd, path.join(dir.real, name), dir.anchored)
+      const stat = fs.fstatSync(fd)
       if (stat.isDirectory()) return { kind: 'folder' }
       if (!stat.isFile()) return { kind: 'special' }
-      const head = max === undefined ? await handle.readFile() : await readHead(handle, max)
-      return { kind: 'file', head, size: stat.size }
+      if (max !== undefined) return { kind: 'file', head: readHead(fd, max), size: stat.size }
+      if (stat.size <= SYNC_READ_MAX_BYTES) return { kind: 'file', head: fs.readFileSync(fd), size: stat.size }
+      later = readWholeLater(fd).then((head) => ({ kind: 'file', head, size: stat.size }))
+      return later.finally(() => closeQuietly(opened))
     } finally {
-      await closeQuietly(handle)
+      if (later === undefined) closeQuietly(fd)
     }
   })
 }
+
+/** `readPinnedNow` as a promise. */
+export const readPinned = (target: PinTarget, real: string, max: number | undefined): Promise<PinnedRead> => promised(() => readPinnedNow(target, real, max))
 
 /** One entry of a confined listing. */
 export interface PinnedEntry {
@@ -265,70 +356,84 @@ export interface PinnedListing {
   readonly total: number
 }
 
+const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+
+/** The listing of `entries` read from `dir`, checked afterwards when `dir` is not anchored. */
+const listingOf = (target: PinTarget, dir: PinnedFolder, entries: Dirent[], max: number): PinnedListing => {
+  if (!dir.anchored) confirmHandle(target, dir.fd, dir.real, false)
+  entries.sort(byName)
+  const shown = entries.slice(0, max).map((entry) => ({
+    name: entry.name,
+    isFolder: entry.isDirectory() || (entry.isSymbolicLink() && orUndefined(() => fs.statSync(entryOf(dir, entry.name)).isDirectory()) === true)
+  }))
+  return { shown, total: entries.length }
+}
+
 /**
- * Lists the folder at `real` (already checked inside `target.root`) through a pinned handle:
- * the first `max` entries sorted by name (UTF-16 code units), and the total count.
+ * Lists the folder at `real` (already checked inside `target.root`) through a pinned fd: the
+ * first `max` entries sorted by name (UTF-16 code units), and the total count. Answers at
+ * once, unless the folder is large: then with a promise.
  */
-export const listPinned = (target: PinTarget, real: string, max: number): Promise<PinnedListing> =>
-  withFolder(target, componentsOf(target.root, real), false, async (dir) => {
-    const entries: Dirent[] = await fs.readdir(dir.via, { withFileTypes: true })
-    if (!dir.anchored) await confirmHandle(target, dir.handle, dir.real, false)
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    const shown = await Promise.all(
-      entries.slice(0, max).map(async (entry) => ({
-        name: entry.name,
-        isFolder:
-          entry.isDirectory() ||
-          (entry.isSymbolicLink() &&
-            (await fs.stat(entryOf(dir, entry.name)).then(
-              (stat) => stat.isDirectory(),
-              () => false
-            )))
-      }))
-    )
-    return { shown, total: entries.length }
+export const listPinnedNow = (target: PinTarget, real: string, max: number): Eventually<PinnedListing> =>
+  withFolder(target, componentsOf(target.root, real), false, (dir) => {
+    if (fs.fstatSync(dir.fd).size <= SYNC_LIST_MAX_FOLDER_BYTES) {
+      return listingOf(target, dir, fs.readdirSync(dir.via, { withFileTypes: true }), max)
+    }
+    return fs.promises.readdir(dir.via, { withFileTypes: true }).then((entries) => listingOf(target, dir, entries, max))
   })
+
+/** `listPinnedNow` as a promise. */
+export const listPinned = (target: PinTarget, real: string, max: number): Promise<PinnedListing> => promised(() => listPinnedNow(target, real, max))
 
 /** A Node-style error carrying `code`, so callers describe it like any other file-system error. */
 const fsError = (code: string): NodeJS.ErrnoException => Object.assign(new Error(code), { code })
 
 /**
  * Replaces the file at `real` (already checked inside `target.root`) whole, creating missing
- * parent folders one by one through pinned handles. The content goes to a temporary file
+ * parent folders one by one through pinned fds. The content goes to a temporary file
  * created with O_EXCL|O_NOFOLLOW in the pinned parent (same file system, so the rename is
  * atomic) which then takes the target's name in that same folder: a crash mid-write leaves the
  * old file intact, never a half-written one. An existing file's mode is kept, so rewriting a
  * script does not drop its executable bit. A folder at the target fails with EISDIR.
+ *
+ * Synchronous, content included: the content is a tool call's argument, already in memory
+ * and bounded by what a model writes in one reply, and writing it is a copy into the page
+ * cache (nothing is synced to disk).
  */
-export const writePinned = (target: PinTarget, real: string, content: string): Promise<void> => {
+export const writePinnedNow = (target: PinTarget, real: string, content: string): void => {
   const components = componentsOf(target.root, real)
   const name = components.pop()
-  if (name === undefined) return Promise.reject(fsError('EISDIR'))
-  return withFolder(target, components, true, async (dir) => {
+  if (name === undefined) throw fsError('EISDIR')
+  withFolder(target, components, true, (dir) => {
     const entry = entryOf(dir, name)
-    const existing = await fs.lstat(entry).catch((error: unknown) => {
-      if (fsErrorCode(error) === 'ENOENT') return undefined
-      throw error
-    })
+    let existing: Stats | undefined
+    try {
+      existing = fs.lstatSync(entry)
+    } catch (error) {
+      if (fsErrorCode(error) !== 'ENOENT') throw error
+    }
     // The checked path had no symlink here: one now means it was swapped after the check.
     if (existing?.isSymbolicLink() === true) throw target.refuse()
     if (existing?.isDirectory() === true) throw fsError('EISDIR')
     const mode = existing?.isFile() === true ? existing.mode & 0o7777 : undefined
     const temp = entryOf(dir, `.agentvisor-${randomUUID()}.tmp`)
-    const handle = await fs.open(temp, CREATE_FLAGS, 0o666)
+    const fd = fs.openSync(temp, CREATE_FLAGS, 0o666)
     try {
       try {
-        if (!dir.anchored) await confirmHandle(target, dir.handle, dir.real, false)
-        await handle.writeFile(content, 'utf8')
-        if (mode !== undefined) await handle.chmod(mode)
+        if (!dir.anchored) confirmHandle(target, dir.fd, dir.real, false)
+        fs.writeFileSync(fd, content, 'utf8')
+        if (mode !== undefined) fs.fchmodSync(fd, mode)
       } finally {
-        await closeQuietly(handle)
+        closeQuietly(fd)
       }
-      await fs.rename(temp, entry)
+      fs.renameSync(temp, entry)
     } catch (error) {
       // unlink never follows a symlink at its last component; the temp is in the pinned folder.
-      await fs.unlink(temp).catch(() => undefined)
+      orUndefined(() => fs.unlinkSync(temp))
       throw error
     }
   })
 }
+
+/** `writePinnedNow` as a promise. */
+export const writePinned = (target: PinTarget, real: string, content: string): Promise<void> => promised(() => writePinnedNow(target, real, content))

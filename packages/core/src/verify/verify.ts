@@ -1,10 +1,9 @@
 import { Effect } from 'effect'
 import type { VerifySpec } from '../contract/task-contract.js'
-import { WorkspaceEscapeError } from '../errors.js'
 import { commandEnv, type CommandSettings } from '../tools/command-env.js'
 import { runCommand } from '../tools/exec.js'
-import { readPinned } from '../tools/pinned-fs.js'
-import { describeFsError, fsErrorCode } from '../tools/tool-outcome.js'
+import { pinnedCall, readPinnedNow } from '../tools/pinned-fs.js'
+import { describeFsError } from '../tools/tool-outcome.js'
 import { resolveInside, workspaceEscape, type Workspace } from '../tools/workspace.js'
 
 /** Whether the contract's check passed, and a short sentence saying why, fed back to the model. */
@@ -34,24 +33,23 @@ const quote = (text: string): string => {
  */
 const readConfined = (ws: Workspace, file: string): Effect.Effect<{ text: string } | { failure: VerifyResult }> =>
   resolveInside(ws, file, 'read').pipe(
-    Effect.flatMap((real) =>
-      Effect.promise(() =>
-        readPinned({ root: ws.root, refuse: () => workspaceEscape(file) }, real, undefined).then(
-          (found) => {
-            if (found.kind === 'folder') return { failure: fail(`${file} is a folder, not a file`) }
-            if (found.kind === 'special') return { failure: fail(`${file} cannot be read: it is not a regular file`) }
-            return { text: found.head.toString('utf8') }
-          },
-          (error: unknown) => {
-            if (error instanceof WorkspaceEscapeError) return { failure: fail(error.message) }
-            const code = fsErrorCode(error)
-            if (code === 'ENOENT' || code === 'ENOTDIR') return { failure: fail(`${file} does not exist`) }
-            return { failure: fail(`${file} cannot be read: ${describeFsError(error)}`) }
-          }
-        )
-      )
-    ),
-    Effect.catchTag('WorkspaceEscapeError', (error) => Effect.succeed({ failure: fail(error.message) }))
+    // The whole file: read at once when small, through the thread pool past 1 MiB (pinned-fs.ts).
+    Effect.flatMap((real) => pinnedCall(file, () => readPinnedNow({ root: ws.root, refuse: () => workspaceEscape(file) }, real, undefined))),
+    Effect.map((found) => {
+      if (found.kind === 'folder') return { failure: fail(`${file} is a folder, not a file`) }
+      if (found.kind === 'special') return { failure: fail(`${file} cannot be read: it is not a regular file`) }
+      return { text: found.head.toString('utf8') }
+    }),
+    Effect.catchTags({
+      WorkspaceEscapeError: (error) => Effect.succeed({ failure: fail(error.message) }),
+      FileSystemError: (error) =>
+        Effect.succeed({
+          failure:
+            error.code === 'ENOENT' || error.code === 'ENOTDIR'
+              ? fail(`${file} does not exist`)
+              : fail(`${file} cannot be read: ${describeFsError(error.cause)}`)
+        })
+    })
   )
 
 /** Where two texts first differ, phrased for the model; the most common near-miss named outright. */
