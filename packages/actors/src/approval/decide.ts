@@ -48,7 +48,7 @@ export interface ApprovalRequest {
 }
 
 export const approvalRequestOf = (row: ApprovalRow): ApprovalRequest => {
-  const payload = JSON.parse(row.payload_json) as { name: string; arguments: string }
+  const { payload } = row
   return {
     id: row.id,
     runId: row.run_id,
@@ -81,7 +81,7 @@ export const decideRequest = async (input: {
   if (request.kind === 'recovery') {
     throw new RecoveryDecisionNeededError({ runId: request.run_id, requestId: request.id })
   }
-  const payload = JSON.parse(request.payload_json) as { name: string; arguments: string }
+  const { payload } = request
   let editedPayloadJson: string | null = null
   let performedTarget: string | null = null
   if (answer.decision === 'approve' && answer.edit !== undefined) {

@@ -1,8 +1,9 @@
 import { type Eventually, LeaseLostError, StoreError } from '@agentvisor/store'
 import { Clock, Effect } from 'effect'
 
+// A StoreError of the store's own (a corrupt row, docs/durability.md) already names what failed.
 const failure = (what: string, cause: unknown): StoreError | LeaseLostError =>
-  cause instanceof LeaseLostError
+  cause instanceof LeaseLostError || cause instanceof StoreError
     ? cause
     : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
 
