@@ -40,12 +40,19 @@ const valueAt = (text: string, at: ReadonlyArray<PropertyKey>): unknown => {
 const describeIssue = (error: ParseResult.ParseError, text: string): string => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
   if (issue === undefined) return error.message.split('\n')[0]!
-  const at = issue.path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`)).join('')
+  let path: ReadonlyArray<PropertyKey> = issue.path
   let detail = issue.message.split('\n')[0]!
+  // An empty list where one item at least is required: Effect says its first item is missing.
+  const parent = issue._tag === 'Missing' && path.length > 0 ? valueAt(text, path.slice(0, -1)) : undefined
+  if (Array.isArray(parent) && parent.length === 0) {
+    path = path.slice(0, -1)
+    detail = 'must not be empty'
+  }
+  const at = path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`)).join('')
   // Only a Type issue is about a value; the text parsed, or parseJson would have said so.
-  if (issue._tag === 'Type' && detail.startsWith('Expected {')) detail = `Expected an object, got ${describeValue(valueAt(text, issue.path))}`
+  if (issue._tag === 'Type' && detail.startsWith('Expected {')) detail = `Expected an object, got ${describeValue(valueAt(text, path))}`
   else if (issue._tag === 'Type' && (detail.startsWith('Expected ReadonlyArray<') || detail.startsWith('Expected readonly ['))) {
-    detail = `Expected a list, got ${describeValue(valueAt(text, issue.path))}`
+    detail = `Expected a list, got ${describeValue(valueAt(text, path))}`
   }
   const reason = at === '' ? detail : `${at.replace(/^\./, '')}: ${detail}`
   return reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON)}…` : reason

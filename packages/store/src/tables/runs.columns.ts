@@ -10,8 +10,12 @@ const KINDS = Object.values(ErrorKind)
 /** `runs.error_json`: the `RunError` a finished run carries. */
 export const RunErrorJson = Schema.parseJson(
   Schema.Struct({
-    // One message for the union: Effect would name only its first member.
-    kind: Schema.Literal(...KINDS).annotations({ message: () => `Expected one of ${KINDS.join(', ')}` }),
+    // A refinement, not a union of literals: Effect would name each member apart.
+    kind: Schema.String.pipe(
+      Schema.filter((kind): kind is ErrorKind => (KINDS as ReadonlyArray<string>).includes(kind), {
+        message: (issue) => `Expected one of ${KINDS.join(', ')}, actual ${JSON.stringify(issue.actual)}`
+      })
+    ),
     message: Schema.String,
     httpStatus: Schema.optional(Schema.Number),
     provider: Schema.optional(Schema.String)
