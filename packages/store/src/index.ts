@@ -10,7 +10,6 @@ export {
   RunStatus,
   type RunsTable,
   type RunContractsTable,
-  type StoredRunRow,
   type RunListRow,
   type RunRow,
   type RunWithContract,
@@ -18,7 +17,7 @@ export {
   type RunUpdate
 } from './tables/runs.table.js'
 export type { TransitionsTable, TransitionRow, NewTransition } from './tables/transitions.table.js'
-export type { StepsTable, StoredStepRow, StepRow, StepToolResult, NewStep } from './tables/steps.table.js'
+export type { StepsTable, StepRow, StepToolResult, NewStep } from './tables/steps.table.js'
 export {
   AttemptReason,
   AttemptOutcome,

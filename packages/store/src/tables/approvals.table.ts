@@ -54,7 +54,7 @@ export interface ApprovalPayload {
   readonly arguments: string
 }
 
-/** An `approvals` row as the database holds it, JSON still text: never leaves the store. */
+/** An `approvals` row as the database holds it, JSON still text; no read of the store returns it. */
 export type StoredApprovalRow = Selectable<ApprovalsTable>
 /** An `approvals` row as read: its payloads decoded (approvals.columns.ts). */
 export type ApprovalRow = Omit<StoredApprovalRow, 'payload_json' | 'edited_payload_json'> & {

@@ -57,7 +57,7 @@ export interface RunContractsTable {
   contract_json: string
 }
 
-/** A `runs` row as the database holds it, JSON still text: never leaves the store. */
+/** A `runs` row as the database holds it, JSON still text; no read of the store returns it. */
 export type StoredRunRow = Selectable<RunsTable>
 /** A `runs` row as `listRuns` reads it: every column but the JSON one. */
 export type RunListRow = Omit<StoredRunRow, 'error_json'>

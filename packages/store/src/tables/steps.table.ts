@@ -31,7 +31,7 @@ export interface StepToolResult {
   readonly output: string
 }
 
-/** A `steps` row as the database holds it, JSON still text: never leaves the store. */
+/** A `steps` row as the database holds it, JSON still text; no read of the store returns it. */
 export type StoredStepRow = Selectable<StepsTable>
 /** A `steps` row as read: its tool calls and results decoded (steps.columns.ts). */
 export type StepRow = Omit<StoredStepRow, 'tool_calls_json' | 'results_json'> & {

@@ -33,7 +33,7 @@ export interface ToolEffectResult {
   readonly refusal?: { readonly rule: string; readonly layer: string } | undefined
 }
 
-/** A `tool_effects` row as the database holds it, JSON still text: never leaves the store. */
+/** A `tool_effects` row as the database holds it, JSON still text; no read of the store returns it. */
 export type StoredToolEffectRow = Selectable<ToolEffectsTable>
 /** A `tool_effects` row as read: its result decoded (tool-effects.columns.ts). */
 export type ToolEffectRow = Omit<StoredToolEffectRow, 'result_json'> & { readonly result: ToolEffectResult | null }
