@@ -89,7 +89,7 @@ describe.each([
     await waitFor(() => (resumes.includes('fine') ? true : undefined), 'the other child to be driven')
 
     expect(resumes.filter((id) => id === 'doomed')).toHaveLength(MAX_CHILD_HANDLING_FAILURES)
-    expect(JSON.parse(doomed.error_json ?? 'null')).toEqual({
+    expect(doomed.error).toEqual({
       kind: 'internal',
       message: `the worker gave this run up after its request failed ${MAX_CHILD_HANDLING_FAILURES} times: the driver exploded`
     })

@@ -54,7 +54,7 @@ describe('child runs from the TypeScript API', () => {
         const rows = await listChildren(store.db, parent.runId)
         expect(rows.map((r) => r.id).sort()).toEqual(children.map((c) => c.runId).sort())
         // Limits never exceed the parent's: the asked-for 50 steps became the parent's 10.
-        expect(rows.map((r) => (JSON.parse(r.contract_json) as { limits: { maxSteps: number } }).limits.maxSteps)).toEqual([10, 10])
+        expect(rows.map((r) => r.contract.limits.maxSteps)).toEqual([10, 10])
       } finally {
         await store.close()
       }

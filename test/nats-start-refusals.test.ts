@@ -99,7 +99,7 @@ const setUp = async () => {
   const store = await openStore(db)
   const parentRow = await getRun(store.db, held.runId)
   await store.close()
-  const parent = JSON.parse(parentRow!.contract_json) as TaskContract
+  const parent: TaskContract = parentRow!.contract
   const env = natsEnv()
   const w = await startWorker(db, env)
   nc = await connect({ servers: inject('natsUrl') })
@@ -230,10 +230,10 @@ describe('child-run requests published straight on the start subject', () => {
     const after = await openStore(db)
     try {
       const row = await getRun(after.db, 'stored-child')
-      expect({ status: row?.status, goal: row?.goal, contract: row?.contract_json }).toEqual({
+      expect({ status: row?.status, goal: row?.goal, contract: row?.contract }).toEqual({
         status: 'succeeded',
         goal: 'Write part A',
-        contract: JSON.stringify(contract)
+        contract
       })
     } finally {
       await after.close()

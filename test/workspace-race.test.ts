@@ -76,7 +76,7 @@ describe('a run whose workspace folder is swapped for a symlink to outside while
     const store = await openStore(db)
     try {
       const rows = await listSteps(store.db, runId)
-      const results = rows.slice(0, STEPS).flatMap((row) => JSON.parse(row.results_json ?? '[]') as ToolResultRecord[])
+      const results = rows.slice(0, STEPS).flatMap((row): ReadonlyArray<ToolResultRecord> => row.results ?? [])
       expect(results).toHaveLength(STEPS * CALLS_PER_STEP)
       let refused = 0
       for (const [index, result] of results.entries()) {

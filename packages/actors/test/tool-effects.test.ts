@@ -84,8 +84,8 @@ const openRun = async () => {
       const records = loaded.steps.map(
         (row): StepRecord => ({
           text: row.text,
-          toolCalls: JSON.parse(row.tool_calls_json),
-          results: row.results_json === null ? undefined : JSON.parse(row.results_json)
+          toolCalls: row.tool_calls,
+          results: row.results ?? undefined
         })
       )
       const policy = await Effect.runPromise(loadRunPolicy(store.db, contract))

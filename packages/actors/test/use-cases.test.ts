@@ -120,7 +120,7 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
     await av.approve(paused.runId, { decision: 'approve', edit: { path: 'out.txt', content: 'DONE edited' } })
     const [row] = await listApprovals(store.db, paused.runId)
     expect(row).toMatchObject({ status: 'approved', source: 'api' })
-    expect(JSON.parse(row!.edited_payload_json!)).toEqual({ name: 'write_file', arguments: JSON.stringify({ path: 'out.txt', content: 'DONE edited' }) })
+    expect(row!.edited_payload).toEqual({ name: 'write_file', arguments: JSON.stringify({ path: 'out.txt', content: 'DONE edited' }) })
     expect((await (await av.resume(paused.runId)).result).status).toBe('succeeded')
     expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE edited')
   })

@@ -4,10 +4,17 @@ import * as Data from 'effect/Data'
 /**
  * The store could not be opened, migrated or used. `message` names the file and, for a failed
  * migration, the migration; `cause` keeps the driver's error for logs.
+ *
+ * A stored row whose JSON column does not decode is one too, with `runId` and `column`
+ * (`steps.results_json`) set: it is reported, never guessed at (docs/durability.md, "Corrupt rows").
  */
 export class StoreError extends Data.TaggedError('StoreError')<{
   readonly message: string
   readonly cause?: unknown
+  /** The run whose row is corrupt. */
+  readonly runId?: string | undefined
+  /** The corrupt column, as `table.column`. */
+  readonly column?: string | undefined
 }> {}
 
 /** Another live driver holds the run's lease: only one process may move a run at a time. */

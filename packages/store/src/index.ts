@@ -10,13 +10,14 @@ export {
   RunStatus,
   type RunsTable,
   type RunContractsTable,
+  type RunListRow,
   type RunRow,
   type RunWithContract,
   type NewRun,
   type RunUpdate
 } from './tables/runs.table.js'
 export type { TransitionsTable, TransitionRow, NewTransition } from './tables/transitions.table.js'
-export type { StepsTable, StepRow, NewStep } from './tables/steps.table.js'
+export type { StepsTable, StepRow, StepToolResult, NewStep } from './tables/steps.table.js'
 export {
   AttemptReason,
   AttemptOutcome,
@@ -30,6 +31,7 @@ export {
 export {
   insertRun,
   getRun,
+  getRunRow,
   listRuns,
   listChildren,
   updateRun,
@@ -46,6 +48,10 @@ export {
   countTreeDispatches
 } from './repositories/attempts.repository.js'
 export { toRunRecord, type RunRecord } from './records/run-record.js'
+export { RunErrorJson, ContractJson } from './tables/runs.columns.js'
+export { ToolCallsJson, ResultsJson } from './tables/steps.columns.js'
+export { PayloadJson, EditedPayloadJson } from './tables/approvals.columns.js'
+export { ToolEffectResultJson } from './tables/tool-effects.columns.js'
 export * from './tables/approvals.table.js'
 export * from './tables/policy-events.table.js'
 export * from './tables/remembered-rules.table.js'

@@ -2,8 +2,8 @@
 // `agentvisor runs`, without the other tables' repositories the index also re-exports. Nothing
 // here loads Kysely or Effect at run time: a current SQLite store is read with better-sqlite3.
 export type { Executor } from './executor.js'
-export { isFinalStatus, RunStatus, type RunRow } from './tables/runs.table.js'
-export { getRun, listRuns, type ListRunsOptions } from './repositories/runs.repository.js'
+export { isFinalStatus, RunStatus, type RunListRow } from './tables/runs.table.js'
+export { listRuns, RUN_LIST_COLUMNS, type ListRunsOptions } from './repositories/run-list.repository.js'
 export { toRunRecord, type RunRecord } from './records/run-record.js'
 export { isInterrupted } from './repositories/lease-owner.js'
 export { openCurrentSqlite } from './sqlite/sqlite-reader.js'

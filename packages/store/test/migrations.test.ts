@@ -6,7 +6,7 @@ import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { getRun, migrationProvider, migrations, openStore } from '@agentvisor/store'
 import { postgresSchema, sqliteSchema } from './support/schema-dump.js'
-import { DIALECTS, tempDir, tempLocation, tempStore } from './support/temp-store.js'
+import { CONTRACT, DIALECTS, tempDir, tempLocation, tempStore } from './support/temp-store.js'
 
 const fixture = <A>(name: string): A => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as A
 
@@ -98,11 +98,19 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect((await migrator.migrateTo('2026-11-29T170000-durability')).error).toBeUndefined()
     await db
       .insertInto('runs')
-      .values({ id: 'old', status: 'running', goal: 'g', contract_json: '{"goal":"g"}', state: 'dispatching', created_at: 't', updated_at: 't' })
+      .values({
+        id: 'old',
+        status: 'running',
+        goal: 'g',
+        contract_json: JSON.stringify({ ...CONTRACT, goal: 'g' }),
+        state: 'dispatching',
+        created_at: 't',
+        updated_at: 't'
+      })
       .execute()
 
     expect((await migrator.migrateToLatest()).error).toBeUndefined()
-    expect(await getRun(store.db, 'old')).toMatchObject({ id: 'old', contract_json: '{"goal":"g"}' })
+    expect(await getRun(store.db, 'old')).toMatchObject({ id: 'old', contract: { ...CONTRACT, goal: 'g' } })
     const { rows } = await sql<{ n: number }>`select count(*) as n from run_contracts`.execute(db)
     expect(Number(rows[0]?.n)).toBe(1)
   })

@@ -28,6 +28,9 @@ const WRITERS: ReadonlyArray<readonly [string, TestDialect]> = [
 
 const writerOf = (name: string, store: Store): RunWriter => (name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db))
 
+/** A tool result as a step records it. */
+const RESULT = { toolCallId: 'c1', name: 'exec', ok: true, output: 'r' }
+
 const head = (state: string, at = '2026-11-29T12:00:01.000Z') => ({ status: 'running', state, steps: 1, updated_at: at, error_json: null, ended_at: null })
 
 const commitOf = (token: number, seq: number, overrides: Partial<TransitionCommit> = {}): TransitionCommit => ({
@@ -52,7 +55,7 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(token).toBe(1)
     const row = await getRun(db, 'run-1')
     expect(row).toMatchObject({ lease_owner: 'me', lease_expires_at: 5000, lease_token: 1 })
-    expect(JSON.parse(row!.contract_json)).toMatchObject({ goal: 'Write DONE into out.txt' })
+    expect(row!.contract).toMatchObject({ goal: 'Write DONE into out.txt' })
   })
 
   it('commits transitions, their step data and the head in one transaction, in order', async () => {
@@ -63,7 +66,7 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
         writes: [
           { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'ok', settled_at: '2026-11-29T12:00:01.000Z', latency_ms: 5 } },
           { op: 'insertStep', row: step({ text: 'hi', tool_calls_json: '[]' }) },
-          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: '["r"]' },
+          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: JSON.stringify([RESULT]) },
           { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: 'keep going' },
           {
             op: 'insertPolicyEvents',
@@ -95,7 +98,7 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
               kind: 'approval',
               act: 'exec',
               target: 'ls',
-              payload_json: '{}',
+              payload_json: '{"name":"exec","arguments":"{}"}',
               rule: '*',
               layer: 'team',
               source: null,
@@ -105,7 +108,7 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
             }
           },
           { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: '{}', started_at: 'x' } },
-          { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true}', at: 'y' }
+          { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true,"output":"r"}', at: 'y' }
         ],
         transitions: [transition({ seq: 1, to_state: 'acting' }), transition({ seq: 2, from_state: 'acting', event: 'TOOLS_DONE', to_state: 'verifying' })],
         head: head('verifying')
@@ -117,10 +120,10 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     ])
     expect(await getRun(db, 'run-1')).toMatchObject({ state: 'verifying', steps: 1, updated_at: '2026-11-29T12:00:01.000Z' })
     expect(await listAttempts(db, 'run-1')).toMatchObject([{ attempt: 0, outcome: 'ok', latency_ms: 5 }])
-    expect(await listSteps(db, 'run-1')).toMatchObject([{ text: 'hi', results_json: '["r"]', feedback: 'keep going' }])
+    expect(await listSteps(db, 'run-1')).toMatchObject([{ text: 'hi', tool_calls: [], results: [RESULT], feedback: 'keep going' }])
     expect(await listPolicyEvents(db, 'run-1')).toMatchObject([{ target: 'secrets/a', rule: 'secrets/**' }])
     expect(await listApprovals(db, 'run-1', 1)).toMatchObject([{ id: 'ap-1', status: 'pending' }])
-    expect(await listToolEffects(db, 'run-1', 1)).toMatchObject([{ status: 'completed', result_json: '{"ok":true}' }])
+    expect(await listToolEffects(db, 'run-1', 1)).toMatchObject([{ status: 'completed', result: { ok: true, output: 'r' } }])
     expect(await writer.approvals('run-1', 1)).toMatchObject([{ id: 'ap-1' }])
     expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ position: 0, status: 'completed' }])
   })
@@ -147,7 +150,7 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     const loaded = await writer.loadRun('run-1')
     expect(loaded?.last).toMatchObject({ seq: 2, to_state: 'verifying' })
     expect(loaded?.steps.map((s) => s.step)).toEqual([1])
-    expect(JSON.parse(loaded!.run.contract_json)).toMatchObject({ goal: 'Write DONE into out.txt' })
+    expect(loaded!.run.contract).toMatchObject({ goal: 'Write DONE into out.txt' })
     expect(await writer.loadRun('missing')).toBeUndefined()
     expect(await writer.attemptRecorded('run-1', 1, 0)).toBe(true)
     expect(await writer.attemptRecorded('run-1', 1, 1)).toBe(false)

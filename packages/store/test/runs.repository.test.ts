@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { getRun, insertRun, listChildren, listRuns, RunStatus, toRunRecord, updateRun, type RunStatus as RunStatusType } from '@agentvisor/store'
-import { DIALECTS, run, tempStore } from './support/temp-store.js'
+import { CONTRACT, DIALECTS, run, tempStore } from './support/temp-store.js'
 
 /** A run nobody drives and nobody asked to cancel. */
 const NO_LEASE = { lease_owner: null, lease_expires_at: null, lease_token: 0, cancel_requested_at: null, root_id: null }
@@ -8,9 +8,10 @@ const NO_LEASE = { lease_owner: null, lease_expires_at: null, lease_token: 0, ca
 describe.each(DIALECTS)('runs repository on %s', (dialect) => {
   it('round-trips a run row, with steps defaulting to 0 and nullable columns to null', async () => {
     const { db } = await tempStore(dialect)
-    const row = run()
-    await insertRun(db, row)
-    expect(await getRun(db, 'run-1')).toEqual({ ...row, ...NO_LEASE, steps: 0, error_json: null, ended_at: null })
+    const { contract_json, ...row } = run()
+    await insertRun(db, run())
+    // The JSON columns come back decoded, never as text (docs/durability.md, "Corrupt rows").
+    expect(await getRun(db, 'run-1')).toEqual({ ...row, ...NO_LEASE, steps: 0, error: null, ended_at: null, contract: CONTRACT })
     expect(await getRun(db, 'missing')).toBeUndefined()
   })
 
@@ -73,21 +74,20 @@ describe.each(DIALECTS)('runs repository on %s', (dialect) => {
       updated_at: '2026-11-29T12:05:00.000Z',
       ended_at: '2026-11-29T12:05:00.000Z'
     })
-    const expected = {
-      ...run(),
+    const { contract_json, ...columns } = run()
+    const row = {
+      ...columns,
       ...NO_LEASE,
       status: 'succeeded',
       state: 'finished.succeeded',
       steps: 3,
-      error_json: null,
+      error: null,
       updated_at: '2026-11-29T12:05:00.000Z',
       ended_at: '2026-11-29T12:05:00.000Z'
     }
     // The contract lives in its own table: the hot row never carries it.
-    const { contract_json, ...row } = expected
     expect(updated).toEqual(row)
-    expect(await getRun(db, 'run-1')).toEqual(expected)
-    expect(JSON.parse(contract_json)).toMatchObject({ goal: 'Write DONE into out.txt' })
+    expect(await getRun(db, 'run-1')).toEqual({ ...row, contract: CONTRACT })
   })
 
   it('returns undefined when updating a run that does not exist', async () => {

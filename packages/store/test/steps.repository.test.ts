@@ -12,8 +12,8 @@ describe.each(DIALECTS)('steps repository on %s', (dialect) => {
         ...step(),
         prompt_summary: '',
         text: '',
-        tool_calls_json: '[]',
-        results_json: null,
+        tool_calls: [],
+        results: null,
         feedback: null,
         tokens_in: 0,
         tokens_out: 0
@@ -24,12 +24,13 @@ describe.each(DIALECTS)('steps repository on %s', (dialect) => {
   it('records the tool results of a step once its tools ran', async () => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
-    const toolCalls = JSON.stringify([{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }])
-    await insertStep(db, step({ text: 'writing', tool_calls_json: toolCalls, tokens_in: 12, tokens_out: 6 }))
+    const toolCalls = [{ id: 'call_1', name: 'write_file', arguments: '{"path":"out.txt","content":"DONE"}' }]
+    await insertStep(db, step({ text: 'writing', tool_calls_json: JSON.stringify(toolCalls), tokens_in: 12, tokens_out: 6 }))
 
-    expect(await setStepResults(db, 'run-1', 1, JSON.stringify(['wrote out.txt']))).toBe(true)
+    const results = [{ toolCallId: 'call_1', name: 'write_file', ok: true, output: 'wrote out.txt' }]
+    expect(await setStepResults(db, 'run-1', 1, JSON.stringify(results))).toBe(true)
     const [stored] = await listSteps(db, 'run-1')
-    expect(stored).toMatchObject({ text: 'writing', tool_calls_json: toolCalls, results_json: '["wrote out.txt"]', tokens_in: 12, tokens_out: 6 })
+    expect(stored).toMatchObject({ text: 'writing', tool_calls: toolCalls, results, tokens_in: 12, tokens_out: 6 })
     expect(await setStepResults(db, 'run-1', 9, '[]')).toBe(false)
   })
 

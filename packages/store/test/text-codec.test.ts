@@ -34,7 +34,11 @@ const NASTY = 'a\u0000b \u0010 c\u0010\uFDD0 \uFDD0\uFDD1 lone \uD800 and \uDC00
 const STORED = 'a\u0010\uFDD0b \u0010\uFDD1 c\u0010\uFDD1\uFDD0 \uFDD0\uFDD1 lone \u0010\uFDD2\uE000 and \u0010\uFDD2\uE400, pair \uD83D\uDE00, end\u0010\uFDD0'
 
 /** A tool result record as the driver journals it: JSON text, with the NUL escaped by JSON itself. */
-const RESULT_JSON = JSON.stringify({ output: `exit code: 0\nstdout:\n${NASTY}` })
+const RESULT = { ok: true, output: `exit code: 0\nstdout:\n${NASTY}` }
+const RESULT_JSON = JSON.stringify(RESULT)
+/** The step's results, the same output among them. */
+const RESULTS = [{ toolCallId: 'c1', name: 'exec', ...RESULT }]
+const RESULTS_JSON = JSON.stringify(RESULTS)
 
 describe('the text encoding', () => {
   it('escapes NUL, its own escape character and lone surrogates, and undoes exactly that', () => {
@@ -96,7 +100,7 @@ describe.each(DIALECTS)('text with NUL bytes on %s', (dialect) => {
     await insertRun(db, run({ goal: NASTY }))
     await insertStep(
       db,
-      step({ prompt_summary: NASTY, text: NASTY, tool_calls_json: JSON.stringify([{ name: 'exec', arguments: NASTY }]), results_json: RESULT_JSON })
+      step({ prompt_summary: NASTY, text: NASTY, tool_calls_json: JSON.stringify([{ id: 'c1', name: 'exec', arguments: NASTY }]), results_json: RESULTS_JSON })
     )
     expect(await setStepFeedback(db, 'run-1', 1, NASTY)).toBe(true)
     await insertAttempt(db, attempt({ partial_text: NASTY }))
@@ -155,11 +159,11 @@ describe.each(DIALECTS)('text with NUL bytes on %s', (dialect) => {
     expect((await getRun(db, 'run-1'))!.goal).toBe(NASTY)
     expect((await listRuns(db)).map((r) => r.goal)).toEqual([NASTY])
     const [stored] = await listSteps(db, 'run-1')
-    expect(stored).toMatchObject({ prompt_summary: NASTY, text: NASTY, feedback: NASTY, results_json: RESULT_JSON })
-    expect(JSON.parse(stored!.tool_calls_json)).toEqual([{ name: 'exec', arguments: NASTY }])
-    expect((JSON.parse(stored!.results_json!) as { output: string }).output).toBe(`exit code: 0\nstdout:\n${NASTY}`)
+    expect(stored).toMatchObject({ prompt_summary: NASTY, text: NASTY, feedback: NASTY, results: RESULTS })
+    expect(stored!.tool_calls).toEqual([{ id: 'c1', name: 'exec', arguments: NASTY }])
+    expect(stored!.results![0]!.output).toBe(`exit code: 0\nstdout:\n${NASTY}`)
     expect(await listAttempts(db, 'run-1')).toMatchObject([{ error_message: NASTY, partial_text: NASTY }])
-    expect(await listToolEffects(db, 'run-1')).toMatchObject([{ arguments: NASTY, result_json: RESULT_JSON }])
+    expect(await listToolEffects(db, 'run-1')).toMatchObject([{ arguments: NASTY, result: RESULT }])
     expect(await listApprovals(db, 'run-1')).toMatchObject([{ target: NASTY, account: NASTY }])
     expect(await listPolicyEvents(db, 'run-1')).toMatchObject([{ target: NASTY, performed_target: NASTY }])
 
@@ -209,7 +213,7 @@ describe.each(WRITERS)('text with NUL bytes through the run writer (%s)', (name,
           patch: { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY }
         },
         { op: 'insertStep', row: step({ prompt_summary: NASTY, text: NASTY }) },
-        { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: RESULT_JSON },
+        { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: RESULTS_JSON },
         { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: NASTY }
       ],
       transitions: [transition()],
@@ -218,16 +222,16 @@ describe.each(WRITERS)('text with NUL bytes through the run writer (%s)', (name,
         state: 'acting',
         steps: 1,
         updated_at: '2026-11-29T12:00:02.000Z',
-        error_json: JSON.stringify({ kind: 'tool', message: NASTY }),
+        error_json: JSON.stringify({ kind: 'internal', message: NASTY }),
         ended_at: null
       }
     })
 
     const loaded = await writer.loadRun('run-1')
     expect(loaded!.run.goal).toBe(NASTY)
-    expect(JSON.parse(loaded!.run.error_json!)).toEqual({ kind: 'tool', message: NASTY })
-    expect(loaded!.steps).toMatchObject([{ prompt_summary: NASTY, text: NASTY, feedback: NASTY, results_json: RESULT_JSON }])
-    expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ arguments: NASTY, result_json: RESULT_JSON }])
+    expect(loaded!.run.error).toEqual({ kind: 'internal', message: NASTY })
+    expect(loaded!.steps).toMatchObject([{ prompt_summary: NASTY, text: NASTY, feedback: NASTY, results: RESULTS }])
+    expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ arguments: NASTY, result: RESULT }])
     expect(await listAttempts(store.db, 'run-1')).toMatchObject([{ error_message: NASTY, partial_text: NASTY }])
     expect(await listSteps(store.db, 'run-1')).toMatchObject([{ text: NASTY, feedback: NASTY }])
     expect(await storedValue(store, dialect, "SELECT feedback FROM steps WHERE run_id = 'run-1'")).toBe(STORED)

@@ -18,10 +18,11 @@ describe.each(DIALECTS)('tool effects journal on %s', (dialect) => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await startToolEffect(db, call(0))
-    expect(await listToolEffects(db, 'run-1', 1)).toEqual([{ ...call(0), status: 'started', result_json: null, completed_at: null }])
-    expect(await completeToolEffect(db, 'run-1', 1, 0, '{"ok":true}', '2026-11-29T12:00:02.000Z')).toBe(true)
+    expect(await listToolEffects(db, 'run-1', 1)).toEqual([{ ...call(0), status: 'started', result: null, completed_at: null }])
+    expect(await completeToolEffect(db, 'run-1', 1, 0, '{"ok":true,"output":"0"}', '2026-11-29T12:00:02.000Z')).toBe(true)
+    // The result comes back decoded (docs/durability.md, "Corrupt rows"); the arguments stay the model's text.
     expect(await listToolEffects(db, 'run-1', 1)).toEqual([
-      { ...call(0), status: 'completed', result_json: '{"ok":true}', completed_at: '2026-11-29T12:00:02.000Z' }
+      { ...call(0), status: 'completed', result: { ok: true, output: '0' }, completed_at: '2026-11-29T12:00:02.000Z' }
     ])
     expect(await completeToolEffect(db, 'run-1', 1, 9, '{}', 't')).toBe(false)
   })
@@ -30,10 +31,10 @@ describe.each(DIALECTS)('tool effects journal on %s', (dialect) => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await startToolEffect(db, call(0))
-    await completeToolEffect(db, 'run-1', 1, 0, '{"ok":false}', 't')
+    await completeToolEffect(db, 'run-1', 1, 0, '{"ok":false,"output":"no"}', 't')
     await startToolEffect(db, call(0, { arguments: '{"command":"echo again"}', started_at: '2026-11-29T12:00:03.000Z' }))
     expect(await listToolEffects(db, 'run-1')).toEqual([
-      { ...call(0), arguments: '{"command":"echo again"}', started_at: '2026-11-29T12:00:03.000Z', status: 'started', result_json: null, completed_at: null }
+      { ...call(0), arguments: '{"command":"echo again"}', started_at: '2026-11-29T12:00:03.000Z', status: 'started', result: null, completed_at: null }
     ])
   })
 

@@ -76,7 +76,7 @@ export interface ApprovalRequest {
 }
 
 export const approvalRequestOf = (row: ApprovalRow): ApprovalRequest => {
-  const payload = JSON.parse(row.payload_json) as { name: string; arguments: string }
+  const { payload } = row
   return {
     id: row.id,
     runId: row.run_id,
@@ -110,12 +110,7 @@ export const decideRequest = (input: {
   Effect.suspend((): Effect.Effect<void, RecoveryDecisionNeededError | EditRefusedError | RequestDecidedError | StoreError> => {
     const { request, answer } = input
     if (request.kind === 'recovery') return Effect.fail(new RecoveryDecisionNeededError({ runId: request.run_id, requestId: request.id }))
-    let payload: { name: string; arguments: string }
-    try {
-      payload = JSON.parse(request.payload_json) as { name: string; arguments: string }
-    } catch (cause) {
-      return Effect.fail(new StoreError({ message: `store: request ${request.id} has an unreadable tool call`, cause }))
-    }
+    const { payload } = request
     let editedPayloadJson: string | null = null
     let performedTarget: string | null = null
     if (answer.decision === 'approve' && answer.edit !== undefined) {

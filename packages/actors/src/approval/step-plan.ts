@@ -30,6 +30,13 @@ export interface StepPlan {
 
 const payloadOf = (call: ToolCall): string => JSON.stringify({ name: call.name, arguments: call.arguments })
 
+/** A pending request planned again, as it is stored (inserting it again is a no-op: it exists). */
+const plannedAgain = ({ payload, edited_payload, ...row }: ApprovalRow): Omit<NewApproval, 'created_at'> => ({
+  ...row,
+  payload_json: JSON.stringify(payload),
+  edited_payload_json: edited_payload === null ? null : JSON.stringify(edited_payload)
+})
+
 /**
  * Decides a step's tool calls before any of them runs: denied calls are refused, allowed ones
  * run, and `ask`s are answered by an existing decision, by `approval: auto`, or become pending
@@ -74,7 +81,7 @@ export const planStep = (input: {
       if (existing !== undefined && existing.status !== 'pending') {
         calls.push(planFromDecision(call, tool, existing))
       } else if (existing !== undefined) {
-        pending.push(existing)
+        pending.push(plannedAgain(existing))
       } else if (input.mode === 'auto') {
         const id = input.newId()
         decided.push({
@@ -115,8 +122,8 @@ const planFromDecision = (call: ToolCall, tool: ToolDefinition | undefined, appr
   if (approval.status === 'denied') {
     return { kind: 'refuse', requested: call, output: `Denied by ${approval.source ?? 'an approver'}: ${approval.act} ${approval.target} was not approved.` }
   }
-  if (approval.edited_payload_json === null) return { kind: 'run', requested: call, call, tool }
-  const edited = JSON.parse(approval.edited_payload_json) as { name: string; arguments: string }
+  const edited = approval.edited_payload
+  if (edited === null) return { kind: 'run', requested: call, call, tool }
   const performed: ToolCall = { id: call.id, name: edited.name, arguments: edited.arguments }
   return { kind: 'run', requested: call, call: performed, tool, note: `Approved with edits: ran ${edited.name} with ${edited.arguments} instead.` }
 }

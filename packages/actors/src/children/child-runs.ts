@@ -1,4 +1,4 @@
-import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, type ToolCall } from '@agentvisor/core'
+import { DEFAULT_CHILD_LIMITS, type TaskContract, type ToolCall } from '@agentvisor/core'
 import {
   type Database,
   isFinalStatus,
@@ -40,7 +40,7 @@ const startsChild = (item: CallPlan): item is Extract<CallPlan, { kind: 'run' }>
 
 /** What the parent's model is told of a finished child. */
 const describeChild = (child: RunRow, lastText: string): string => {
-  const error = child.error_json === null ? '' : ` (${(JSON.parse(child.error_json) as RunError).kind}: ${(JSON.parse(child.error_json) as RunError).message})`
+  const error = child.error === null ? '' : ` (${child.error.kind}: ${child.error.message})`
   const said = lastText === '' ? '' : `\nIts last answer: ${lastText}`
   return `Child run ${child.id} ${child.status} after ${child.steps} step${child.steps === 1 ? '' : 's'}${error}.${said}`
 }
@@ -153,9 +153,8 @@ export const makeChildRuns = (env: {
         if (open.length === 0) return { event: { type: 'CHILDREN_DONE' } as RunEvent }
         const running = open.filter((r) => submitted.has(r.id)).length
         for (const child of open.filter((r) => !submitted.has(r.id)).slice(0, Math.max(0, limits.maxConcurrent - running))) {
-          const childContractJson = JSON.parse(child.contract_json) as TaskContract
           // One that cannot be handed to the bus now is handed again on the next look.
-          const handed = yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: childContractJson }).pipe(
+          const handed = yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: child.contract }).pipe(
             Effect.as(true),
             Effect.catchAllCause((cause) =>
               Effect.as(

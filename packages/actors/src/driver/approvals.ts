@@ -41,7 +41,16 @@ export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Wor
         }).pipe(
           Effect.flatMap((answer) =>
             Effect.flatMap(nowMs, (ms) =>
-              decideRequest({ db: deps.db, policy: deps.policy, tools: drive.tools, workspace: contract.workspace, request, answer, source: approver.source, at: iso(ms) })
+              decideRequest({
+                db: deps.db,
+                policy: deps.policy,
+                tools: drive.tools,
+                workspace: contract.workspace,
+                request,
+                answer,
+                source: approver.source,
+                at: iso(ms)
+              })
             )
           ),
           Effect.as(true),

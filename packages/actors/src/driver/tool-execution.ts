@@ -103,9 +103,9 @@ export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreErr
         result = { ok: false, output: item.output }
       } else if (child !== undefined) {
         result = child
-      } else if (entry?.status === 'completed' && entry.result_json !== null) {
+      } else if (entry?.status === 'completed' && entry.result !== null) {
         // Done before the last driver stopped: replay the recorded result, never the effect.
-        result = JSON.parse(entry.result_json) as JournalledResult
+        result = entry.result
       } else {
         const toolCall = { runId, step: ctx.step, name: call.name, target: toolTarget(call) }
         journal.whenDurable(() => notify(observers, 'onToolCall', toolCall))

@@ -1,9 +1,12 @@
 import { type Eventually, LeaseLostError, StoreError } from '@agentvisor/store'
 import { Clock, Effect } from 'effect'
 
-/** A store call's failure as the driver reports it; a fenced-out write keeps its own error. */
+/**
+ * A store call's failure as the driver reports it; a fenced-out write keeps its own error, and a
+ * StoreError of the store's own (a corrupt row, docs/durability.md) already names what failed.
+ */
 export const failure = (what: string, cause: unknown): StoreError | LeaseLostError =>
-  cause instanceof LeaseLostError
+  cause instanceof LeaseLostError || cause instanceof StoreError
     ? cause
     : new StoreError({ message: `store: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
 

@@ -13,7 +13,7 @@ import {
   type TaskContract,
   type WorkspaceError
 } from '@agentvisor/core'
-import { getRun, insertRun, listChildren, LeaseConflictError, LeaseLostError, makeRunWriter, type RunStatus, StoreError } from '@agentvisor/store'
+import { getRun, getRunRow, insertRun, listChildren, LeaseConflictError, LeaseLostError, makeRunWriter, type RunStatus, StoreError } from '@agentvisor/store'
 import { Cause, Chunk, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
@@ -373,11 +373,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         Effect.gen(function* () {
           const loaded = yield* storeCall(`load run ${runId}`, () => writer.loadRun(runId))
           if (loaded === undefined) return yield* new RunNotFoundError({ runId })
+          // The contract and steps come decoded: a corrupt one failed the load (docs/durability.md, "Corrupt rows").
           const { run, last, steps } = loaded
-          const contract = yield* Effect.try({
-            try: () => JSON.parse(run.contract_json) as TaskContract,
-            catch: () => new RunNotResumableError({ runId, reason: 'its stored contract is not readable' })
-          })
+          const { contract } = run
           const snapshot = yield* Effect.try({
             try: () => (last === undefined ? undefined : (JSON.parse(last.snapshot_json) as unknown)),
             catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot is not readable' })
@@ -394,8 +392,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const records = steps.map(
             (row): StepRecord => ({
               text: row.text,
-              toolCalls: JSON.parse(row.tool_calls_json),
-              results: row.results_json === null ? undefined : JSON.parse(row.results_json),
+              toolCalls: row.tool_calls,
+              results: row.results ?? undefined,
               feedback: row.feedback ?? undefined
             })
           )
@@ -471,7 +469,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           if (bus === undefined) return yield* new ContractError({ message: 'child runs need a bus' })
           const parent = yield* storeCall('load the parent run', () => getRun(db, parentId))
           if (parent === undefined) return yield* new RunNotFoundError({ runId: parentId })
-          const parentContract = JSON.parse(parent.contract_json) as TaskContract
+          const parentContract = parent.contract
           const runId = randomUUID()
           const at = new Date(yield* Clock.currentTimeMillis).toISOString()
           const made = yield* spawnLock.withPermits(1)(
@@ -493,7 +491,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
               // A store that fails is logged and asked again on a schedule; the wait goes on.
               const row = yield* surviving(
                 `wait for child run ${runId}`,
-                storeCall('load the child run', () => getRun(db, runId)),
+                storeCall('load the child run', () => getRunRow(db, runId)),
                 warn
               )
               if (row !== undefined && ended(row.status)) {
@@ -501,7 +499,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
                   runId,
                   status: row.status,
                   steps: row.steps,
-                  ...(row.error_json !== null ? { error: JSON.parse(row.error_json) as RunError } : {})
+                  ...(row.error !== null ? { error: row.error } : {})
                 }
               }
               yield* Effect.sleep(Duration.millis(200))

@@ -1,11 +1,11 @@
 import { jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError } from '@agentvisor/core'
 import {
   type Executor,
-  getRun,
+  getRunRow,
   listAttempts,
   listApprovals,
-  listChildren,
   listPolicyEvents,
+  listRuns,
   listSteps,
   listTransitions,
   type RunRecord,
@@ -13,7 +13,6 @@ import {
   toRunRecord
 } from '@agentvisor/store'
 import { Effect } from 'effect'
-import type { ToolResultRecord } from '../supervisor/conversation.js'
 
 /** One model-call attempt of a receipt (docs/cli.md, `--json`). Optional fields appear when known. */
 export interface AttemptTrace {
@@ -101,7 +100,8 @@ const parseArguments = (raw: string): unknown => {
 
 /**
  * Reads a run's whole trace from the store; undefined when there is no such run. Fails with
- * `StoreError` when the store cannot be read or holds a row that does not parse.
+ * `StoreError` when the store cannot be read or a row of the run is corrupt (docs/durability.md,
+ * "Corrupt rows"). The contracts (the run's and its children's) are not read: a trace shows none.
  *
  * @example
  * const trace = await Effect.runPromise(loadRunTrace(store.db, runId))
@@ -109,18 +109,21 @@ const parseArguments = (raw: string): unknown => {
 export const loadRunTrace = (db: Executor, runId: string): Effect.Effect<RunTrace | undefined, StoreError> =>
   Effect.tryPromise({
     try: () => readRunTrace(db, runId),
+    // A corrupt row's StoreError already names the run and column (docs/durability.md, "Corrupt rows").
     catch: (cause) =>
-      new StoreError({ message: `store: cannot read the trace of run ${runId}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+      cause instanceof StoreError
+        ? cause
+        : new StoreError({ message: `store: cannot read the trace of run ${runId}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
   })
 
 const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
-  const run = await getRun(db, runId)
+  const run = await getRunRow(db, runId)
   if (run === undefined) return undefined
   const [transitions, steps, attempts, children, approvals, policyEvents] = await Promise.all([
     listTransitions(db, runId),
     listSteps(db, runId),
     listAttempts(db, runId),
-    listChildren(db, runId),
+    listRuns(db, { parentId: runId }),
     listApprovals(db, runId),
     listPolicyEvents(db, runId)
   ])
@@ -145,18 +148,15 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
     receipts.set(a.step, list)
   }
   return {
-    run: { ...toRunRecord(run), ...(run.error_json !== null ? { error: JSON.parse(run.error_json) as RunError } : {}) },
+    run: { ...toRunRecord(run), ...(run.error !== null ? { error: run.error } : {}) },
     transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
     steps: steps.map((s) => ({
       step: s.step,
       provider: s.provider,
       promptSummary: s.prompt_summary,
       text: s.text,
-      toolCalls: (JSON.parse(s.tool_calls_json) as Array<{ name: string; arguments: string }>).map((c) => ({
-        name: c.name,
-        arguments: parseArguments(c.arguments)
-      })),
-      results: s.results_json === null ? [] : (JSON.parse(s.results_json) as ToolResultRecord[]).map((r) => r.output),
+      toolCalls: s.tool_calls.map((c) => ({ name: c.name, arguments: parseArguments(c.arguments) })),
+      results: s.results === null ? [] : s.results.map((r) => r.output),
       tokens: s.tokens_in + s.tokens_out
     })),
     receipts: [...receipts.entries()].map(([step, list]) => ({ step, attempts: list, winner: winners.get(step) ?? null })),
@@ -185,7 +185,7 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       ...(a.kind !== 'policy' ? { kind: a.kind } : {}),
       ...(a.resolution !== null ? { resolution: a.resolution } : {}),
       ...(a.account !== null ? { account: a.account } : {}),
-      ...(a.edited_payload_json !== null ? { editedArguments: parseArguments((JSON.parse(a.edited_payload_json) as { arguments: string }).arguments) } : {})
+      ...(a.edited_payload !== null ? { editedArguments: parseArguments(a.edited_payload.arguments) } : {})
     })),
     children: children.map((c) => ({ id: c.id, status: c.status }))
   }

@@ -1,4 +1,4 @@
-import { MAX_NESTING_DEPTH, type TaskContract, valueTooDeepAt } from '@agentvisor/core'
+import { MAX_NESTING_DEPTH, valueTooDeepAt } from '@agentvisor/core'
 import { type Database, type DecisionSource, getRun, listApprovals, type RunStatus, type StoreError } from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
@@ -121,10 +121,8 @@ export const approveRun = (deps: ApproveDeps, runId: string, answer: ApproveAnsw
 
     if (recovery.length > 0 && requestId !== undefined) return yield* new RecoveryDecisionNeededError({ runId, requestId })
     if (recovery.length === pending.length) return yield* new RecoveryDecisionNeededError({ runId })
-    const contract = yield* Effect.try({
-      try: () => JSON.parse(run.contract_json) as TaskContract,
-      catch: () => new RunUnreadableError({ runId, reason: 'its stored contract is not readable' })
-    })
+    // Decoded by the store: a corrupt contract failed `getRun` (docs/durability.md, "Corrupt rows").
+    const { contract } = run
     const policy = yield* loadRunPolicy(db, contract)
     if (Either.isLeft(policy)) return yield* new RunUnreadableError({ runId, reason: policy.left })
     const status = answer.decision === 'approve' ? 'approved' : 'denied'

@@ -1,4 +1,4 @@
-import { type Database, getRun, isAbandonedOwner, isFinalStatus, requestCancel, type RunStatus, type StoreError } from '@agentvisor/store'
+import { type Database, getRunRow, isAbandonedOwner, isFinalStatus, requestCancel, type RunStatus, type StoreError } from '@agentvisor/store'
 import { Clock, Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { CancelTimeoutError, RunNotFoundError } from '../errors.js'
@@ -35,7 +35,7 @@ export const isUndriven = (run: { readonly lease_owner: string | null; readonly 
  */
 export const requestRunCancel = (db: Kysely<Database>, runId: string): Effect.Effect<CancelRequest, RunNotFoundError | StoreError> =>
   Effect.gen(function* () {
-    const run = yield* query(`load run ${runId}`, () => getRun(db, runId))
+    const run = yield* query(`load run ${runId}`, () => getRunRow(db, runId))
     if (run === undefined) return yield* new RunNotFoundError({ runId })
     if (isFinalStatus(run.status)) return { runId, status: run.status, alreadyEnded: true, undriven: false }
     const now = yield* Clock.currentTimeMillis
@@ -86,7 +86,7 @@ export const cancelRun = (
         )
         if (ended !== undefined) return { runId, status: ended, alreadyEnded: false }
       }
-      const run = yield* query(`load run ${runId}`, () => getRun(deps.db, runId))
+      const run = yield* query(`load run ${runId}`, () => getRunRow(deps.db, runId))
       if (run === undefined) return yield* new RunNotFoundError({ runId })
       if (isFinalStatus(run.status)) return { runId, status: run.status, alreadyEnded: false }
       const now = yield* Clock.currentTimeMillis

@@ -1,4 +1,4 @@
-import { type ApprovalRow, type Database, getRun, listApprovals } from '@agentvisor/store'
+import { type ApprovalRow, type Database, getRunRow, listApprovals } from '@agentvisor/store'
 import type { StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
@@ -26,13 +26,7 @@ export interface PendingRequest {
 export const requestKindOf = (row: ApprovalRow): PendingRequest['kind'] => (row.kind === 'recovery' ? 'recovery' : 'approval')
 
 const argumentsOf = (row: ApprovalRow): PendingRequest['arguments'] => {
-  let raw: unknown
-  try {
-    raw = (JSON.parse(row.payload_json) as { arguments?: unknown }).arguments
-  } catch {
-    return undefined
-  }
-  if (typeof raw !== 'string') return undefined
+  const raw = row.payload.arguments
   try {
     const parsed = JSON.parse(raw) as unknown
     return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : raw
@@ -58,7 +52,7 @@ export const pendingRequestOf = (row: ApprovalRow): PendingRequest => {
 /** The requests `runId` waits on, in the order they are asked (step, then call position). */
 export const pendingRequests = (db: Kysely<Database>, runId: string): Effect.Effect<PendingRequest[], RunNotFoundError | StoreError> =>
   Effect.gen(function* () {
-    const run = yield* query(`load run ${runId}`, () => getRun(db, runId))
+    const run = yield* query(`load run ${runId}`, () => getRunRow(db, runId))
     if (run === undefined) return yield* new RunNotFoundError({ runId })
     const rows = yield* query(`load the requests of run ${runId}`, () => listApprovals(db, runId))
     return rows.filter((row) => row.status === 'pending').map(pendingRequestOf)

@@ -1,14 +1,15 @@
-import { DEFAULT_CHILD_LIMITS, type RunError, type TaskContract, WorkspaceError } from '@agentvisor/core'
+import { DEFAULT_CHILD_LIMITS, type RunError, WorkspaceError } from '@agentvisor/core'
 import {
   type Database,
   getRun,
+  getRunRow,
   insertRun,
   isFinalStatus,
   LeaseConflictError,
   type LeaseLostError,
   listChildren,
   type RunRow,
-  type StoreError,
+  StoreError,
   updateRun
 } from '@agentvisor/store'
 import { type Cause, Duration, Effect, Either } from 'effect'
@@ -44,16 +45,22 @@ const refuse = (reason: string): Admission => ({ refused: reason })
  */
 const admit = (db: Kysely<Database>, runId: string, parentId: string, asked: unknown): Effect.Effect<Admission, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
-    const row = yield* store('load the child run', () => getRun(db, runId))
+    const row = yield* store('load the child run', () => getRunRow(db, runId))
     if (row !== undefined) {
       if (row.parent_id !== parentId) return refuse(row.parent_id === null ? 'it is not a child run' : `it is a child of ${row.parent_id}, not of ${parentId}`)
       return { drive: row }
     }
-    const parent = yield* store('load the parent run', () => getRun(db, parentId))
+    const parent = yield* store('load the parent run', () => getRun(db, parentId)).pipe(
+      // A parent whose row is corrupt (docs/durability.md, "Corrupt rows") will not read better later.
+      Effect.catchIf(
+        (error): error is StoreError => error instanceof StoreError && error.column !== undefined,
+        (error) => Effect.succeed(error)
+      )
+    )
+    if (parent instanceof StoreError) return refuse(`its parent ${parentId} has no readable row: ${parent.message}`)
     if (parent === undefined) return refuse(`its parent ${parentId} is not in this worker's store`)
     if (isFinalStatus(parent.status)) return refuse(`its parent ${parentId} has ended (${parent.status})`)
-    const parentContract = readContract(parent.contract_json)
-    if (parentContract === undefined) return refuse(`its parent ${parentId} has no readable contract`)
+    const parentContract = parent.contract
     const caps = parentContract.children ?? DEFAULT_CHILD_LIMITS
     const depth = parentContract.lineage?.depth ?? 0
     if (depth >= caps.maxDepth) return refuse(`its parent ${parentId} may not start children (depth ${depth} of at most ${caps.maxDepth})`)
@@ -124,19 +131,11 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
 export const giveUpChild = (db: Kysely<Database>, request: ChildRunRequest, cause: Cause.Cause<unknown>): Effect.Effect<void, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
     if (invalidRunId(request.runId) !== undefined) return
-    const row = yield* store('load the child run', () => getRun(db, request.runId))
+    const row = yield* store('load the child run', () => getRunRow(db, request.runId))
     if (row === undefined || isFinalStatus(row.status)) return
     if (row.lease_owner !== null && (row.lease_expires_at ?? 0) > Date.now()) return
     yield* failUnstartedChild(db, request.runId, `the worker gave this run up after its request failed ${MAX_FAILURES_TEXT}: ${causeLine(cause)}`)
   })
-
-const readContract = (json: string): TaskContract | undefined => {
-  try {
-    return JSON.parse(json) as TaskContract
-  } catch {
-    return undefined
-  }
-}
 
 const MAX_FAILURES_TEXT = `${MAX_CHILD_HANDLING_FAILURES} times`
 

@@ -1,4 +1,4 @@
-import { type Database, getRun, type StoreError, toRunRecord } from '@agentvisor/store'
+import { type Database, getRunRow, type StoreError, toRunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ControlHandler } from '../bus/bus.js'
@@ -47,7 +47,7 @@ export const makeControlHandler =
       const parsed = parseControlBody(verb, body)
       if (Either.isLeft(parsed)) return controlError(parsed.left)
       if (verb === 'status') {
-        const run = yield* query(`load run ${runId}`, () => getRun(deps.db, runId))
+        const run = yield* query(`load run ${runId}`, () => getRunRow(deps.db, runId))
         if (run === undefined) return controlError(new RunNotFoundError({ runId }).message)
         return { v: PROTOCOL_VERSION, ok: true as const, ...toRunRecord(run) }
       }

@@ -1,4 +1,4 @@
-import { getRun, openStore, resolveDbPath } from '@agentvisor/store'
+import { getRunRow, openStore, resolveDbPath } from '@agentvisor/store'
 import { DEFAULT_INSPECTOR_PORT, startInspector } from '../inspector/server.js'
 import { say } from '../output.js'
 import { terminalSafe } from '../terminal-text.js'
@@ -50,7 +50,7 @@ export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promis
   if (runId !== undefined) {
     const store = await openStore(db, { readOnly: true })
     try {
-      if ((await getRun(store.db, runId)) === undefined) throw new UsageError(`no run with id ${runId}`)
+      if ((await getRunRow(store.db, runId)) === undefined) throw new UsageError(`no run with id ${runId}`)
     } finally {
       await store.close()
     }

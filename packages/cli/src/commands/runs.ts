@@ -7,8 +7,9 @@ import {
   listRuns,
   openCurrentSqlite,
   resolveDbPath,
+  RUN_LIST_COLUMNS,
+  type RunListRow,
   type RunRecord,
-  type RunRow,
   RunStatus,
   toRunRecord
 } from '@agentvisor/store/runs'
@@ -64,8 +65,9 @@ const selectRuns = (sqlite: Sqlite, columns: string, status: string | undefined)
     .prepare(`SELECT ${columns} FROM runs ${status === undefined ? '' : 'WHERE status = ?'} ORDER BY created_at, id`)
     .bind(...(status === undefined ? [] : [status]))
 
-/** `listRuns` on SQLite, in prepared SQL: the same rows in the same order. */
-const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunRow[] => decodeRows(selectRuns(sqlite, '*', status).all() as RunRow[])
+/** `listRuns` on SQLite, in prepared SQL: the same rows (the same columns) in the same order. */
+const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunListRow[] =>
+  decodeRows(selectRuns(sqlite, RUN_LIST_COLUMNS.join(', '), status).all() as RunListRow[])
 
 /**
  * The `runs --json` array, serialised: what `JSON.stringify(listRuns(...).map(toRunRecord))`

@@ -2,12 +2,11 @@ import { loadRunTrace, type RunTrace, statePath } from '@agentvisor/actors'
 import { jsonTextTooDeep, MAX_NESTING_DEPTH } from '@agentvisor/core'
 import {
   type Executor,
-  getRun,
+  getRunRow,
   isInterrupted,
-  listChildren,
   listRuns,
+  type RunListRow,
   type RunRecord,
-  type RunRow,
   type RunStatus,
   listTransitions,
   toRunRecord
@@ -52,7 +51,7 @@ export interface RunView extends RunTrace {
 const MAX_ANCESTORS = 64
 const MAX_TREE_NODES = 500
 
-const listItemOf = (row: RunRow, now: number): RunListItem => ({
+const listItemOf = (row: RunListRow, now: number): RunListItem => ({
   ...toRunRecord(row),
   state: row.state,
   interrupted: isInterrupted(row, now)
@@ -84,11 +83,11 @@ const snapshotOf = (row: { seq: number; to_state: string; snapshot_json: string 
 }
 
 /** Walks up to the root run (bounded, and safe against a parent cycle in a damaged store). */
-const rootOf = async (db: Executor, row: RunRow): Promise<RunRow> => {
+const rootOf = async (db: Executor, row: RunListRow): Promise<RunListRow> => {
   let current = row
   const seen = new Set([row.id])
   for (let i = 0; i < MAX_ANCESTORS && current.parent_id !== null; i++) {
-    const parent = await getRun(db, current.parent_id)
+    const parent = await getRunRow(db, current.parent_id)
     if (parent === undefined || seen.has(parent.id)) break
     seen.add(parent.id)
     current = parent
@@ -96,11 +95,12 @@ const rootOf = async (db: Executor, row: RunRow): Promise<RunRow> => {
   return current
 }
 
-const treeOf = async (db: Executor, root: RunRow): Promise<RunTreeNode> => {
+const treeOf = async (db: Executor, root: RunListRow): Promise<RunTreeNode> => {
   let budget = MAX_TREE_NODES
-  const build = async (row: RunRow): Promise<RunTreeNode> => {
+  const build = async (row: RunListRow): Promise<RunTreeNode> => {
     budget -= 1
-    const children = budget > 0 ? await listChildren(db, row.id) : []
+    // Rows without their contracts: the tree shows none, and a corrupt one is no reason not to show it.
+    const children = budget > 0 ? await listRuns(db, { parentId: row.id }) : []
     const built: RunTreeNode[] = []
     for (const child of children) {
       if (budget <= 0) break
@@ -113,7 +113,7 @@ const treeOf = async (db: Executor, root: RunRow): Promise<RunTreeNode> => {
 
 /** The run view of `runId`, or undefined when there is no such run. */
 export const loadRunView = async (db: Executor, runId: string): Promise<RunView | undefined> => {
-  const [row, trace, transitions] = await Promise.all([getRun(db, runId), Effect.runPromise(loadRunTrace(db, runId)), listTransitions(db, runId)])
+  const [row, trace, transitions] = await Promise.all([getRunRow(db, runId), Effect.runPromise(loadRunTrace(db, runId)), listTransitions(db, runId)])
   if (row === undefined || trace === undefined) return undefined
   return {
     ...trace,

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Agentvisor } from '@agentvisor/actors'
-import { openStore, RunStatus, type Store } from '@agentvisor/store'
+import { openStore, RunStatus, type Store, StoreError } from '@agentvisor/store'
 import { decideFromInspector, parseApprovalBody } from './approval-action.js'
 import { makeChangeFeed } from './change-feed.js'
 import { HttpError, readJsonBody, sendJson } from './http.js'
@@ -196,6 +196,11 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
       }
       if (error instanceof HttpError) {
         sendJson(res, error.status, { error: error.message })
+        return
+      }
+      // A corrupt row is reported as the store names it (docs/durability.md, "Corrupt rows"); the server goes on.
+      if (error instanceof StoreError && error.column !== undefined) {
+        sendJson(res, 500, { error: error.message })
         return
       }
       const message = error instanceof Error ? error.message.split('\n')[0] : String(error)

@@ -1,4 +1,4 @@
-import type { RunRow, RunStatus } from '../tables/runs.table.js'
+import type { RunListRow, RunStatus } from '../tables/runs.table.js'
 
 /** A run as `runs --json`, `show --json` and the NATS status reply present it (docs/cli.md, `--json`). */
 export interface RunRecord {
@@ -11,7 +11,7 @@ export interface RunRecord {
 }
 
 /** Maps a `runs` row to its public JSON shape; keys in the documented order. */
-export function toRunRecord(row: RunRow): RunRecord {
+export function toRunRecord(row: Pick<RunListRow, 'id' | 'status' | 'goal' | 'parent_id' | 'created_at' | 'updated_at'>): RunRecord {
   return {
     id: row.id,
     status: row.status,

@@ -1,4 +1,5 @@
 import type { Executor } from '../executor.js'
+import { decodeApprovalRow } from '../tables/approvals.columns.js'
 import type { ApprovalRow, ApprovalStatus, DecisionSource, NewApproval } from '../tables/approvals.table.js'
 
 /** Persists an approval request; a request for the same tool call of the same step is kept once. */
@@ -12,17 +13,19 @@ export async function insertApproval(db: Executor, row: NewApproval): Promise<vo
 
 /**
  * A run's approval requests by step, then by their call's order in the step (optionally one step
- * only). The id breaks any remaining tie, so the order is the same on every dialect.
+ * only). The id breaks any remaining tie, so the order is the same on every dialect. Rejects with
+ * `StoreError` when a payload does not decode.
  */
 export async function listApprovals(db: Executor, runId: string, step?: number): Promise<ApprovalRow[]> {
   let query = db.selectFrom('approvals').selectAll().where('run_id', '=', runId)
   if (step !== undefined) query = query.where('step', '=', step)
-  return query.orderBy('step').orderBy('position').orderBy('created_at').orderBy('id').execute()
+  return (await query.orderBy('step').orderBy('position').orderBy('created_at').orderBy('id').execute()).map(decodeApprovalRow)
 }
 
 /** One request by id. */
 export async function getApproval(db: Executor, id: string): Promise<ApprovalRow | undefined> {
-  return db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst()
+  const row = await db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst()
+  return row === undefined ? undefined : decodeApprovalRow(row)
 }
 
 export interface ApprovalDecision {

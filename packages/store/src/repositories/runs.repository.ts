@@ -1,12 +1,8 @@
 import type { Executor } from '../executor.js'
-import type { NewRun, RunRow, RunStatus, RunUpdate, RunWithContract } from '../tables/runs.table.js'
+import { decodeRunRow, decodeRunWithContract } from '../tables/runs.columns.js'
+import type { NewRun, RunRow, RunUpdate, RunWithContract } from '../tables/runs.table.js'
 
-/** Filters for `listRuns`; all optional. */
-export interface ListRunsOptions {
-  readonly status?: RunStatus | undefined
-  readonly parentId?: string | undefined
-  readonly limit?: number | undefined
-}
+export { listRuns, type ListRunsOptions } from './run-list.repository.js'
 
 /**
  * The columns `updateRun` may change. `updated_at` is required so that no write can forget to
@@ -29,27 +25,31 @@ export async function insertRun(db: Executor, row: NewRun): Promise<void> {
 const withContracts = (db: Executor) =>
   db.selectFrom('runs').innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id').selectAll('runs').select('run_contracts.contract_json')
 
-/** The run with this id and its contract, or `undefined`. */
+/**
+ * The run with this id and its contract, or `undefined`. Rejects with `StoreError` when its error
+ * or contract does not decode (docs/durability.md, "Corrupt rows").
+ */
 export async function getRun(db: Executor, id: string): Promise<RunWithContract | undefined> {
-  return withContracts(db).where('runs.id', '=', id).executeTakeFirst()
+  const row = await withContracts(db).where('runs.id', '=', id).executeTakeFirst()
+  return row === undefined ? undefined : decodeRunWithContract(row)
 }
 
-/** Runs oldest first (by `created_at`, then `id` so equal timestamps keep a stable order). */
-export async function listRuns(db: Executor, options: ListRunsOptions = {}): Promise<RunRow[]> {
-  let query = db.selectFrom('runs').selectAll()
-  if (options.status !== undefined) query = query.where('status', '=', options.status)
-  if (options.parentId !== undefined) query = query.where('parent_id', '=', options.parentId)
-  query = query.orderBy('created_at').orderBy('id')
-  if (options.limit !== undefined) query = query.limit(options.limit)
-  return query.execute()
+/**
+ * The run with this id without its contract, or `undefined`: what a trace, a status or a cancel
+ * reads, so that none of them depends on (or pays for) the contract.
+ */
+export async function getRunRow(db: Executor, id: string): Promise<RunRow | undefined> {
+  const row = await db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst()
+  return row === undefined ? undefined : decodeRunRow(row)
 }
 
 /** The direct children of a run with their contracts, oldest first. */
 export async function listChildren(db: Executor, parentId: string): Promise<RunWithContract[]> {
-  return withContracts(db).where('runs.parent_id', '=', parentId).orderBy('runs.created_at').orderBy('runs.id').execute()
+  return (await withContracts(db).where('runs.parent_id', '=', parentId).orderBy('runs.created_at').orderBy('runs.id').execute()).map(decodeRunWithContract)
 }
 
 /** Applies `patch` to the run and returns the updated row, or `undefined` if there is no such run. */
 export async function updateRun(db: Executor, id: string, patch: RunPatch): Promise<RunRow | undefined> {
-  return db.updateTable('runs').set(patch).where('id', '=', id).returningAll().executeTakeFirst()
+  const row = await db.updateTable('runs').set(patch).where('id', '=', id).returningAll().executeTakeFirst()
+  return row === undefined ? undefined : decodeRunRow(row)
 }

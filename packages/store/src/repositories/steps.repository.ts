@@ -1,4 +1,5 @@
 import type { Executor } from '../executor.js'
+import { decodeStepRow } from '../tables/steps.columns.js'
 import type { NewStep, StepRow } from '../tables/steps.table.js'
 
 /** Inserts a step. Rejects when the run already has this step number or does not exist. */
@@ -18,7 +19,7 @@ export async function setStepFeedback(db: Executor, runId: string, step: number,
   return result.numUpdatedRows > 0n
 }
 
-/** A run's steps in order. */
+/** A run's steps in order; rejects with `StoreError` when one's JSON does not decode. */
 export async function listSteps(db: Executor, runId: string): Promise<StepRow[]> {
-  return db.selectFrom('steps').selectAll().where('run_id', '=', runId).orderBy('step').execute()
+  return (await db.selectFrom('steps').selectAll().where('run_id', '=', runId).orderBy('step').execute()).map(decodeStepRow)
 }

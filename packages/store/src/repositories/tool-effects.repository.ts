@@ -1,4 +1,5 @@
 import type { Executor } from '../executor.js'
+import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import type { NewToolEffect, ToolEffectRow } from '../tables/tool-effects.table.js'
 
 /** Journals a call as `started` (or restarts it: a retried call keeps one row). */
@@ -26,9 +27,9 @@ export async function completeToolEffect(db: Executor, runId: string, step: numb
   return result.numUpdatedRows > 0n
 }
 
-/** A step's journal, by position. */
+/** A step's journal, by position; rejects with `StoreError` when a result does not decode. */
 export async function listToolEffects(db: Executor, runId: string, step?: number): Promise<ToolEffectRow[]> {
   let query = db.selectFrom('tool_effects').selectAll().where('run_id', '=', runId)
   if (step !== undefined) query = query.where('step', '=', step)
-  return query.orderBy('step').orderBy('position').execute()
+  return (await query.orderBy('step').orderBy('position').execute()).map(decodeToolEffectRow)
 }

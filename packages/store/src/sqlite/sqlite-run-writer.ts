@@ -5,11 +5,15 @@ import { LeaseLostError } from '../errors.js'
 import type { RunWrite, TransitionCommit } from '../run-writer/run-write.js'
 import { FIRST_LEASE_TOKEN, type LeaseRequest, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
-import type { NewRun, RunWithContract } from '../tables/runs.table.js'
-import type { StepRow } from '../tables/steps.table.js'
+import type { NewRun, StoredRunRow } from '../tables/runs.table.js'
+import type { StoredStepRow } from '../tables/steps.table.js'
 import type { TransitionRow } from '../tables/transitions.table.js'
-import type { ApprovalRow } from '../tables/approvals.table.js'
-import type { ToolEffectRow } from '../tables/tool-effects.table.js'
+import type { StoredApprovalRow } from '../tables/approvals.table.js'
+import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
+import { decodeApprovalRow } from '../tables/approvals.columns.js'
+import { decodeRunWithContract } from '../tables/runs.columns.js'
+import { decodeStepRow } from '../tables/steps.columns.js'
+import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import { decodeRow, decodeRows, encodeParams, encodeText } from '../text-codec.js'
 import { startCheckpointer } from './checkpointer.js'
 
@@ -213,11 +217,13 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     loadRun: (runId) => {
       const run = statement('SELECT runs.*, run_contracts.contract_json FROM runs JOIN run_contracts ON run_contracts.run_id = runs.id WHERE runs.id = ?').get(
         runId
-      ) as RunWithContract | undefined
+      ) as (StoredRunRow & { contract_json: string }) | undefined
       if (run === undefined) return undefined
       const last = statement('SELECT * FROM transitions WHERE run_id = ? ORDER BY seq DESC LIMIT 1').get(runId) as TransitionRow | undefined
-      const steps = statement('SELECT * FROM steps WHERE run_id = ? ORDER BY step').all(runId) as StepRow[]
-      return { run: decodeRow(run), last: decodeRow(last), steps: decodeRows(steps) }
+      const steps = statement('SELECT * FROM steps WHERE run_id = ? ORDER BY step').all(runId) as StoredStepRow[]
+      // The JSON columns are decoded here, on read, through their Schemas (docs/durability.md,
+      // "Corrupt rows"); a corrupt one throws StoreError. Writes are never re-validated.
+      return { run: decodeRunWithContract(decodeRow(run)), last: decodeRow(last), steps: decodeRows(steps).map(decodeStepRow) }
     },
     acquireLease: (input) => whenFree(() => acquireNow(input)),
     attemptRecorded: (runId, step, attempt) =>
@@ -228,9 +234,13 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     commit: (commit, options) => (options?.batch === true ? enqueue(commit) : whenFree(() => commitNow(commit))),
     write: (runId, leaseToken, writes) => whenFree(() => writeNow(runId, leaseToken, writes)),
     approvals: (runId, step) =>
-      decodeRows(statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at, id').all(runId, step) as ApprovalRow[]),
+      decodeRows(
+        statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at, id').all(runId, step) as StoredApprovalRow[]
+      ).map(decodeApprovalRow),
     toolEffects: (runId, step) =>
-      decodeRows(statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as ToolEffectRow[]),
+      decodeRows(statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as StoredToolEffectRow[]).map(
+        decodeToolEffectRow
+      ),
     close: async () => {
       if (checkpointer === undefined) return
       await checkpointer.stop()

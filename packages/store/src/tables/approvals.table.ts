@@ -48,5 +48,17 @@ export interface ApprovalsTable {
   account: Generated<string | null>
 }
 
-export type ApprovalRow = Selectable<ApprovalsTable>
+/** A tool call as an approval keeps it: the tool and its raw arguments. */
+export interface ApprovalPayload {
+  readonly name: string
+  readonly arguments: string
+}
+
+/** An `approvals` row as the database holds it, JSON still text; no read of the store returns it. */
+export type StoredApprovalRow = Selectable<ApprovalsTable>
+/** An `approvals` row as read: its payloads decoded (approvals.columns.ts). */
+export type ApprovalRow = Omit<StoredApprovalRow, 'payload_json' | 'edited_payload_json'> & {
+  readonly payload: ApprovalPayload
+  readonly edited_payload: ApprovalPayload | null
+}
 export type NewApproval = Insertable<ApprovalsTable>

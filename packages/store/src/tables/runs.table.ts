@@ -1,3 +1,4 @@
+import type { RunError, TaskContract } from '@agentvisor/core'
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely'
 
 /** The status of a run, as `runs --json` and `show --json` report it (docs/cli.md, "Statuses and error kinds"). */
@@ -26,6 +27,7 @@ export interface RunsTable {
   /** The machine's state path, dotted (`finished.succeeded`). */
   state: string
   steps: Generated<number>
+  /** The run's `RunError` as JSON; read back as `RunRow.error` (runs.columns.ts). */
   error_json: string | null
   /** ISO-8601. */
   created_at: string
@@ -48,14 +50,21 @@ export interface RunsTable {
 /** Each run's task contract, written once with the run; apart so the hot `runs` row stays small. */
 export interface RunContractsTable {
   run_id: string
-  /** The validated task contract. It names API-key environment variables; it never holds a key. */
+  /**
+   * The validated task contract as JSON; read back as `RunWithContract.contract` (runs.columns.ts).
+   * It names API-key environment variables; it never holds a key.
+   */
   contract_json: string
 }
 
-/** A `runs` row as read. */
-export type RunRow = Selectable<RunsTable>
+/** A `runs` row as the database holds it, JSON still text; no read of the store returns it. */
+export type StoredRunRow = Selectable<RunsTable>
+/** A `runs` row as `listRuns` reads it: every column but the JSON one. */
+export type RunListRow = Omit<StoredRunRow, 'error_json'>
+/** A `runs` row as read: its error decoded (runs.columns.ts). */
+export type RunRow = Omit<StoredRunRow, 'error_json'> & { readonly error: RunError | null }
 /** A run with its contract, as `getRun` and `listChildren` read it. */
-export type RunWithContract = RunRow & { readonly contract_json: string }
+export type RunWithContract = RunRow & { readonly contract: TaskContract }
 /** A run to insert (`steps` defaults to 0), with its contract. */
 export type NewRun = Insertable<RunsTable> & { readonly contract_json: string }
 /** Any subset of a run's columns, as Kysely types an update. */

@@ -1,3 +1,4 @@
+import type { ToolCall } from '@agentvisor/core'
 import type { Generated, Insertable, Selectable } from 'kysely'
 
 /** One row per model reply that the run acted on (its winning attempt). */
@@ -22,7 +23,21 @@ export interface StepsTable {
   at: string
 }
 
-/** A `steps` row as read. */
-export type StepRow = Selectable<StepsTable>
+/** One tool call's answer as a step keeps it (and the model reads it back on resume). */
+export interface StepToolResult {
+  readonly toolCallId: string
+  readonly name: string
+  readonly ok: boolean
+  readonly output: string
+}
+
+/** A `steps` row as the database holds it, JSON still text; no read of the store returns it. */
+export type StoredStepRow = Selectable<StepsTable>
+/** A `steps` row as read: its tool calls and results decoded (steps.columns.ts). */
+export type StepRow = Omit<StoredStepRow, 'tool_calls_json' | 'results_json'> & {
+  readonly tool_calls: ReadonlyArray<ToolCall>
+  /** Null until the step's tools ran. */
+  readonly results: ReadonlyArray<StepToolResult> | null
+}
 /** A `steps` row to insert (text, summary and tool calls default to empty, tokens to 0). */
 export type NewStep = Insertable<StepsTable>

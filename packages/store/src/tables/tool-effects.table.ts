@@ -20,11 +20,21 @@ export interface ToolEffectsTable {
   /** The raw arguments performed. */
   arguments: string
   status: EffectStatus
-  /** The tool result record, once completed. */
+  /** The tool result record as JSON, once completed; read back as `ToolEffectRow.result`. */
   result_json: string | null
   started_at: string
   completed_at: string | null
 }
 
-export type ToolEffectRow = Selectable<ToolEffectsTable>
+/** A journalled call's result, replayed on resume instead of running the call again. */
+export interface ToolEffectResult {
+  readonly ok: boolean
+  readonly output: string
+  readonly refusal?: { readonly rule: string; readonly layer: string } | undefined
+}
+
+/** A `tool_effects` row as the database holds it, JSON still text; no read of the store returns it. */
+export type StoredToolEffectRow = Selectable<ToolEffectsTable>
+/** A `tool_effects` row as read: its result decoded (tool-effects.columns.ts). */
+export type ToolEffectRow = Omit<StoredToolEffectRow, 'result_json'> & { readonly result: ToolEffectResult | null }
 export type NewToolEffect = Insertable<ToolEffectsTable>

@@ -116,12 +116,23 @@ export const migratedTemplate = (): Promise<string> =>
     return name
   })())
 
+/** A contract as agentvisor stores one: defaults applied, the workspace absolute (docs/task-file.md). */
+export const CONTRACT = {
+  goal: 'Write DONE into out.txt',
+  workspace: '/tmp/agentvisor-test-ws',
+  providers: [{ name: 'primary', kind: 'openai', model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY' }],
+  limits: { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 },
+  policy: { layers: [] },
+  approval: 'prompt',
+  children: { maxChildren: 8, maxDepth: 1, maxConcurrent: 4 }
+} as const
+
 export const run = (overrides: Partial<NewRun> = {}): NewRun => ({
   id: 'run-1',
   parent_id: null,
   status: 'running',
   goal: 'Write DONE into out.txt',
-  contract_json: JSON.stringify({ goal: 'Write DONE into out.txt', providers: [{ apiKeyEnv: 'OPENAI_API_KEY' }] }),
+  contract_json: JSON.stringify(CONTRACT),
   state: 'dispatching',
   created_at: '2026-11-29T12:00:00.000Z',
   updated_at: '2026-11-29T12:00:00.000Z',

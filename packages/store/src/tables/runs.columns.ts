@@ -1,0 +1,58 @@
+// The JSON columns of `runs` and `run_contracts`, each read through one Schema. Apart from
+// runs.table.ts because `agentvisor runs` loads that file without Effect (see runs.ts).
+import { ApprovalMode, ChildLimits, ErrorKind, Lineage, Limits, PolicyLayer, ProviderConfig, VerifySpec } from '@agentvisor/core'
+import * as Schema from 'effect/Schema'
+import { decodeJsonAt, jsonColumn } from '../json-column.js'
+import type { RunRow, RunWithContract, StoredRunRow } from './runs.table.js'
+
+const KINDS = Object.values(ErrorKind)
+
+/** `runs.error_json`: the `RunError` a finished run carries. */
+export const RunErrorJson = Schema.parseJson(
+  Schema.Struct({
+    // A refinement, not a union of literals: Effect would name each member apart.
+    kind: Schema.String.pipe(
+      Schema.filter((kind): kind is ErrorKind => (KINDS as ReadonlyArray<string>).includes(kind), {
+        message: (issue) => `Expected one of ${KINDS.join(', ')}, actual ${JSON.stringify(issue.actual)}`
+      })
+    ),
+    message: Schema.String,
+    httpStatus: Schema.optional(Schema.Number),
+    provider: Schema.optional(Schema.String)
+  })
+)
+
+/**
+ * `run_contracts.contract_json`: the contract as the run was started with, defaults applied
+ * (docs/task-file.md). Checked with the task file's own parts, so a contract that decodes is one
+ * agentvisor could have written.
+ */
+export const ContractJson = Schema.parseJson(
+  Schema.Struct({
+    goal: Schema.String,
+    workspace: Schema.String,
+    providers: Schema.NonEmptyArray(ProviderConfig),
+    verify: Schema.optional(VerifySpec),
+    limits: Schema.required(Limits),
+    policy: Schema.Struct({ layers: Schema.Array(PolicyLayer) }),
+    approval: ApprovalMode,
+    children: Schema.required(ChildLimits),
+    sandbox: Schema.optional(Schema.Struct({ exec: Schema.Literal('bwrap'), network: Schema.Boolean })),
+    lineage: Schema.optional(Lineage)
+  })
+)
+
+const decodeError = jsonColumn(RunErrorJson)
+const decodeContract = jsonColumn(ContractJson)
+
+/** A `runs` row with its error decoded; throws `StoreError` when it does not decode. */
+export const decodeRunRow = (stored: StoredRunRow): RunRow => {
+  const { error_json, ...row } = stored
+  return { ...row, error: error_json === null ? null : decodeJsonAt(decodeError, error_json, { runId: row.id, column: 'runs.error_json' }) }
+}
+
+/** A run with its error and contract decoded; throws `StoreError` when either does not decode. */
+export const decodeRunWithContract = (stored: StoredRunRow & { readonly contract_json: string }): RunWithContract => {
+  const { contract_json, ...row } = stored
+  return { ...decodeRunRow(row), contract: decodeJsonAt(decodeContract, contract_json, { runId: row.id, column: 'run_contracts.contract_json' }) }
+}
