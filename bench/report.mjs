@@ -19,7 +19,7 @@ const rows = [
     spread(f.orchestrationPerStep),
     `≤ 2× floor (${r.ratios.orchestrationOverFloor ?? '?'}×)`,
     yes(r.met.perStep),
-    'one commit a step, like the floor, but of 4–6 B-tree pages (the floor: 1–2): three transition rows, the receipt (inserted, then settled), the step row with its results, the run head; with a `write_file` or `exec` in the step, two commits and two journal writes. Then per transition an XState send and snapshot, the Effect fibers of the driver (the forked call with its deadline, the tool, the step), and GC. A commit costs ~100 µs on this machine, about what the whole floor step costs'
+    'one commit a step, like the floor, but of 4–6 B-tree pages (the floor: 1–2): one journal entry (the three transitions of the step and one snapshot, docs/durability.md), the receipt (inserted, then settled), the step row with its results, the run head; with a `write_file` or `exec` in the step, two commits and two journal writes. Then per transition an XState send, per commit one persisted snapshot, the Effect fibers of the driver (the forked call with its deadline, the tool, the step), and GC. A commit costs ~100 µs on this machine, about what the whole floor step costs'
   ],
   [
     'µs per step, raw floor (xstate + 1 prepared INSERT per transition, 1 tx per step)',
@@ -109,7 +109,7 @@ ${rows.map((x) => `| ${x.join(' | ')} |`).join('\n')}
 
 1. One run of ${r.repetitions.steps} steps: a scripted provider whose every step asks for one \`list_dir\` of \`.\`,
    \`limits: { maxSteps: ${r.repetitions.steps + 1}, dispatchCeiling: 100000 }\`, no verify: each step is 3 transitions
-   (dispatching → acting → verifying → dispatching), every one a row with its snapshot, committed
+   (dispatching → acting → verifying → dispatching), one journal entry with one snapshot, committed
    before any effect that follows it (see "The hot path" below: one transaction a step). Per
    transition: ${r.perTransitionUs} µs. The floor: an XState actor of three states, \`send\` +
    \`getPersistedSnapshot\` + one prepared INSERT per transition, WAL + \`synchronous=NORMAL\`, one

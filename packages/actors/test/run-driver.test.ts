@@ -51,7 +51,7 @@ const describeWrite = (write: Parameters<RunWriter['write']>[2][number]): string
 const countingWriter = (writer: RunWriter, calls: StoreCall[]): RunWriter => ({
   ...writer,
   commit: (commit, options) => {
-    calls.push({ call: 'commit', transitions: commit.transitions.map((t) => `${t.from_state}>${t.to_state}`), writes: commit.writes.map(describeWrite) })
+    calls.push({ call: 'commit', transitions: commit.transitions.map((t) => `${t.from}>${t.to}`), writes: commit.writes.map(describeWrite) })
     return writer.commit(commit, options)
   },
   write: (runId, leaseToken, writes) => {

@@ -26,6 +26,7 @@ import { makeRunDriver } from '../src/supervisor/run-driver.js'
 import { childRunRow } from '../src/children/child-contract.js'
 import { loadRunPolicy } from '../src/approval/run-policy.js'
 import { runMachine } from '../src/machine/run-machine.js'
+import { decodeRunSnapshot } from '../src/machine/run-snapshot.js'
 
 const stores: Store[] = []
 afterEach(async () => {
@@ -80,7 +81,7 @@ const openRun = async () => {
     /** One driver of the run from where the store has it (a new run, or a resume after a crash). */
     driver: async (writerOf: RunWriter, steps: ReadonlyArray<ScriptedStep>, tools: ToolCatalogue) => {
       const loaded = (await writerOf.loadRun(runId))!
-      const snapshot = loaded.last === undefined ? undefined : (JSON.parse(loaded.last.snapshot_json) as never)
+      const snapshot = loaded.last === undefined ? undefined : (Either.getOrThrow(decodeRunSnapshot(loaded.last.snapshot_json)) as never)
       const records = loaded.steps.map(
         (row): StepRecord => ({
           text: row.text,
@@ -169,7 +170,7 @@ describe('the tool journal reads the effect class from the tool definition', () 
     const writer: RunWriter = {
       ...run.writer,
       commit: (commit, options) => {
-        commits.push(commit.transitions.map((t) => `${t.from_state}>${t.to_state}`))
+        commits.push(commit.transitions.map((t) => `${t.from}>${t.to}`))
         return run.writer.commit(commit, options)
       }
     }

@@ -1,4 +1,5 @@
 import type { ApprovalsTable } from './tables/approvals.table.js'
+import type { JournalEntriesTable } from './tables/journal-entries.table.js'
 import type { AttemptsTable } from './tables/attempts.table.js'
 import type { PolicyEventsTable } from './tables/policy-events.table.js'
 import type { RememberedRulesTable } from './tables/remembered-rules.table.js'
@@ -11,6 +12,8 @@ import type { TransitionsTable } from './tables/transitions.table.js'
 export interface Database {
   runs: RunsTable
   run_contracts: RunContractsTable
+  journal_entries: JournalEntriesTable
+  /** A read-only view of `journal_entries`, one row per transition. */
   transitions: TransitionsTable
   steps: StepsTable
   attempts: AttemptsTable

@@ -17,6 +17,7 @@ export {
   type RunUpdate
 } from './tables/runs.table.js'
 export type { TransitionsTable, TransitionRow, NewTransition } from './tables/transitions.table.js'
+export type { JournalEntriesTable, JournalEntryRow, NewJournalEntry, JournalTransition } from './tables/journal-entries.table.js'
 export type { StepsTable, StepRow, StepToolResult, NewStep } from './tables/steps.table.js'
 export {
   AttemptReason,
@@ -39,6 +40,13 @@ export {
   type RunPatch
 } from './repositories/runs.repository.js'
 export { appendTransition, listTransitions, lastTransition } from './repositories/transitions.repository.js'
+export {
+  appendJournalEntry,
+  journalEntry,
+  listJournalEntries,
+  lastJournalEntry,
+  type JournalHead
+} from './repositories/journal-entries.repository.js'
 export { insertStep, setStepResults, setStepFeedback, listSteps } from './repositories/steps.repository.js'
 export {
   insertAttempt,

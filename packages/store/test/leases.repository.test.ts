@@ -247,7 +247,7 @@ describe('run leases across PostgreSQL hosts', () => {
       for (const row of await listTransitions(stores[0]!.db, runId)) {
         const rowToken = Number(row.to_state)
         if (row.event === 'acquire') {
-          const { now } = JSON.parse(row.snapshot_json) as { now: number }
+          const { now } = JSON.parse(row.snapshot_json!) as { now: number }
           expect(rowToken).toBe(token + 1) // strictly increasing, no gaps, no duplicates
           if (row.from_state !== holder) expect(now).toBeGreaterThanOrEqual(expiresAt) // taken over only once expired
           token = rowToken

@@ -4,9 +4,9 @@ import BetterSqlite3 from 'better-sqlite3'
 import { Kysely, Migrator, NO_MIGRATIONS, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { getRun, migrationProvider, migrations, openStore } from '@agentvisor/store'
+import { getRun, insertRun, lastTransition, listJournalEntries, listTransitions, migrationProvider, migrations, openStore } from '@agentvisor/store'
 import { postgresSchema, sqliteSchema } from './support/schema-dump.js'
-import { CONTRACT, DIALECTS, tempDir, tempLocation, tempStore } from './support/temp-store.js'
+import { CONTRACT, DIALECTS, run, tempDir, tempLocation, tempStore } from './support/temp-store.js'
 
 const fixture = <A>(name: string): A => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as A
 
@@ -113,6 +113,56 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(await getRun(store.db, 'old')).toMatchObject({ id: 'old', contract: { ...CONTRACT, goal: 'g' } })
     const { rows } = await sql<{ n: number }>`select count(*) as n from run_contracts`.execute(db)
     expect(Number(rows[0]?.n)).toBe(1)
+  })
+
+  it('turn each transition of an older store into a journal entry of its own, its snapshot in the version 1 envelope', async () => {
+    const store = await tempStore(dialect)
+    const db = store.db as unknown as Kysely<any>
+    const migrator = new Migrator({ db, provider: migrationProvider })
+    // Back to the schema before the compact journal, with a run's rows as that version wrote them.
+    expect((await migrator.migrateTo('2026-11-29T210000-clustered-tables')).error).toBeUndefined()
+    await insertRun(store.db, run({ id: 'old' }))
+    const snapshots = ['{"status":"active","value":"acting","context":{"step":1}}', '{"status":"active","value":"verifying","context":{"step":1}}']
+    await db
+      .insertInto('transitions')
+      .values([
+        { run_id: 'old', seq: 1, from_state: 'dispatching', event: 'PROVIDER_OK', to_state: 'acting', snapshot_json: snapshots[0], at: 't1' },
+        { run_id: 'old', seq: 2, from_state: 'acting', event: 'TOOLS_DONE', to_state: 'verifying', snapshot_json: snapshots[1], at: 't2' }
+      ])
+      .execute()
+
+    expect((await migrator.migrateToLatest()).error).toBeUndefined()
+    const entries = await listJournalEntries(store.db, 'old')
+    expect(entries.map((e) => ({ ...e, transitions_json: JSON.parse(e.transitions_json), snapshot_json: JSON.parse(e.snapshot_json) }))).toEqual([
+      {
+        run_id: 'old',
+        seq: 1,
+        first_seq: 1,
+        transitions_json: [{ seq: 1, from: 'dispatching', event: { type: 'PROVIDER_OK' }, to: 'acting', at: 't1' }],
+        snapshot_json: { v: 1, snapshot: JSON.parse(snapshots[0]!) }
+      },
+      {
+        run_id: 'old',
+        seq: 2,
+        first_seq: 2,
+        transitions_json: [{ seq: 2, from: 'acting', event: { type: 'TOOLS_DONE' }, to: 'verifying', at: 't2' }],
+        snapshot_json: { v: 1, snapshot: JSON.parse(snapshots[1]!) }
+      }
+    ])
+    // Read through the view, the transitions are the rows they were.
+    expect((await listTransitions(store.db, 'old')).map(({ snapshot_json, ...t }) => t)).toEqual([
+      { run_id: 'old', seq: 1, from_state: 'dispatching', event: 'PROVIDER_OK', to_state: 'acting', at: 't1' },
+      { run_id: 'old', seq: 2, from_state: 'acting', event: 'TOOLS_DONE', to_state: 'verifying', at: 't2' }
+    ])
+    expect(await lastTransition(store.db, 'old')).toEqual({ seq: 2, snapshot_json: `{"v":1,"snapshot":${snapshots[1]}}` })
+
+    // And back: one row per transition again, each with its snapshot.
+    expect((await migrator.migrateTo('2026-11-29T210000-clustered-tables')).error).toBeUndefined()
+    const { rows } = await sql<{ seq: number; snapshot_json: string }>`select seq, snapshot_json from transitions where run_id = 'old' order by seq`.execute(db)
+    expect(rows.map((r) => [Number(r.seq), JSON.parse(r.snapshot_json)])).toEqual([
+      [1, JSON.parse(snapshots[0]!)],
+      [2, JSON.parse(snapshots[1]!)]
+    ])
   })
 
   it('roll back to nothing and forward again', async () => {

@@ -3,7 +3,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { insertRun, listRuns, openStore } from '@agentvisor/store'
 import { MIGRATION_NAMES } from '../src/migrations/names.js'
-import { run, tempDir } from './support/temp-store.js'
+import { olderSqliteStore, run, tempDir } from './support/temp-store.js'
 
 const migrationsOf = (file: string): string[] => {
   const raw = new BetterSqlite3(file, { readonly: true })
@@ -33,10 +33,7 @@ describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
 
   it('migrates an older store where it can be written, then reads it', async () => {
     const file = path.join(tempDir(), 'agentvisor.db')
-    await (await openStore(file)).close()
-    const raw = new BetterSqlite3(file)
-    raw.prepare('DELETE FROM kysely_migration WHERE name = ?').run(MIGRATION_NAMES.at(-1))
-    raw.close()
+    await olderSqliteStore(file)
 
     const store = await openStore(file, { readOnly: true })
     await store.close()

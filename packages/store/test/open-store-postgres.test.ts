@@ -7,7 +7,18 @@ import { rejectionOf } from './support/rejection-of.js'
 import { databaseUrl, run, tempLocation } from './support/temp-store.js'
 import { freePort } from '../../../test/support/free-port.js'
 
-const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'run_contracts', 'runs', 'steps', 'tool_effects', 'transitions']
+const TABLES = [
+  'approvals',
+  'attempts',
+  'policy_events',
+  'remembered_rules',
+  'run_contracts',
+  'runs',
+  'steps',
+  'tool_effects',
+  'journal_entries',
+  'transitions'
+]
 const INITIAL = '2026-11-29T120000-initial'
 /** Every migration, in the order they run. */
 const ALL = Object.keys(migrations).sort()

@@ -8,7 +8,7 @@ import { openAtOnce } from './support/open-at-once.js'
 import { rejectionOf } from './support/rejection-of.js'
 import { run, tempDir } from './support/temp-store.js'
 
-const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'run_contracts', 'runs', 'steps', 'tool_effects', 'transitions']
+const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'run_contracts', 'runs', 'steps', 'tool_effects', 'journal_entries']
 const INITIAL = '2026-11-29T120000-initial'
 /** Every migration, in the order they run. */
 const ALL = Object.keys(migrations).sort()

@@ -16,7 +16,7 @@ import {
   type Store,
   type TransitionCommit
 } from '@agentvisor/store'
-import { DIALECTS, attempt, run, step, tempStore, transition, type TestDialect } from './support/temp-store.js'
+import { DIALECTS, SNAPSHOT, attempt, journalTransition, run, step, tempStore, type TestDialect } from './support/temp-store.js'
 
 const never = () => false
 
@@ -37,7 +37,8 @@ const commitOf = (token: number, seq: number, overrides: Partial<TransitionCommi
   runId: 'run-1',
   leaseToken: token,
   writes: [],
-  transitions: [transition({ seq })],
+  transitions: [journalTransition({ seq })],
+  snapshot: SNAPSHOT,
   head: head('acting'),
   ...overrides
 })
@@ -110,7 +111,10 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
           { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: '{}', started_at: 'x' } },
           { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true,"output":"r"}', at: 'y' }
         ],
-        transitions: [transition({ seq: 1, to_state: 'acting' }), transition({ seq: 2, from_state: 'acting', event: 'TOOLS_DONE', to_state: 'verifying' })],
+        transitions: [
+          journalTransition({ seq: 1, to: 'acting' }),
+          journalTransition({ seq: 2, from: 'acting', event: { type: 'TOOLS_DONE' }, to: 'verifying' })
+        ],
         head: head('verifying')
       })
     )
@@ -126,6 +130,47 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await listToolEffects(db, 'run-1', 1)).toMatchObject([{ status: 'completed', result: { ok: true, output: 'r' } }])
     expect(await writer.approvals('run-1', 1)).toMatchObject([{ id: 'ap-1' }])
     expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ position: 0, status: 'completed' }])
+  })
+
+  it("commits a step's transitions as one journal entry with one snapshot, and lists each of them", async () => {
+    const { db, writer, token } = await setup()
+    const snapshot = '{"v":1,"snapshot":{"value":"dispatching","context":{"step":2}}}'
+    await writer.commit(
+      commitOf(token, 3, {
+        transitions: [
+          journalTransition({ seq: 1, event: { type: 'PROVIDER_OK', hasToolCalls: true } }),
+          journalTransition({ seq: 2, from: 'acting', event: { type: 'TOOLS_DONE' }, to: 'verifying' }),
+          journalTransition({ seq: 3, from: 'verifying', event: { type: 'VERIFY_FAILED' }, to: 'dispatching' })
+        ],
+        snapshot,
+        head: head('dispatching')
+      })
+    )
+    const entries = await db.selectFrom('journal_entries').selectAll().where('run_id', '=', 'run-1').execute()
+    expect(entries).toHaveLength(1)
+    expect(entries[0]).toMatchObject({ seq: 3, first_seq: 1, snapshot_json: snapshot })
+    // The events are kept whole: the machine replays them for the snapshots before the last.
+    expect(JSON.parse(entries[0]!.transitions_json)[0]).toEqual({
+      seq: 1,
+      from: 'dispatching',
+      event: { type: 'PROVIDER_OK', hasToolCalls: true },
+      to: 'acting',
+      at: '2026-11-29T12:00:01.000Z'
+    })
+    expect(await listTransitions(db, 'run-1')).toEqual([
+      { run_id: 'run-1', seq: 1, from_state: 'dispatching', event: 'PROVIDER_OK', to_state: 'acting', snapshot_json: null, at: '2026-11-29T12:00:01.000Z' },
+      { run_id: 'run-1', seq: 2, from_state: 'acting', event: 'TOOLS_DONE', to_state: 'verifying', snapshot_json: null, at: '2026-11-29T12:00:01.000Z' },
+      {
+        run_id: 'run-1',
+        seq: 3,
+        from_state: 'verifying',
+        event: 'VERIFY_FAILED',
+        to_state: 'dispatching',
+        snapshot_json: snapshot,
+        at: '2026-11-29T12:00:01.000Z'
+      }
+    ])
+    expect((await writer.loadRun('run-1'))?.last).toEqual({ seq: 3, snapshot_json: snapshot })
   })
 
   it('writes nothing for a driver whose lease was taken over', async () => {
@@ -146,9 +191,11 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     const { writer, token } = await setup()
     await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
     await writer.commit(commitOf(token, 1, { writes: [{ op: 'insertStep', row: step() }] }))
-    await writer.commit(commitOf(token, 2, { transitions: [transition({ seq: 2, to_state: 'verifying' })] }))
+    await writer.commit(
+      commitOf(token, 2, { transitions: [journalTransition({ seq: 2, to: 'verifying' })], snapshot: '{"v":1,"snapshot":{"value":"verifying"}}' })
+    )
     const loaded = await writer.loadRun('run-1')
-    expect(loaded?.last).toMatchObject({ seq: 2, to_state: 'verifying' })
+    expect(loaded?.last).toEqual({ seq: 2, snapshot_json: '{"v":1,"snapshot":{"value":"verifying"}}' })
     expect(loaded?.steps.map((s) => s.step)).toEqual([1])
     expect(loaded!.run.contract).toMatchObject({ goal: 'Write DONE into out.txt' })
     expect(await writer.loadRun('missing')).toBeUndefined()
@@ -178,12 +225,12 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     await acquireLease(db, { runId: 'run-3', owner: 'thief', now: 9000, ttlMs: 500, isAbandoned: never })
     const results = await Promise.allSettled([
       writer.commit(commitOf(1, 1, { writes: [{ op: 'insertStep', row: step() }] }), { batch: true }),
-      writer.commit(commitOf(other, 1, { runId: 'run-2', transitions: [transition({ run_id: 'run-2', seq: 1 })] }), { batch: true }),
+      writer.commit(commitOf(other, 1, { runId: 'run-2', transitions: [journalTransition({ seq: 1 })] }), { batch: true }),
       writer.commit(
         commitOf(stale, 1, {
           runId: 'run-3',
           writes: [{ op: 'insertStep', row: step({ run_id: 'run-3' }) }],
-          transitions: [transition({ run_id: 'run-3', seq: 1 })]
+          transitions: [journalTransition({ seq: 1 })]
         }),
         { batch: true }
       )
@@ -229,7 +276,7 @@ describe('the SQLite checkpointer', () => {
     // The writer's own connection no longer checkpoints on commit.
     expect(store.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(0)
     const before = statSync(store.file).size
-    for (let seq = 1; seq <= 300; seq++) writer.commit(commitOf(token, seq, { transitions: [transition({ seq, snapshot_json: 'x'.repeat(2000) })] }))
+    for (let seq = 1; seq <= 300; seq++) writer.commit(commitOf(token, seq, { snapshot: 'x'.repeat(2000) }))
     const deadline = Date.now() + 10_000
     while (statSync(store.file).size <= before + 300 * 1000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
     expect(statSync(store.file).size).toBeGreaterThan(before + 300 * 1000)

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { insertRun, migrations, openStore } from '@agentvisor/store'
 import { MIGRATION_NAMES } from '../src/migrations/names.js'
 import { openCurrentSqlite } from '@agentvisor/store/runs'
-import { run, tempDir } from './support/temp-store.js'
+import { olderSqliteStore, run, tempDir } from './support/temp-store.js'
 
 describe('openCurrentSqlite, the read path of `agentvisor runs`', () => {
   it('knows exactly the migrations the migrator runs, in their order', () => {
@@ -37,10 +37,7 @@ describe('openCurrentSqlite, the read path of `agentvisor runs`', () => {
   it('leaves a store missing a migration, a newer one and a file that is no database to openStore', async () => {
     const dir = tempDir()
     const outdated = path.join(dir, 'outdated.db')
-    await (await openStore(outdated)).close()
-    const raw = new BetterSqlite3(outdated)
-    raw.prepare('DELETE FROM kysely_migration WHERE name = ?').run(MIGRATION_NAMES.at(-1))
-    raw.close()
+    await olderSqliteStore(outdated)
     expect(openCurrentSqlite(outdated)).toBeUndefined()
     // The long way then applies what is missing.
     await (await openStore(outdated)).close()

@@ -26,7 +26,7 @@ import {
   type Store
 } from '@agentvisor/store'
 import { decodeJsonText, decodeText, encodeText } from '../src/text-codec.js'
-import { DIALECTS, attempt, run, step, tempLocation, tempStore, transition, type TestDialect } from './support/temp-store.js'
+import { DIALECTS, SNAPSHOT, attempt, journalTransition, run, step, tempLocation, tempStore, type TestDialect } from './support/temp-store.js'
 
 /** Text a tool or a model may produce that neither database holds as it is, or that looks like the escape. */
 const NASTY = 'a\u0000b \u0010 c\u0010\uFDD0 \uFDD0\uFDD1 lone \uD800 and \uDC00, pair \uD83D\uDE00, end\u0000'
@@ -216,7 +216,8 @@ describe.each(WRITERS)('text with NUL bytes through the run writer (%s)', (name,
         { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: RESULTS_JSON },
         { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: NASTY }
       ],
-      transitions: [transition()],
+      transitions: [journalTransition()],
+      snapshot: SNAPSHOT,
       head: {
         status: 'running',
         state: 'acting',

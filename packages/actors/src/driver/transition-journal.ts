@@ -1,8 +1,9 @@
-import type { Eventually, LeaseLostError, NewTransition, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
+import type { Eventually, JournalTransition, LeaseLostError, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Actor } from 'xstate'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, type RunStatePath, runStatePath, statePath, statusOfState } from '../machine/run-state.js'
+import { encodeRunSnapshot, type RunSnapshot } from '../machine/run-snapshot.js'
 import { failure, iso, nowMs, store } from '../supervisor/driver-io.js'
 import { notify, type RunObserver } from '../supervisor/run-observer.js'
 
@@ -18,14 +19,16 @@ export interface Work {
 
 /** Transitions and step data waiting for one commit. */
 interface Staged {
-  readonly transitions: NewTransition[]
+  readonly transitions: JournalTransition[]
   readonly writes: RunWrite[]
   head: RunHead | undefined
+  /** The machine's snapshot after the last transition (set with `head`): the entry persists it alone. */
+  last: RunSnapshot | undefined
   /** What observers are told once the commit is durable, in the order it happened. */
   readonly notices: Array<() => void>
 }
 
-const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, notices: [] })
+const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, last: undefined, notices: [] })
 
 /** Where the store has the run: what a drive stopped by a failing store reports (docs/durability.md). */
 export interface DurableHead {
@@ -52,9 +55,10 @@ const ignored = (state: string, event: RunEvent['type']): Work => ({
  * through `stage` or `commit`, so these rules live here only:
  *
  * - Staging: transitions whose next state's entry work is pure (the entry-work table says which)
- *   are staged and committed together with the next one, in one transaction: the store still
- *   gets every transition as its own row, and nothing with an effect (a provider call, a tool, a
- *   wait) ever starts before everything staged is durable (the loop flushes first).
+ *   are staged and committed together with the next one, in one transaction: the store gets
+ *   them as one journal entry with the snapshot after the last (docs/durability.md, "The
+ *   journal"), and nothing with an effect (a provider call, a tool, a wait) ever starts before
+ *   everything staged is durable (the loop flushes first).
  * - Observers hear of a transition, and of whatever `whenDurable` queued behind it, only once the
  *   commit holding it is durable, in the order it happened.
  * - Fencing: every commit and write carries the lease token; a superseded driver writes nothing.
@@ -124,15 +128,10 @@ export class TransitionJournal {
     this.seq += 1
     const seq = this.seq
     if (work.writes !== undefined) staged.writes.push(...work.writes)
-    staged.transitions.push({
-      run_id: this.runId,
-      seq,
-      from_state: from,
-      event: work.event.type,
-      to_state: to,
-      snapshot_json: JSON.stringify(actor.getPersistedSnapshot()),
-      at
-    })
+    // The event whole, and no snapshot: the entry's one snapshot is the last one's, and the
+    // machine replays the others from the events (time travel).
+    staged.transitions.push({ seq, from, event: work.event, to, at })
+    staged.last = after
     const transition = { runId: this.runId, seq, from, event: work.event.type, to, at }
     if (work.notice !== undefined) staged.notices.push(work.notice)
     const observers = this.observers
@@ -196,7 +195,7 @@ export class TransitionJournal {
         batch.head === undefined
           ? writer.write(runId, leaseToken, batch.writes)
           : writer.commit(
-              { runId, leaseToken, writes: batch.writes, transitions: batch.transitions, head: batch.head },
+              { runId, leaseToken, writes: batch.writes, transitions: batch.transitions, snapshot: encodeRunSnapshot(batch.last!), head: batch.head },
               // Alone, a run commits at once; among others, its commit may share their transaction.
               { batch: (this.concurrentRuns?.() ?? 1) > 1 }
             )

@@ -1,4 +1,4 @@
-import type { RunError } from '@agentvisor/core'
+import type { RunError, TaskContract } from '@agentvisor/core'
 import { and, assign, setup } from 'xstate'
 
 /** Why a dispatch happens: the first ask of a step, a retry after backoff, or the next provider of the chain. */
@@ -12,6 +12,15 @@ export interface RunMachineInput {
   readonly providerCount: number
   readonly timeoutMs: number
 }
+
+/** The machine's input for a run of `contract`: a fresh run starts from it, a restored or replayed one is checked against it. */
+export const machineInput = (contract: TaskContract): RunMachineInput => ({
+  maxSteps: contract.limits.maxSteps,
+  maxRetries: contract.limits.maxRetries,
+  dispatchCeiling: contract.limits.dispatchCeiling,
+  providerCount: contract.providers.length,
+  timeoutMs: contract.limits.timeoutMs
+})
 
 /**
  * The machine's whole memory. It is small on purpose: the conversation lives in the steps table,

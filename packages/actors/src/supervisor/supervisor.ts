@@ -17,7 +17,8 @@ import { getRun, getRunRow, insertRun, listChildren, LeaseConflictError, LeaseLo
 import { Cause, Chunk, Clock, Context, Duration, Effect, Either, Fiber, Layer } from 'effect'
 import { type Actor, createActor, type InspectionEvent } from 'xstate'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
-import { type RunMachineInput, runMachine } from '../machine/run-machine.js'
+import { machineInput, runMachine } from '../machine/run-machine.js'
+import { decodeRunSnapshot } from '../machine/run-snapshot.js'
 import { isFinalPath, statusOfState } from '../machine/run-state.js'
 import { type CircuitBreakerPolicy, DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
@@ -134,14 +135,6 @@ export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
 export type LaunchError = StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError | LeaseConflictError | LeaseLostError
 
 const DEFAULT_ATTEMPT_TIMEOUT_MS = 120_000
-
-const machineInput = (contract: TaskContract): RunMachineInput => ({
-  maxSteps: contract.limits.maxSteps,
-  maxRetries: contract.limits.maxRetries,
-  dispatchCeiling: contract.limits.dispatchCeiling,
-  providerCount: contract.providers.length,
-  timeoutMs: contract.limits.timeoutMs
-})
 
 /** Why a drive stopped without its run ending: another driver took it over, or the store failed. */
 type LetGo = { readonly kind: 'lost' } | { readonly kind: 'store'; readonly error: StoreError }
@@ -376,10 +369,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           // The contract and steps come decoded: a corrupt one failed the load (docs/durability.md, "Corrupt rows").
           const { run, last, steps } = loaded
           const { contract } = run
-          const snapshot = yield* Effect.try({
-            try: () => (last === undefined ? undefined : (JSON.parse(last.snapshot_json) as unknown)),
-            catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot is not readable' })
-          })
+          const decoded = last === undefined ? Either.right(undefined) : decodeRunSnapshot(last.snapshot_json)
+          if (Either.isLeft(decoded)) return yield* new RunNotResumableError({ runId, reason: `its last snapshot ${decoded.left}` })
+          const snapshot = decoded.right
           const actor = yield* Effect.try({
             try: () =>
               createActor(runMachine, {

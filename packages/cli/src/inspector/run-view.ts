@@ -1,4 +1,4 @@
-import { loadRunTrace, type RunTrace, statePath } from '@agentvisor/actors'
+import { loadRunSnapshots, loadRunTrace, type RunTrace, type SnapshotAt, statePath } from '@agentvisor/actors'
 import { jsonTextTooDeep, MAX_NESTING_DEPTH } from '@agentvisor/core'
 import {
   type Executor,
@@ -11,7 +11,7 @@ import {
   listTransitions,
   toRunRecord
 } from '@agentvisor/store'
-import { Effect } from 'effect'
+import { Effect, Either } from 'effect'
 
 /** A `runs --json` row plus what the list shows beside it. */
 export interface RunListItem extends RunRecord {
@@ -64,22 +64,14 @@ export const listRunItems = async (db: Executor, status: RunStatus | undefined):
 }
 
 /**
- * A snapshot nests its context (which holds the contract) a few levels below the top: one deeper
- * than this holds something past the input limits (a row stored before them) that would overflow
- * the stack of the JSON answer, so its context is not shown.
+ * A snapshot's state and context; one that cannot be had (docs/durability.md, "The journal")
+ * still shows the state its transition went to.
  */
-const MAX_SNAPSHOT_DEPTH = 4 * MAX_NESTING_DEPTH
-
-/** Reads a snapshot's state and context; a row that does not parse still shows its `to` state. */
-const snapshotOf = (row: { seq: number; to_state: string; snapshot_json: string }): SnapshotView => {
-  if (jsonTextTooDeep(row.snapshot_json, MAX_SNAPSHOT_DEPTH)) return { seq: row.seq, state: row.to_state, context: null }
-  try {
-    const snapshot = JSON.parse(row.snapshot_json) as { value?: unknown; context?: unknown }
-    const state = snapshot.value === undefined ? row.to_state : statePath(snapshot.value as Parameters<typeof statePath>[0])
-    return { seq: row.seq, state, context: snapshot.context ?? null }
-  } catch {
-    return { seq: row.seq, state: row.to_state, context: null }
-  }
+const snapshotOf = (at: SnapshotAt, to: string): SnapshotView => {
+  if (Either.isLeft(at.snapshot)) return { seq: at.seq, state: to, context: null }
+  const { value, context } = at.snapshot.right
+  // A stored snapshot is only checked for its envelope: a damaged one may lack either field.
+  return { seq: at.seq, state: value === undefined ? to : statePath(value), context: context ?? null }
 }
 
 /** Walks up to the root run (bounded, and safe against a parent cycle in a damaged store). */
@@ -113,13 +105,13 @@ const treeOf = async (db: Executor, root: RunListRow): Promise<RunTreeNode> => {
 
 /** The run view of `runId`, or undefined when there is no such run. */
 export const loadRunView = async (db: Executor, runId: string): Promise<RunView | undefined> => {
-  const [row, trace, transitions] = await Promise.all([getRunRow(db, runId), Effect.runPromise(loadRunTrace(db, runId)), listTransitions(db, runId)])
-  if (row === undefined || trace === undefined) return undefined
+  const [row, trace, snapshots] = await Promise.all([getRunRow(db, runId), Effect.runPromise(loadRunTrace(db, runId)), loadRunSnapshots(db, runId)])
+  if (row === undefined || trace === undefined || snapshots === undefined) return undefined
   return {
     ...trace,
     state: row.state,
     interrupted: isInterrupted(row, Date.now()),
-    snapshots: transitions.map(snapshotOf),
+    snapshots: snapshots.map((at, i) => snapshotOf(at, trace.transitions[i]?.to ?? '')),
     tree: await treeOf(db, await rootOf(db, row))
   }
 }

@@ -4,7 +4,7 @@ import type { NewPolicyEvent } from '../tables/policy-events.table.js'
 import type { NewRun } from '../tables/runs.table.js'
 import type { NewStep } from '../tables/steps.table.js'
 import type { NewToolEffect } from '../tables/tool-effects.table.js'
-import type { NewTransition } from '../tables/transitions.table.js'
+import type { JournalTransition } from '../tables/journal-entries.table.js'
 
 /**
  * One write a run's driver makes, as data. The driver describes what a transition commits;
@@ -43,14 +43,16 @@ export interface RunHead {
 
 /**
  * Transitions (one or more, in order) and everything committed with them, under the driver's
- * fencing token: one transaction.
+ * fencing token: one transaction, and one journal entry (docs/durability.md, "The journal").
  */
 export interface TransitionCommit {
   readonly runId: string
   readonly leaseToken: number
   /** Step data belonging to the transitions (receipts, the step, tool results, approvals). */
   readonly writes: ReadonlyArray<RunWrite>
-  readonly transitions: ReadonlyArray<NewTransition>
+  readonly transitions: ReadonlyArray<JournalTransition>
+  /** The machine's persisted snapshot after the last of them, in its versioned envelope, as the entry stores it. */
+  readonly snapshot: string
   /** The run's head after the last of them. */
   readonly head: RunHead
 }

@@ -9,15 +9,13 @@ import { insertPolicyEvents } from '../repositories/policy-events.repository.js'
 import { insertRun } from '../repositories/runs.repository.js'
 import { insertStep, setStepFeedback, setStepResults } from '../repositories/steps.repository.js'
 import { completeToolEffect, listToolEffects, startToolEffect } from '../repositories/tool-effects.repository.js'
-import { appendTransition } from '../repositories/transitions.repository.js'
+import { appendJournalEntry, type JournalHead, journalEntry, lastJournalEntry } from '../repositories/journal-entries.repository.js'
 import type { ApprovalRow } from '../tables/approvals.table.js'
 import type { NewRun, RunStatus, RunWithContract } from '../tables/runs.table.js'
 import type { SettledAttemptOutcome } from '../tables/attempts.table.js'
 import type { StepRow } from '../tables/steps.table.js'
-import type { TransitionRow } from '../tables/transitions.table.js'
 import { getRun } from '../repositories/runs.repository.js'
 import { listSteps } from '../repositories/steps.repository.js'
-import { lastTransition } from '../repositories/transitions.repository.js'
 import { acquireLease, type LeaseAcquisition, releaseLease } from '../repositories/leases.repository.js'
 import { settlePendingAttempts } from '../repositories/attempts.repository.js'
 import type { ToolEffectRow } from '../tables/tool-effects.table.js'
@@ -29,7 +27,8 @@ export const FIRST_LEASE_TOKEN = 1
 /** What a resume reads of a run. */
 export interface LoadedRun {
   readonly run: RunWithContract
-  readonly last: TransitionRow | undefined
+  /** Its last journal entry's seq and snapshot; undefined before its first transition. */
+  readonly last: JournalHead | undefined
   readonly steps: StepRow[]
 }
 
@@ -63,13 +62,13 @@ export interface RunWriter {
    * acquisition, since nobody else can know its id yet. Returns the token.
    */
   readonly createRun: (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }) => Eventually<number>
-  /** Fenced writes outside a transition (a receipt before its dispatch, journal entries). */
+  /** Fenced writes outside a transition (a receipt before its dispatch, tool journal entries). */
   readonly write: (runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => Eventually<void>
   /** The approval requests of one step, as `listApprovals` orders them. */
   readonly approvals: (runId: string, step: number) => Eventually<ApprovalRow[]>
   /** The tool journal of one step, by position. */
   readonly toolEffects: (runId: string, step: number) => Eventually<ToolEffectRow[]>
-  /** A run with its contract, last transition and steps: what a resume restores. */
+  /** A run with its contract, last journal entry and steps: what a resume restores. */
   readonly loadRun: (runId: string) => Eventually<LoadedRun | undefined>
   /** `acquireLease` (see leases.repository.ts), in one transaction. */
   readonly acquireLease: (input: LeaseRequest) => Eventually<LeaseAcquisition | undefined>
@@ -123,7 +122,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
       db.transaction().execute(async (trx) => {
         await checkFence(trx, commit.runId, commit.leaseToken)
         for (const write of commit.writes) await applyRunWrite(trx, write)
-        for (const transition of commit.transitions) await appendTransition(trx, transition)
+        if (commit.transitions.length > 0) await appendJournalEntry(trx, journalEntry(commit.runId, commit.transitions, commit.snapshot))
         const updated = await trx
           .updateTable('runs')
           .set(headUpdate(commit.head))
@@ -146,7 +145,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
     loadRun: async (runId) => {
       const run = await getRun(db, runId)
       if (run === undefined) return undefined
-      const [last, steps] = await Promise.all([lastTransition(db, runId), listSteps(db, runId)])
+      const [last, steps] = await Promise.all([lastJournalEntry(db, runId), listSteps(db, runId)])
       return { run, last, steps }
     },
     acquireLease: (input) => acquireLease(db, input),

@@ -7,7 +7,7 @@ import { FIRST_LEASE_TOKEN, type LeaseRequest, type RunWriter } from '../run-wri
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
 import type { NewRun, StoredRunRow } from '../tables/runs.table.js'
 import type { StoredStepRow } from '../tables/steps.table.js'
-import type { TransitionRow } from '../tables/transitions.table.js'
+import type { JournalHead } from '../repositories/journal-entries.repository.js'
 import type { StoredApprovalRow } from '../tables/approvals.table.js'
 import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
 import { decodeApprovalRow } from '../tables/approvals.columns.js'
@@ -100,12 +100,17 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     }
   }
 
+  const insertEntry = sqlite.prepare('INSERT INTO journal_entries (run_id, seq, first_seq, transitions_json, snapshot_json) VALUES (?, ?, ?, ?, ?)')
   const commitOne = sqlite.transaction((commit: TransitionCommit) => {
     // The fence and the head update are one statement: a superseded driver changes no row.
     const changed = update('runs', commit.head, 'id = ? AND lease_token = ?', [commit.runId, commit.leaseToken])
     if (changed === 0) throw new LeaseLostError({ runId: commit.runId })
     for (const write of commit.writes) apply(write)
-    for (const transition of commit.transitions) insert('transitions', transition)
+    // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
+    const { transitions } = commit
+    if (transitions.length > 0) {
+      insertEntry.run(encodeText(commit.runId), transitions[transitions.length - 1]!.seq, transitions[0]!.seq, JSON.stringify(transitions), commit.snapshot)
+    }
   })
   const commitNow = commitOne.immediate.bind(null)
 
@@ -219,7 +224,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
         runId
       ) as (StoredRunRow & { contract_json: string }) | undefined
       if (run === undefined) return undefined
-      const last = statement('SELECT * FROM transitions WHERE run_id = ? ORDER BY seq DESC LIMIT 1').get(runId) as TransitionRow | undefined
+      const last = statement('SELECT seq, snapshot_json FROM journal_entries WHERE run_id = ? ORDER BY seq DESC LIMIT 1').get(runId) as JournalHead | undefined
       const steps = statement('SELECT * FROM steps WHERE run_id = ? ORDER BY step').all(runId) as StoredStepRow[]
       // The JSON columns are decoded here, on read, through their Schemas (docs/durability.md,
       // "Corrupt rows"); a corrupt one throws StoreError. Writes are never re-validated.

@@ -2,9 +2,19 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
+import { Migrator } from 'kysely'
 import pg from 'pg'
 import { inject, onTestFinished } from 'vitest'
-import { openStore, type NewAttempt, type NewRun, type NewStep, type NewTransition, type Store } from '@agentvisor/store'
+import {
+  type JournalTransition,
+  migrationProvider,
+  openStore,
+  type NewAttempt,
+  type NewRun,
+  type NewStep,
+  type NewTransition,
+  type Store
+} from '@agentvisor/store'
 
 /** Every dialect the store supports: each repository test runs on each (docs/development.md, "Tests"). */
 export const DIALECTS = ['sqlite', 'postgres'] as const
@@ -45,6 +55,21 @@ export async function tempStore(dialect: TestDialect = 'sqlite'): Promise<Store>
     await fresh.remove()
   })
   return store
+}
+
+/**
+ * Makes `file` a SQLite store as the version before the newest migration left it: created by
+ * `openStore`, then that migration undone (its record with it), so the next `openStore` has one
+ * migration to apply.
+ */
+export async function olderSqliteStore(file: string): Promise<void> {
+  const store = await openStore(file)
+  try {
+    const { error } = await new Migrator({ db: store.db, provider: migrationProvider }).migrateDown()
+    if (error !== undefined) throw error
+  } finally {
+    await store.close()
+  }
 }
 
 interface FreshLocation {
@@ -149,6 +174,19 @@ export const transition = (overrides: Partial<NewTransition> = {}): NewTransitio
   at: '2026-11-29T12:00:01.000Z',
   ...overrides
 })
+
+/** A transition as a commit carries it into its journal entry. */
+export const journalTransition = (overrides: Partial<JournalTransition> = {}): JournalTransition => ({
+  seq: 1,
+  from: 'dispatching',
+  event: { type: 'PROVIDER_OK' },
+  to: 'acting',
+  at: '2026-11-29T12:00:01.000Z',
+  ...overrides
+})
+
+/** The snapshot a test commit carries (the store keeps it as it is). */
+export const SNAPSHOT = '{"v":1,"snapshot":{"value":"acting"}}'
 
 export const step = (overrides: Partial<NewStep> = {}): NewStep => ({
   run_id: 'run-1',

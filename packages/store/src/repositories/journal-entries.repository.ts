@@ -1,0 +1,35 @@
+import type { Executor } from '../executor.js'
+import type { JournalEntryRow, JournalTransition, NewJournalEntry } from '../tables/journal-entries.table.js'
+
+/** What resume restores: the seq of a run's last transition and the snapshot after it. */
+export type JournalHead = Pick<JournalEntryRow, 'seq' | 'snapshot_json'>
+
+/**
+ * The entry of one commit: its transitions (at least one, in seq order) and the snapshot after
+ * the last, as the writers of every dialect store it.
+ */
+export const journalEntry = (runId: string, transitions: ReadonlyArray<JournalTransition>, snapshotJson: string): NewJournalEntry => ({
+  run_id: runId,
+  seq: transitions[transitions.length - 1]!.seq,
+  first_seq: transitions[0]!.seq,
+  transitions_json: JSON.stringify(transitions),
+  snapshot_json: snapshotJson
+})
+
+/**
+ * Appends one entry. Rejects when `(run_id, seq)` is taken (two writers raced for the same run,
+ * or a replay tried to rewrite history) or when the run does not exist.
+ */
+export async function appendJournalEntry(db: Executor, row: NewJournalEntry): Promise<void> {
+  await db.insertInto('journal_entries').values(row).execute()
+}
+
+/** A run's journal entries in the order they were committed. */
+export async function listJournalEntries(db: Executor, runId: string): Promise<JournalEntryRow[]> {
+  return db.selectFrom('journal_entries').selectAll().where('run_id', '=', runId).orderBy('seq').execute()
+}
+
+/** The seq and snapshot of a run's last entry (what resume restores), or `undefined` before the first. */
+export async function lastJournalEntry(db: Executor, runId: string): Promise<JournalHead | undefined> {
+  return db.selectFrom('journal_entries').select(['seq', 'snapshot_json']).where('run_id', '=', runId).orderBy('seq', 'desc').limit(1).executeTakeFirst()
+}
