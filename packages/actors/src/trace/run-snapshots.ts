@@ -1,4 +1,4 @@
-import { jsonTextTooDeep, MAX_NESTING_DEPTH, type TaskContract } from '@agentvisor/core'
+import { jsonTextTooDeep, MAX_NESTING_DEPTH } from '@agentvisor/core'
 import { type Executor, getRun, getRunRow, type JournalEntryRow, type JournalTransition, listJournalEntries } from '@agentvisor/store'
 import { Either } from 'effect'
 import { machineInput, type RunEvent, type RunMachineInput } from '../machine/run-machine.js'

@@ -1,16 +1,5 @@
 import { loadRunSnapshots, loadRunTrace, type RunTrace, type SnapshotAt, statePath } from '@agentvisor/actors'
-import { jsonTextTooDeep, MAX_NESTING_DEPTH } from '@agentvisor/core'
-import {
-  type Executor,
-  getRunRow,
-  isInterrupted,
-  listRuns,
-  type RunListRow,
-  type RunRecord,
-  type RunStatus,
-  listTransitions,
-  toRunRecord
-} from '@agentvisor/store'
+import { type Executor, getRunRow, isInterrupted, listRuns, type RunListRow, type RunRecord, type RunStatus, toRunRecord } from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 
 /** A `runs --json` row plus what the list shows beside it. */
