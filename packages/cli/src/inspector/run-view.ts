@@ -92,9 +92,16 @@ const treeOf = async (db: Executor, root: RunListRow): Promise<RunTreeNode> => {
   return build(root)
 }
 
+/** The trace, or the store's own error (a corrupt row names run and column) thrown as it is. */
+const traceOf = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
+  const loaded = await Effect.runPromise(Effect.either(loadRunTrace(db, runId)))
+  if (Either.isLeft(loaded)) throw loaded.left
+  return loaded.right
+}
+
 /** The run view of `runId`, or undefined when there is no such run. */
 export const loadRunView = async (db: Executor, runId: string): Promise<RunView | undefined> => {
-  const [row, trace, snapshots] = await Promise.all([getRunRow(db, runId), Effect.runPromise(loadRunTrace(db, runId)), loadRunSnapshots(db, runId)])
+  const [row, trace, snapshots] = await Promise.all([getRunRow(db, runId), traceOf(db, runId), loadRunSnapshots(db, runId)])
   if (row === undefined || trace === undefined || snapshots === undefined) return undefined
   return {
     ...trace,
