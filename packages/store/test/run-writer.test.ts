@@ -12,6 +12,7 @@ import {
   listTransitions,
   getRun,
   type RunWriter,
+  postgresRunWriter,
   sqliteRunWriter,
   type Store,
   type TransitionCommit
@@ -23,10 +24,16 @@ const never = () => false
 /** Each writer the store has, on each dialect it runs on. */
 const WRITERS: ReadonlyArray<readonly [string, TestDialect]> = [
   ...DIALECTS.map((d) => [`kysely on ${d}`, d] as const),
-  ['prepared statements on sqlite', 'sqlite']
+  ['prepared statements on sqlite', 'sqlite'],
+  ['one statement a call on postgres', 'postgres']
 ]
 
-const writerOf = (name: string, store: Store): RunWriter => (name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db))
+const writerOf = (name: string, store: Store): RunWriter =>
+  name.startsWith('prepared')
+    ? sqliteRunWriter(store.db, store.sqlite!)
+    : name.startsWith('one statement')
+      ? postgresRunWriter(store.pool!)
+      : kyselyRunWriter(store.db)
 
 const head = (state: string, at = '2026-11-29T12:00:01.000Z') => ({ status: 'running', state, steps: 1, updated_at: at, error_json: null, ended_at: null })
 

@@ -1,0 +1,141 @@
+import type { Pool, QueryResultRow } from 'pg'
+import { LeaseLostError } from '../errors.js'
+import type { RunWrite } from '../run-writer/run-write.js'
+import { FIRST_LEASE_TOKEN, type LeaseRequest, type LoadedRun, type RunWriter } from '../run-writer/run-writer.js'
+import type { LeaseAcquisition } from '../repositories/leases.repository.js'
+import type { ApprovalRow } from '../tables/approvals.table.js'
+import type { RunWithContract } from '../tables/runs.table.js'
+import type { StepRow } from '../tables/steps.table.js'
+import type { ToolEffectRow } from '../tables/tool-effects.table.js'
+import type { TransitionRow } from '../tables/transitions.table.js'
+import { decodeRow, decodeRows, encodeJsonText, encodeText } from '../text-codec.js'
+
+/** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
+const LEASE_LOST = 'AVL01'
+
+/**
+ * The PostgreSQL `RunWriter`: every call one statement on the store's `pg` pool, one round trip.
+ * A commit is `agentvisor_commit(jsonb)`, a plpgsql function installed by the migration
+ * `2026-12-01T120000-postgres-run-writer`, which folds the fence into the head's UPDATE (as the
+ * SQLite writer does) and applies the writes server-side; a statement is its own transaction, so
+ * a superseded driver's commit writes nothing. Through Kysely the same commit was a transaction
+ * of a fenced SELECT, a statement per write and per transition, and the head: about a dozen
+ * round trips, each with Kysely's own cost on top.
+ *
+ * Queries are named, so `pg` prepares each once per connection. Text goes through the store's
+ * codec (text-codec.ts) exactly as through Kysely: the writes are sent as `JSON.stringify`
+ * output encoded by `encodeJsonText`, other parameters by `encodeText`, and rows come back
+ * through `decodeRow(s)`.
+ */
+export function postgresRunWriter(pool: Pool): RunWriter {
+  const query = async <R extends QueryResultRow>(name: string, text: string, values: ReadonlyArray<unknown>): Promise<R[]> =>
+    (await pool.query<R>({ name, text, values: values as unknown[] })).rows
+
+  /** `query` of a fenced call: the functions' lost-lease error becomes `LeaseLostError`. */
+  const fenced = async <R extends QueryResultRow>(runId: string, name: string, text: string, values: ReadonlyArray<unknown>): Promise<R[]> => {
+    try {
+      return await query<R>(name, text, values)
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === LEASE_LOST) throw new LeaseLostError({ runId })
+      throw error
+    }
+  }
+
+  const writesJson = (writes: ReadonlyArray<RunWrite>): string => encodeJsonText(JSON.stringify(writes))
+
+  const acquireLease = async (input: LeaseRequest): Promise<LeaseAcquisition | undefined> => {
+    // The same decision as `acquireLease` (leases.repository.ts): a read, the decision in JS, a
+    // compare-and-set on the token read.
+    const [run] = await query<{ lease_owner: string | null; lease_expires_at: number | null; lease_token: number }>(
+      'agentvisor_lease_read',
+      'SELECT lease_owner, lease_expires_at, lease_token FROM runs WHERE id = $1',
+      [encodeText(input.runId)]
+    )
+    if (run === undefined) return undefined
+    decodeRow(run)
+    const held = run.lease_owner !== null && run.lease_expires_at !== null && run.lease_expires_at > input.now
+    if (held && run.lease_owner !== input.owner && !input.isAbandoned(run.lease_owner!)) {
+      return { holder: { owner: run.lease_owner!, expiresAt: run.lease_expires_at! } }
+    }
+    const token = run.lease_token + 1
+    const result = await pool.query({
+      name: 'agentvisor_lease_take',
+      text: 'UPDATE runs SET lease_owner = $1, lease_expires_at = $2, lease_token = $3 WHERE id = $4 AND lease_token = $5',
+      values: [encodeText(input.owner), input.now + input.ttlMs, token, encodeText(input.runId), run.lease_token]
+    })
+    // Someone acquired it between our read and our write: they hold it now.
+    if (result.rowCount === 0) return acquireLease(input)
+    return { token }
+  }
+
+  return {
+    commit: async (commit) => {
+      await fenced(commit.runId, 'agentvisor_commit', 'SELECT agentvisor_commit($1::jsonb)', [encodeJsonText(JSON.stringify(commit))])
+    },
+    createRun: async (row, lease) => {
+      const insertRun: RunWrite = {
+        op: 'insertRun',
+        row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN }
+      }
+      await query('agentvisor_create_run', 'SELECT agentvisor_apply_write($1::jsonb)', [encodeJsonText(JSON.stringify(insertRun))])
+      return FIRST_LEASE_TOKEN
+    },
+    write: async (runId, leaseToken, writes) => {
+      await fenced(runId, 'agentvisor_write', 'SELECT agentvisor_write($1, $2, $3::jsonb)', [encodeText(runId), leaseToken, writesJson(writes)])
+    },
+    approvals: async (runId, step) =>
+      decodeRows(
+        await query<ApprovalRow>('agentvisor_approvals', 'SELECT * FROM approvals WHERE run_id = $1 AND step = $2 ORDER BY step, position, created_at, id', [
+          encodeText(runId),
+          step
+        ])
+      ),
+    toolEffects: async (runId, step) =>
+      decodeRows(
+        await query<ToolEffectRow>('agentvisor_tool_effects', 'SELECT * FROM tool_effects WHERE run_id = $1 AND step = $2 ORDER BY step, position', [
+          encodeText(runId),
+          step
+        ])
+      ),
+    loadRun: async (runId) => {
+      // One query: the run with its contract, its last transition, its steps, each as JSON
+      // (`pg` parses it; numbers stay numbers, as the pool's parsers give them).
+      const [row] = await query<{ run: RunWithContract | null; last: TransitionRow | null; steps: StepRow[] }>(
+        'agentvisor_load_run',
+        `SELECT
+           (SELECT row_to_json(r) FROM (SELECT runs.*, c.contract_json FROM runs JOIN run_contracts c ON c.run_id = runs.id WHERE runs.id = $1) r) AS run,
+           (SELECT row_to_json(t) FROM (SELECT * FROM transitions WHERE run_id = $1 ORDER BY seq DESC LIMIT 1) t) AS last,
+           (SELECT coalesce(json_agg(s ORDER BY s.step), '[]') FROM steps s WHERE s.run_id = $1) AS steps`,
+        [encodeText(runId)]
+      )
+      if (row?.run == null) return undefined
+      const loaded: LoadedRun = { run: decodeRow(row.run), last: row.last === null ? undefined : decodeRow(row.last), steps: decodeRows(row.steps) }
+      return loaded
+    },
+    acquireLease,
+    attemptRecorded: async (runId, step, attempt) =>
+      (
+        await query('agentvisor_attempt_recorded', 'SELECT 1 FROM attempts WHERE run_id = $1 AND step = $2 AND attempt = $3', [
+          encodeText(runId),
+          step,
+          attempt
+        ])
+      ).length > 0,
+    releaseLease: async (runId, leaseToken) => {
+      await query('agentvisor_lease_release', 'UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_token = $2', [
+        encodeText(runId),
+        leaseToken
+      ])
+    },
+    settlePending: async (runId, leaseToken, outcome, at) => {
+      const [row] = await fenced<{ n: number }>(runId, 'agentvisor_settle_pending', 'SELECT agentvisor_settle_pending($1, $2, $3, $4) AS n', [
+        encodeText(runId),
+        leaseToken,
+        outcome,
+        encodeText(at)
+      ])
+      return row?.n ?? 0
+    },
+    close: async () => undefined
+  }
+}
