@@ -241,3 +241,46 @@ describe('the SQLite checkpointer', () => {
     expect(store.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(1000)
   })
 })
+
+describe('the PostgreSQL run writer', () => {
+  it('sends each commit, each fenced write and each read to the server as one statement', async () => {
+    const store = await tempStore('postgres')
+    const pool = store.pool!
+    const sent: string[] = []
+    const query = pool.query.bind(pool) as (config: unknown) => Promise<unknown>
+    // Every statement the writer sends, as `pg` is asked for it (a transaction would show as BEGIN, ..., COMMIT).
+    ;(pool as unknown as { query: (config: unknown) => Promise<unknown> }).query = (config) => {
+      sent.push(typeof config === 'string' ? config : (config as { text: string }).text)
+      return query(config)
+    }
+    const writer = postgresRunWriter(pool)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
+    await writer.commit(
+      commitOf(token, 1, {
+        writes: [
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'ok', settled_at: '2026-11-29T12:00:01.000Z' } },
+          { op: 'insertStep', row: step() },
+          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: '[]' },
+          { op: 'insertAttempt', row: attempt({ step: 2 }) }
+        ],
+        transitions: [
+          transition({ seq: 1 }),
+          transition({ seq: 2, from_state: 'acting', to_state: 'verifying' }),
+          transition({ seq: 3, to_state: 'dispatching' })
+        ]
+      })
+    )
+    expect(sent).toHaveLength(3)
+    expect(sent.every((text) => !/^\s*(begin|commit)/i.test(text))).toBe(true)
+    sent.length = 0
+    const loaded = await writer.loadRun('run-1')
+    expect(loaded?.last?.seq).toBe(3)
+    expect(loaded?.steps).toHaveLength(1)
+    expect(sent).toHaveLength(1)
+    expect(await listAttempts(store.db, 'run-1')).toMatchObject([
+      { step: 1, outcome: 'ok' },
+      { step: 2, outcome: 'pending' }
+    ])
+  })
+})

@@ -81,7 +81,7 @@ begin
   for w in select jsonb_array_elements(c->'writes') loop
     perform agentvisor_apply_write(w);
   end loop;
-  -- The transitions.
+  -- The transitions: the one block of this function that knows their table.
   insert into transitions select * from jsonb_populate_recordset(null::transitions, c->'transitions');
 end
 $fn$;
