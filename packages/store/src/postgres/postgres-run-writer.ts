@@ -77,7 +77,7 @@ export function postgresRunWriter(pool: Pool): RunWriter {
         op: 'insertRun',
         row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN }
       }
-      await query('agentvisor_create_run', 'SELECT agentvisor_apply_write($1::jsonb)', [encodeJsonText(JSON.stringify(insertRun))])
+      await query('agentvisor_create_run', 'SELECT agentvisor_apply_writes($1::jsonb)', [writesJson([insertRun])])
       return FIRST_LEASE_TOKEN
     },
     write: async (runId, leaseToken, writes) => {
