@@ -130,6 +130,12 @@ export const startPostgres = async () => {
     throw new Error(`PostgreSQL did not start: ${readFileSync(log, 'utf8').trim().split('\n').at(-1)}`)
   }
   const admin = new pg.Pool({ connectionString: url('postgres'), max: 1 })
+  admin.on('error', () => undefined)
+  // A bench that dies half-way must not leave its server running: stopped by its PID on exit.
+  const stopOnExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGQUIT')
+  }
+  process.once('exit', stopOnExit)
   let databases = 0
   return {
     url,
@@ -140,6 +146,7 @@ export const startPostgres = async () => {
     },
     dropDatabase: (name) => admin.query(`drop database if exists "${name}" with (force)`),
     stop: async () => {
+      process.removeListener('exit', stopOnExit)
       await admin.end()
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r))
@@ -186,6 +193,9 @@ export const postgresSaverPerStepUs = async (server, steps) => {
     .addEdge(START, 'work')
     .addConditionalEdges('work', (state) => (state.step >= steps ? END : 'work'))
   const checkpointer = PostgresSaver.fromConnString(server.url(name))
+  // Its pool's connections may still be closing when the database is dropped (`pg-pool` settles
+  // `end()` before their sockets close): a connection dropped then emits 'error', fatal unheard.
+  checkpointer.pool.on('error', () => undefined)
   try {
     await checkpointer.setup()
     const app = graph.compile({ checkpointer })
