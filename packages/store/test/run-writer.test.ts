@@ -261,7 +261,8 @@ describe('the PostgreSQL run writer', () => {
         writes: [
           { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'ok', settled_at: '2026-11-29T12:00:01.000Z' } },
           { op: 'insertStep', row: step() },
-          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: '[]' },
+          { op: 'insertPolicyEvents', rows: [] },
+          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: '["listed"]' },
           { op: 'insertAttempt', row: attempt({ step: 2 }) }
         ],
         transitions: [
@@ -282,5 +283,10 @@ describe('the PostgreSQL run writer', () => {
       { step: 1, outcome: 'ok' },
       { step: 2, outcome: 'pending' }
     ])
+    // A step's results set with its insert land in it; feedback set by a later commit too.
+    await writer.commit(
+      commitOf(token, 4, { writes: [{ op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: 'not yet' }], transitions: [transition({ seq: 4 })] })
+    )
+    expect(await listSteps(store.db, 'run-1')).toMatchObject([{ step: 1, results_json: '["listed"]', feedback: 'not yet' }])
   })
 })
