@@ -7,6 +7,7 @@ const requireFromActors = createRequire(new URL('../../packages/actors/package.j
 const Database = requireFromStore('better-sqlite3')
 const { createActor, createMachine } = requireFromActors('xstate')
 import { actorsUrl, nowMs, rm, scriptedTask, tmp, workspace } from '../lib.mjs'
+import { toolWork } from './tool-work.mjs'
 
 const { Agentvisor } = await import(actorsUrl)
 
@@ -22,6 +23,35 @@ export const agentvisorPerStepUs = async (steps) => {
     if (result.status !== 'succeeded' && result.status !== 'failed') throw new Error(`unexpected end ${JSON.stringify(result)}`)
     if (result.steps < steps) throw new Error(`only ${result.steps} steps: ${JSON.stringify(result)}`)
     return { us: (ms * 1000) / result.steps, steps: result.steps, status: result.status }
+  } finally {
+    await av.close()
+    rm(dir)
+  }
+}
+
+/**
+ * µs per step of one agentvisor run of `steps` steps where the model only answers text: the
+ * scripted provider has no steps (it answers `done` at every dispatch), the verify checks a
+ * file nobody writes, so every step fails verification, tells the model so and dispatches
+ * again, until `maxSteps` ends the run `step_cap`.
+ */
+export const noToolPerStepUs = async (steps) => {
+  const dir = tmp('notool')
+  const ws = workspace(dir)
+  const av = await Agentvisor.open({ db: join(dir, 'av.db'), telemetry: false })
+  try {
+    const t0 = nowMs()
+    const result = await av.run({
+      goal: 'bench',
+      workspace: ws,
+      providers: [{ name: 'script', kind: 'scripted', steps: [] }],
+      verify: { fileContains: { path: 'never-written.txt', text: 'DONE' } },
+      limits: { maxSteps: steps, dispatchCeiling: 100000 },
+      approval: 'auto'
+    })
+    const ms = nowMs() - t0
+    if (result.status !== 'step_cap' || result.steps !== steps) throw new Error(`unexpected end ${JSON.stringify(result)}`)
+    return { us: (ms * 1000) / result.steps, steps: result.steps }
   } finally {
     await av.close()
     rm(dir)
@@ -94,6 +124,56 @@ export const floorPerTransitionTxUs = (steps) => {
     one('OK')
     one('DONE')
     one('NEXT')
+  }
+  const ms = nowMs() - t0
+  actor.stop()
+  db.close()
+  rm(dir)
+  return { us: (ms * 1000) / steps }
+}
+
+/**
+ * The floor of a tool step: the floor's loop (xstate + one prepared INSERT per transition, one
+ * transaction per step) with the step's tool, agentvisor's own `list_dir` (tool-work.mjs), called
+ * in the same loop before each step's transaction, as agentvisor's step calls it.
+ */
+export const floorWithToolPerStepUs = async (steps) => {
+  const dir = tmp('floortool')
+  const ws = workspace(dir)
+  const db = new Database(join(dir, 'floor.db'))
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  db.exec(
+    'CREATE TABLE transitions (run_id TEXT NOT NULL, seq INTEGER NOT NULL, from_state TEXT, event TEXT, to_state TEXT, snapshot_json TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (run_id, seq))'
+  )
+  const insert = db.prepare('INSERT INTO transitions (run_id, seq, from_state, event, to_state, snapshot_json, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+  const machine = createMachine({
+    id: 'floor',
+    context: { step: 0 },
+    initial: 'dispatching',
+    states: {
+      dispatching: { on: { OK: 'acting' } },
+      acting: { on: { DONE: 'verifying' } },
+      verifying: { on: { NEXT: 'dispatching' } }
+    }
+  })
+  const actor = createActor(machine).start()
+  let seq = 0
+  const step = db.transaction((events) => {
+    for (const type of events) {
+      const from = actor.getSnapshot().value
+      actor.send({ type })
+      const to = actor.getSnapshot().value
+      seq += 1
+      insert.run('run-1', seq, from, type, to, JSON.stringify(actor.getPersistedSnapshot()), new Date().toISOString())
+    }
+  })
+  const events = ['OK', 'DONE', 'NEXT']
+  await toolWork(ws) // opens the workspace, as agentvisor does before its first step
+  const t0 = nowMs()
+  for (let i = 0; i < steps; i++) {
+    await toolWork(ws)
+    step(events)
   }
   const ms = nowMs() - t0
   actor.stop()

@@ -80,6 +80,7 @@ export {
   type LeaseRequest
 } from './run-writer/run-writer.js'
 export { sqliteRunWriter } from './sqlite/sqlite-run-writer.js'
+export { postgresRunWriter } from './postgres/postgres-run-writer.js'
 export { makeRunWriter } from './run-writer/make-run-writer.js'
 export { renewLeasesOf, leaseStates, type LeaseState } from './repositories/lease-keeping.repository.js'
 export { dialectOf, type StoreDialect } from './dialect.js'

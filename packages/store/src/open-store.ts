@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { Kysely, Migrator, PostgresDialect } from 'kysely'
+import type { Pool } from 'pg'
 import type { Database } from './database.js'
 import type { StoreDialect } from './dialect.js'
 import { StoreError } from './errors.js'
@@ -28,6 +29,11 @@ export interface Store {
    * statements, see `sqlite/sqlite-run-writer.ts`); undefined on other dialects.
    */
   readonly sqlite: BetterSqlite3.Database | undefined
+  /**
+   * The `pg` pool under `db`, for the run driver's hot path (one statement a commit, see
+   * `postgres/postgres-run-writer.ts`); undefined on SQLite.
+   */
+  readonly pool: Pool | undefined
   /**
    * Where the store is, fit to print: the absolute path of the database file, `:memory:`, or a
    * PostgreSQL URL with its password shown as `***` (so it cannot be used to reconnect).
@@ -114,7 +120,7 @@ async function openReadOnlySqliteStore(file: string, writableFallback: boolean):
   const db = new Kysely<Database>({
     dialect: withTextCodec(new ImmediateSqliteDialect({ database: cacheStatements(sqlite) }))
   })
-  return { db, dialect: 'sqlite', sqlite, file, close: closeOnce(db) }
+  return { db, dialect: 'sqlite', sqlite, pool: undefined, file, close: closeOnce(db) }
 }
 
 /**
@@ -168,7 +174,7 @@ async function openSqliteStore(file: string): Promise<Store> {
     throw new StoreError({ message: `Cannot open the store ${resolved}: ${messageOf(cause)}`, cause })
   }
 
-  return { db, dialect: 'sqlite', sqlite, file: resolved, close: closeOnce(db) }
+  return { db, dialect: 'sqlite', sqlite, pool: undefined, file: resolved, close: closeOnce(db) }
 }
 
 async function openPostgresStore(url: string): Promise<Store> {
@@ -179,8 +185,9 @@ async function openPostgresStore(url: string): Promise<Store> {
   // before any pool exists.
   if (!isParsableUrl(url)) throw fail(new Error('not a valid PostgreSQL URL'))
   let db: Kysely<Database> | undefined
+  let pool: Pool
   try {
-    const pool = await createPostgresPool(url)
+    pool = await createPostgresPool(url)
     db = new Kysely<Database>({ dialect: withTextCodec(new PostgresDialect({ pool })) })
     if (!(await isUpToDate(db).catch(rethrowUnlessUndefinedTable))) await migratePostgres(db, location)
   } catch (cause) {
@@ -188,7 +195,7 @@ async function openPostgresStore(url: string): Promise<Store> {
     if (cause instanceof StoreError) throw cause
     throw fail(cause)
   }
-  return { db, dialect: 'postgres', sqlite: undefined, file: location, close: closeOnce(db) }
+  return { db, dialect: 'postgres', sqlite: undefined, pool, file: location, close: closeOnce(db) }
 }
 
 /**

@@ -92,3 +92,24 @@ export const decodeJsonText = (json: string): string =>
         if (surrogate !== undefined) return `\\u${(surrogate.charCodeAt(0) - 0xe000 + 0xd800).toString(16)}`
         return match.charCodeAt(6) === 0xfdd0 ? '\\u0000' : '\\u0010'
       })
+
+/** In JSON text: an escaped backslash (skipped whole), an escaped NUL or DLE, or an escaped surrogate. */
+const TO_ESCAPE_IN_JSON = /\\\\|\\u00(?:00|10)|\\ud[89a-f][0-9a-f]{2}/g
+
+const escapeInJson = (match: string): string => {
+  if (match === '\\\\') return match
+  if (match === '\\u0000') return '\\u0010\uFDD0'
+  if (match === '\\u0010') return '\\u0010\uFDD1'
+  return `\\u0010\uFDD2${String.fromCharCode(Number.parseInt(match.slice(2), 16) - 0xd800 + 0xe000)}`
+}
+
+/**
+ * `JSON.stringify` output with every string in it (keys aside, which are the store's own ASCII
+ * names) encoded as `encodeText` would encode it, without walking the value: what the PostgreSQL
+ * run writer sends as one `jsonb` argument. `JSON.stringify` writes NUL and DLE as `\u0000` and
+ * `\u0010` and escapes only the surrogates that are not part of a pair, so these escapes are
+ * exactly the characters the codec replaces; the result holds DLE escaped (`\u0010`, JSON allows
+ * no raw control character) followed by the codec's noncharacter.
+ */
+export const encodeJsonText = (json: string): string =>
+  json.indexOf('\\u00') === -1 && json.indexOf('\\ud') === -1 ? json : json.replace(TO_ESCAPE_IN_JSON, escapeInJson)

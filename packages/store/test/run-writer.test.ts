@@ -12,6 +12,7 @@ import {
   listTransitions,
   getRun,
   type RunWriter,
+  postgresRunWriter,
   sqliteRunWriter,
   type Store,
   type TransitionCommit
@@ -23,10 +24,16 @@ const never = () => false
 /** Each writer the store has, on each dialect it runs on. */
 const WRITERS: ReadonlyArray<readonly [string, TestDialect]> = [
   ...DIALECTS.map((d) => [`kysely on ${d}`, d] as const),
-  ['prepared statements on sqlite', 'sqlite']
+  ['prepared statements on sqlite', 'sqlite'],
+  ['one statement a call on postgres', 'postgres']
 ]
 
-const writerOf = (name: string, store: Store): RunWriter => (name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db))
+const writerOf = (name: string, store: Store): RunWriter =>
+  name.startsWith('prepared')
+    ? sqliteRunWriter(store.db, store.sqlite!)
+    : name.startsWith('one statement')
+      ? postgresRunWriter(store.pool!)
+      : kyselyRunWriter(store.db)
 
 /** A tool result as a step records it. */
 const RESULT = { toolCallId: 'c1', name: 'exec', ok: true, output: 'r' }
@@ -282,5 +289,54 @@ describe('the SQLite checkpointer', () => {
     expect(statSync(store.file).size).toBeGreaterThan(before + 300 * 1000)
     await writer.close()
     expect(store.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(1000)
+  })
+})
+
+describe('the PostgreSQL run writer', () => {
+  it('sends each commit, each fenced write and each read to the server as one statement', async () => {
+    const store = await tempStore('postgres')
+    const pool = store.pool!
+    const sent: string[] = []
+    const query = pool.query.bind(pool) as (config: unknown) => Promise<unknown>
+    // Every statement the writer sends, as `pg` is asked for it (a transaction would show as BEGIN, ..., COMMIT).
+    ;(pool as unknown as { query: (config: unknown) => Promise<unknown> }).query = (config) => {
+      sent.push(typeof config === 'string' ? config : (config as { text: string }).text)
+      return query(config)
+    }
+    const writer = postgresRunWriter(pool)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
+    await writer.commit(
+      commitOf(token, 1, {
+        writes: [
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'ok', settled_at: '2026-11-29T12:00:01.000Z' } },
+          { op: 'insertStep', row: step() },
+          { op: 'insertPolicyEvents', rows: [] },
+          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: JSON.stringify([RESULT]) },
+          { op: 'insertAttempt', row: attempt({ step: 2 }) }
+        ],
+        transitions: [
+          journalTransition({ seq: 1 }),
+          journalTransition({ seq: 2, from: 'acting', to: 'verifying' }),
+          journalTransition({ seq: 3, to: 'dispatching' })
+        ]
+      })
+    )
+    expect(sent).toHaveLength(3)
+    expect(sent.every((text) => !/^\s*(begin|commit)/i.test(text))).toBe(true)
+    sent.length = 0
+    const loaded = await writer.loadRun('run-1')
+    expect(loaded?.last?.seq).toBe(3)
+    expect(loaded?.steps).toHaveLength(1)
+    expect(sent).toHaveLength(1)
+    expect(await listAttempts(store.db, 'run-1')).toMatchObject([
+      { step: 1, outcome: 'ok' },
+      { step: 2, outcome: 'pending' }
+    ])
+    // A step's results set with its insert land in it; feedback set by a later commit too.
+    await writer.commit(
+      commitOf(token, 4, { writes: [{ op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: 'not yet' }], transitions: [journalTransition({ seq: 4 })] })
+    )
+    expect(await listSteps(store.db, 'run-1')).toMatchObject([{ step: 1, results: [RESULT], feedback: 'not yet' }])
   })
 })

@@ -21,11 +21,12 @@ import {
   type RunWriter,
   setStepFeedback,
   settleAttempt,
+  postgresRunWriter,
   sqliteRunWriter,
   startToolEffect,
   type Store
 } from '@agentvisor/store'
-import { decodeJsonText, decodeText, encodeText } from '../src/text-codec.js'
+import { decodeJsonText, decodeText, encodeJsonText, encodeText } from '../src/text-codec.js'
 import { DIALECTS, SNAPSHOT, attempt, journalTransition, run, step, tempLocation, tempStore, type TestDialect } from './support/temp-store.js'
 
 /** Text a tool or a model may produce that neither database holds as it is, or that looks like the escape. */
@@ -58,6 +59,17 @@ describe('the text encoding', () => {
 
   it('reads rows written before it as they were, raw NULs and stray escape characters included', () => {
     for (const old of ['a\u0000b', 'binary \u0010\u0001\u00ff', '\u0010', 'x\u0010\uFDD3', '\uFDD0\uFDD1\uFDD2']) expect(decodeText(old)).toBe(old)
+  })
+
+  it('encodes the strings inside JSON.stringify output as it encodes each string, and leaves escaped backslashes and keys alone', () => {
+    const texts = [NASTY, STORED, '\\u0000 literal', '\\\u0000', '\\\\u0010', '\u001b[0m plain', '\uDBFF\uDFFF pair', 'x\uDFFF\uD800y', 'plain', '']
+    for (const text of texts) {
+      const value = { text, nested: [{ text }], json: JSON.stringify({ text }), n: 1, none: null }
+      const encoded = { text: encodeText(text), nested: [{ text: encodeText(text) }], json: encodeText(JSON.stringify({ text })), n: 1, none: null }
+      expect(JSON.parse(encodeJsonText(JSON.stringify(value)))).toEqual(encoded)
+    }
+    const plain = JSON.stringify({ a: 'no escape here', b: '\\ud800 is text' })
+    expect(encodeJsonText(plain)).toBe(plain)
   })
 
   it('turns the JSON that SQLite writes from stored text into what JSON.stringify writes of the text', () => {
@@ -183,10 +195,16 @@ describe.each(DIALECTS)('text with NUL bytes on %s', (dialect) => {
 /** Each writer the store has, on each dialect it runs on. */
 const WRITERS: ReadonlyArray<readonly [string, TestDialect]> = [
   ...DIALECTS.map((d) => [`kysely on ${d}`, d] as const),
-  ['prepared statements on sqlite', 'sqlite']
+  ['prepared statements on sqlite', 'sqlite'],
+  ['one statement a call on postgres', 'postgres']
 ]
 
-const writerOf = (name: string, store: Store): RunWriter => (name.startsWith('prepared') ? sqliteRunWriter(store.db, store.sqlite!) : kyselyRunWriter(store.db))
+const writerOf = (name: string, store: Store): RunWriter =>
+  name.startsWith('prepared')
+    ? sqliteRunWriter(store.db, store.sqlite!)
+    : name.startsWith('one statement')
+      ? postgresRunWriter(store.pool!)
+      : kyselyRunWriter(store.db)
 
 describe.each(WRITERS)('text with NUL bytes through the run writer (%s)', (name, dialect) => {
   it('commits a step, its receipt and its journal with NUL bytes, read back the same by the writer and the repositories', async () => {

@@ -5,6 +5,7 @@ import * as durability from './2026-11-29T170000-durability.js'
 import * as runContracts from './2026-11-29T200000-run-contracts.js'
 import * as clusteredTables from './2026-11-29T210000-clustered-tables.js'
 import * as compactJournal from './2026-12-01T120000-compact-journal.js'
+import * as postgresRunWriter from './2026-12-01T130000-postgres-run-writer.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -17,7 +18,8 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-11-29T170000-durability': durability,
   '2026-11-29T200000-run-contracts': runContracts,
   '2026-11-29T210000-clustered-tables': clusteredTables,
-  '2026-12-01T120000-compact-journal': compactJournal
+  '2026-12-01T120000-compact-journal': compactJournal,
+  '2026-12-01T130000-postgres-run-writer': postgresRunWriter
 }
 
 /** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */

@@ -1,0 +1,201 @@
+import type { Pool, QueryResultRow } from 'pg'
+import { LeaseLostError } from '../errors.js'
+import type { RunWrite } from '../run-writer/run-write.js'
+import { FIRST_LEASE_TOKEN, type LeaseRequest, type LoadedRun, type RunWriter } from '../run-writer/run-writer.js'
+import type { LeaseAcquisition } from '../repositories/leases.repository.js'
+import type { JournalHead } from '../repositories/journal-entries.repository.js'
+import { journalEntry } from '../repositories/journal-entries.repository.js'
+import { decodeApprovalRow } from '../tables/approvals.columns.js'
+import type { StoredApprovalRow } from '../tables/approvals.table.js'
+import { decodeRunWithContract } from '../tables/runs.columns.js'
+import type { StoredRunRow } from '../tables/runs.table.js'
+import { decodeStepRow } from '../tables/steps.columns.js'
+import type { StoredStepRow } from '../tables/steps.table.js'
+import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
+import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
+import { decodeRow, decodeRows, encodeJsonText, encodeText } from '../text-codec.js'
+
+/** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
+const LEASE_LOST = 'AVL01'
+
+/**
+ * The PostgreSQL `RunWriter`: every call one statement on the store's `pg` pool, one round trip.
+ * A commit is `agentvisor_commit(jsonb)`, a plpgsql function installed by the migration
+ * `2026-12-01T130000-postgres-run-writer`, which folds the fence into the head's UPDATE (as the
+ * SQLite writer does) and applies the writes server-side; a statement is its own transaction, so
+ * a superseded driver's commit writes nothing. Through Kysely the same commit was a transaction
+ * of a fenced SELECT, a statement per write and per transition, and the head: about a dozen
+ * round trips, each with Kysely's own cost on top.
+ *
+ * Queries are named, so `pg` prepares each once per connection. Text goes through the store's
+ * codec (text-codec.ts) exactly as through Kysely: the writes are sent as `JSON.stringify`
+ * output encoded by `encodeJsonText`, other parameters by `encodeText`, and rows come back
+ * through `decodeRow(s)`.
+ */
+export function postgresRunWriter(pool: Pool): RunWriter {
+  const query = async <R extends QueryResultRow>(name: string, text: string, values: ReadonlyArray<unknown>): Promise<R[]> =>
+    (await pool.query<R>({ name, text, values: values as unknown[] })).rows
+
+  /** `query` of a fenced call: the functions' lost-lease error becomes `LeaseLostError`. */
+  const fenced = async <R extends QueryResultRow>(runId: string, name: string, text: string, values: ReadonlyArray<unknown>): Promise<R[]> => {
+    try {
+      return await query<R>(name, text, values)
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === LEASE_LOST) throw new LeaseLostError({ runId })
+      throw error
+    }
+  }
+
+  const writesJson = (writes: ReadonlyArray<RunWrite>): string => encodeJsonText(JSON.stringify(compactWrites(writes)))
+
+  const acquireLease = async (input: LeaseRequest): Promise<LeaseAcquisition | undefined> => {
+    // The same decision as `acquireLease` (leases.repository.ts): a read, the decision in JS, a
+    // compare-and-set on the token read.
+    const [run] = await query<{ lease_owner: string | null; lease_expires_at: number | null; lease_token: number }>(
+      'agentvisor_lease_read',
+      'SELECT lease_owner, lease_expires_at, lease_token FROM runs WHERE id = $1',
+      [encodeText(input.runId)]
+    )
+    if (run === undefined) return undefined
+    decodeRow(run)
+    const held = run.lease_owner !== null && run.lease_expires_at !== null && run.lease_expires_at > input.now
+    if (held && run.lease_owner !== input.owner && !input.isAbandoned(run.lease_owner!)) {
+      return { holder: { owner: run.lease_owner!, expiresAt: run.lease_expires_at! } }
+    }
+    const token = run.lease_token + 1
+    const result = await pool.query({
+      name: 'agentvisor_lease_take',
+      text: 'UPDATE runs SET lease_owner = $1, lease_expires_at = $2, lease_token = $3 WHERE id = $4 AND lease_token = $5',
+      values: [encodeText(input.owner), input.now + input.ttlMs, token, encodeText(input.runId), run.lease_token]
+    })
+    // Someone acquired it between our read and our write: they hold it now.
+    if (result.rowCount === 0) return acquireLease(input)
+    return { token }
+  }
+
+  return {
+    commit: async (commit) => {
+      // The journal entry as the table holds it (docs/durability.md, "The journal").
+      const sent = {
+        runId: commit.runId,
+        leaseToken: commit.leaseToken,
+        head: commit.head,
+        writes: compactWrites(commit.writes),
+        entry: journalEntry(commit.runId, commit.transitions, commit.snapshot)
+      }
+      await fenced(commit.runId, 'agentvisor_commit', 'SELECT agentvisor_commit($1::jsonb)', [encodeJsonText(JSON.stringify(sent))])
+    },
+    createRun: async (row, lease) => {
+      const insertRun: RunWrite = {
+        op: 'insertRun',
+        row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN }
+      }
+      await query('agentvisor_create_run', 'SELECT agentvisor_apply_writes($1::jsonb)', [writesJson([insertRun])])
+      return FIRST_LEASE_TOKEN
+    },
+    write: async (runId, leaseToken, writes) => {
+      await fenced(runId, 'agentvisor_write', 'SELECT agentvisor_write($1, $2, $3::jsonb)', [encodeText(runId), leaseToken, writesJson(writes)])
+    },
+    approvals: async (runId, step) =>
+      decodeRows(
+        await query<StoredApprovalRow>(
+          'agentvisor_approvals',
+          'SELECT * FROM approvals WHERE run_id = $1 AND step = $2 ORDER BY step, position, created_at, id',
+          [encodeText(runId), step]
+        )
+      ).map(decodeApprovalRow),
+    toolEffects: async (runId, step) =>
+      decodeRows(
+        await query<StoredToolEffectRow>('agentvisor_tool_effects', 'SELECT * FROM tool_effects WHERE run_id = $1 AND step = $2 ORDER BY step, position', [
+          encodeText(runId),
+          step
+        ])
+      ).map(decodeToolEffectRow),
+    loadRun: async (runId) => {
+      // One query: the run with its contract, its last journal entry's snapshot, its steps, each
+      // as JSON (`pg` parses it; numbers stay numbers, as the pool's parsers give them).
+      const [row] = await query<{ run: (StoredRunRow & { contract_json: string }) | null; last: JournalHead | null; steps: StoredStepRow[] }>(
+        'agentvisor_load_run',
+        `SELECT
+           (SELECT row_to_json(r) FROM (SELECT runs.*, c.contract_json FROM runs JOIN run_contracts c ON c.run_id = runs.id WHERE runs.id = $1) r) AS run,
+           (SELECT row_to_json(t) FROM (SELECT seq, snapshot_json FROM journal_entries WHERE run_id = $1 ORDER BY seq DESC LIMIT 1) t) AS last,
+           (SELECT coalesce(json_agg(s ORDER BY s.step), '[]') FROM steps s WHERE s.run_id = $1) AS steps`,
+        [encodeText(runId)]
+      )
+      if (row?.run == null) return undefined
+      // The JSON columns decode through their Schemas; a corrupt one throws StoreError
+      // (docs/durability.md, "Corrupt rows").
+      const loaded: LoadedRun = {
+        run: decodeRunWithContract(decodeRow(row.run)),
+        last: row.last === null ? undefined : decodeRow(row.last),
+        steps: decodeRows(row.steps).map(decodeStepRow)
+      }
+      return loaded
+    },
+    acquireLease,
+    attemptRecorded: async (runId, step, attempt) =>
+      (
+        await query('agentvisor_attempt_recorded', 'SELECT 1 FROM attempts WHERE run_id = $1 AND step = $2 AND attempt = $3', [
+          encodeText(runId),
+          step,
+          attempt
+        ])
+      ).length > 0,
+    releaseLease: async (runId, leaseToken) => {
+      await query('agentvisor_lease_release', 'UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_token = $2', [
+        encodeText(runId),
+        leaseToken
+      ])
+    },
+    settlePending: async (runId, leaseToken, outcome, at) => {
+      const [row] = await fenced<{ n: number }>(runId, 'agentvisor_settle_pending', 'SELECT agentvisor_settle_pending($1, $2, $3, $4) AS n', [
+        encodeText(runId),
+        leaseToken,
+        outcome,
+        encodeText(at)
+      ])
+      return row?.n ?? 0
+    },
+    close: async () => undefined
+  }
+}
+
+/**
+ * The same writes with less for the server to do, the same rows in the end: a step's results or
+ * feedback set by the very commit that inserts the step go into its INSERT (one row version
+ * instead of two), and an empty batch of policy events is no write at all (as
+ * `insertPolicyEvents` skips it). The writes are returned as they are when nothing folds.
+ */
+const compactWrites = (writes: ReadonlyArray<RunWrite>): ReadonlyArray<RunWrite> => {
+  let compacted: RunWrite[] | undefined
+  for (let i = 0; i < writes.length; i++) {
+    const write = writes[i]!
+    if (write.op === 'insertPolicyEvents' && write.rows.length === 0) {
+      compacted ??= writes.slice(0, i)
+      continue
+    }
+    if (write.op === 'setStepResults' || write.op === 'setStepFeedback') {
+      const list = compacted ?? writes
+      const end = compacted === undefined ? i : list.length
+      let at = -1
+      for (let j = end - 1; j >= 0; j--) {
+        const earlier = list[j]!
+        if (earlier.op === 'insertStep' && earlier.row.run_id === write.runId && earlier.row.step === write.step) {
+          at = j
+          break
+        }
+      }
+      if (at !== -1) {
+        compacted ??= writes.slice(0, i)
+        const insert = compacted[at] as Extract<RunWrite, { op: 'insertStep' }>
+        compacted[at] = {
+          op: 'insertStep',
+          row: write.op === 'setStepResults' ? { ...insert.row, results_json: write.resultsJson } : { ...insert.row, feedback: write.feedback }
+        }
+        continue
+      }
+    }
+    compacted?.push(write)
+  }
+  return compacted ?? writes
+}
