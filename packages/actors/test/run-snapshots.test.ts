@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { InspectionEvent } from 'xstate'
 import { Agentvisor, loadRunSnapshots, RunNotResumableError, runMachine } from '@agentvisor/actors'
 import { listJournalEntries, listTransitions, openStore } from '@agentvisor/store'
+import type { RunEvent } from '../src/machine/run-machine.js'
+import { initialRunSnapshot, nextRunSnapshot, persistRunSnapshot } from '../src/machine/run-snapshot.js'
 
 const dirs: string[] = []
 const tempDir = () => {
@@ -131,5 +133,28 @@ describe('time travel over the compact journal (docs/durability.md, "The journal
       expect(await listTransitions(store.db, paused.runId)).toEqual(before)
       expect((await store.db.selectFrom('runs').select('status').where('id', '=', paused.runId).executeTakeFirst())?.status).toBe('awaiting_approval')
     })
+  })
+})
+
+describe('the persisted run snapshot', () => {
+  it("is exactly XState's getPersistedSnapshot in every state a run passes through, finished included", () => {
+    const input = { maxSteps: 2, maxRetries: 1, dispatchCeiling: 10, providerCount: 2, timeoutMs: 1000 }
+    const events: RunEvent[] = [
+      { type: 'PROVIDER_ERROR', error: { kind: 'transient', message: '503' }, retryAt: 5 },
+      { type: 'NEXT_PROVIDER' },
+      { type: 'PROVIDER_OK', hasToolCalls: true },
+      { type: 'TOOLS_DONE' },
+      { type: 'VERIFY_FAILED' },
+      { type: 'PROVIDER_OK', hasToolCalls: false },
+      { type: 'VERIFY_PASSED' }
+    ]
+    let snapshot = initialRunSnapshot(input)
+    const seen: string[] = []
+    for (const event of [undefined, ...events]) {
+      if (event !== undefined) snapshot = nextRunSnapshot(snapshot, event)
+      seen.push(JSON.stringify(snapshot.value))
+      expect(JSON.stringify(persistRunSnapshot(snapshot))).toBe(JSON.stringify(runMachine.getPersistedSnapshot(snapshot)))
+    }
+    expect(seen.at(-1)).toBe('{"finished":"succeeded"}')
   })
 })

@@ -65,7 +65,13 @@ export const restoreRunSnapshot = (persisted: PersistedRunSnapshot, input: RunMa
   createActor(runMachine, { input, snapshot: persisted as never }).getSnapshot()
 
 /** The persisted form of a live snapshot. */
-export const persistRunSnapshot = (snapshot: RunSnapshot): PersistedRunSnapshot => runMachine.getPersistedSnapshot(snapshot) as unknown as PersistedRunSnapshot
+export const persistRunSnapshot = (snapshot: RunSnapshot): PersistedRunSnapshot => {
+  // The run machine has no child actors and no history states, so this is what
+  // `getPersistedSnapshot` gives (run-snapshots.test.ts compares them), without its walk of the
+  // context for actor references: the driver persists one snapshot at every commit.
+  const { status, output, error, value, context } = snapshot
+  return { status, output, error, value, historyValue: {}, context, children: {} } as unknown as PersistedRunSnapshot
+}
 
 /** The snapshot after `event`, computed by the pure machine: what the driver's actor had after sending it. */
 export const nextRunSnapshot = (snapshot: RunSnapshot, event: RunEvent): RunSnapshot => transition(runMachine, snapshot, event)[0]

@@ -2,6 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
+import { compactWrites } from '../run-writer/compact-writes.js'
 import type { RunWrite, TransitionCommit } from '../run-writer/run-write.js'
 import { FIRST_LEASE_TOKEN, type LeaseRequest, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
@@ -105,7 +106,8 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     // The fence and the head update are one statement: a superseded driver changes no row.
     const changed = update('runs', commit.head, 'id = ? AND lease_token = ?', [commit.runId, commit.leaseToken])
     if (changed === 0) throw new LeaseLostError({ runId: commit.runId })
-    for (const write of commit.writes) apply(write)
+    // A step inserted and given its results in one commit is one INSERT (compact-writes.ts).
+    for (const write of compactWrites(commit.writes)) apply(write)
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
     const { transitions } = commit
     if (transitions.length > 0) {
