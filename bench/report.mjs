@@ -50,7 +50,7 @@ const rows = [
     'steps/s, 1,000 concurrent runs of 10 steps',
     f.concurrentStepsPerSec.median,
     spread(f.concurrentStepsPerSec),
-    '≥ 5,000',
+    '≥ 6,000',
     yes(r.met.concurrent),
     "one thread and one SQLite writer: commits of concurrent runs share a transaction (group commit), but with 1,000 runs interleaved every run's rows land on other B-tree pages, so a group commit dirties thousands of pages; every step of every run runs on one core; GC of a 500 MB heap; 2,000 concurrent fs calls through libuv's 4 threads"
   ],
@@ -115,7 +115,7 @@ const WHY = {
   langgraph:
     "- **Against LangGraph.js + SqliteSaver.** LangGraph's SqliteSaver writes one checkpoint per step and nothing else; agentvisor writes receipts, step rows and three transitions a step.",
   concurrent:
-    '- **5,000 steps/s in one process.** The statements of a step, with 1,000 runs interleaved, cost most of the 200 µs a step that rate allows (see the throughput row); more throughput comes from more processes (`agentvisor worker`s, PostgreSQL) rather than from one.',
+    '- **6,000 steps/s in one process.** The statements of a step, with 1,000 runs interleaved, cost most of the 200 µs a step that rate allows (see the throughput row); more throughput comes from more processes (`agentvisor worker`s, PostgreSQL) rather than from one.',
   rssPerRun: '- **Idle RSS per run.** See the row: fibers, the actor system, the parsed contract and the conversation of each run.',
   resume: '- **Resume of 1,000 runs.** Each resume is a few reads and a lease acquisition on one thread.',
   cli: '- **CLI cold start.** Most of it is Node’s own start-up (see the row).',

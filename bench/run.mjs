@@ -203,7 +203,7 @@ const results = {
     noToolOverFloorMax: 1.5,
     perStepOverFloorWithToolMax: 1.3,
     langgraphOverAgentvisorMin: 3,
-    concurrentStepsPerSecMin: 5000,
+    concurrentStepsPerSecMin: 6000,
     rssPerRunKbMax: 50,
     resume1000MsMax: 2000,
     cliColdStartMsMax: 400,
