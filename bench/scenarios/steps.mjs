@@ -58,9 +58,11 @@ export const noToolPerStepUs = async (steps) => {
   }
 }
 
-/** The same loop with nothing but xstate send + persisted snapshot + one prepared INSERT per transition, one transaction per step. */
-export const floorPerStepUs = (steps) => {
-  const dir = tmp('floor')
+/**
+ * The floor's store and machine: an XState actor of three states, `send` + persisted snapshot +
+ * one prepared INSERT per transition, one transaction per step (3 transitions each).
+ */
+const openFloor = (dir) => {
   const db = new Database(join(dir, 'floor.db'))
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
@@ -80,7 +82,6 @@ export const floorPerStepUs = (steps) => {
   })
   const actor = createActor(machine).start()
   let seq = 0
-  // One transaction per step, like the brief asks: 3 transitions each.
   const step = db.transaction((events) => {
     for (const type of events) {
       const from = actor.getSnapshot().value
@@ -91,11 +92,23 @@ export const floorPerStepUs = (steps) => {
     }
   })
   const events = ['OK', 'DONE', 'NEXT']
+  return {
+    step: () => step(events),
+    close: () => {
+      actor.stop()
+      db.close()
+    }
+  }
+}
+
+/** The same loop with nothing but xstate send + persisted snapshot + one prepared INSERT per transition, one transaction per step. */
+export const floorPerStepUs = (steps) => {
+  const dir = tmp('floor')
+  const floor = openFloor(dir)
   const t0 = nowMs()
-  for (let i = 0; i < steps; i++) step(events)
+  for (let i = 0; i < steps; i++) floor.step()
   const ms = nowMs() - t0
-  actor.stop()
-  db.close()
+  floor.close()
   rm(dir)
   return { us: (ms * 1000) / steps }
 }
@@ -133,51 +146,22 @@ export const floorPerTransitionTxUs = (steps) => {
 }
 
 /**
- * The floor of a tool step: the floor's loop (xstate + one prepared INSERT per transition, one
- * transaction per step) with the step's tool, agentvisor's own `list_dir` (tool-work.mjs), called
- * in the same loop before each step's transaction, as agentvisor's step calls it.
+ * The floor of a tool step: the floor's loop with the step's tool, agentvisor's own `list_dir`
+ * (tool-work.mjs), called in the same loop before each step's transaction, as agentvisor's step
+ * calls it.
  */
 export const floorWithToolPerStepUs = async (steps) => {
   const dir = tmp('floortool')
   const ws = workspace(dir)
-  const db = new Database(join(dir, 'floor.db'))
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  db.exec(
-    'CREATE TABLE transitions (run_id TEXT NOT NULL, seq INTEGER NOT NULL, from_state TEXT, event TEXT, to_state TEXT, snapshot_json TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (run_id, seq))'
-  )
-  const insert = db.prepare('INSERT INTO transitions (run_id, seq, from_state, event, to_state, snapshot_json, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-  const machine = createMachine({
-    id: 'floor',
-    context: { step: 0 },
-    initial: 'dispatching',
-    states: {
-      dispatching: { on: { OK: 'acting' } },
-      acting: { on: { DONE: 'verifying' } },
-      verifying: { on: { NEXT: 'dispatching' } }
-    }
-  })
-  const actor = createActor(machine).start()
-  let seq = 0
-  const step = db.transaction((events) => {
-    for (const type of events) {
-      const from = actor.getSnapshot().value
-      actor.send({ type })
-      const to = actor.getSnapshot().value
-      seq += 1
-      insert.run('run-1', seq, from, type, to, JSON.stringify(actor.getPersistedSnapshot()), new Date().toISOString())
-    }
-  })
-  const events = ['OK', 'DONE', 'NEXT']
+  const floor = openFloor(dir)
   await toolWork(ws) // opens the workspace, as agentvisor does before its first step
   const t0 = nowMs()
   for (let i = 0; i < steps; i++) {
     await toolWork(ws)
-    step(events)
+    floor.step()
   }
   const ms = nowMs() - t0
-  actor.stop()
-  db.close()
+  floor.close()
   rm(dir)
   return { us: (ms * 1000) / steps }
 }
