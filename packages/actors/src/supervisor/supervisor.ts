@@ -11,6 +11,7 @@ import {
   type RetryPolicy,
   type RunError,
   type TaskContract,
+  type Workspace,
   type WorkspaceError
 } from '@agentvisor/core'
 import { getRun, getRunRow, insertRun, listChildren, LeaseConflictError, LeaseLostError, makeRunWriter, type RunStatus, StoreError } from '@agentvisor/store'
@@ -289,7 +290,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         startOptions: StartOptions,
         /** The token of a run created with its lease; a resumed run takes the lease here. */
         createdWithToken?: number,
-        cancelRequested = false
+        cancelRequested = false,
+        /** The workspace `start` already opened (a resume opens it here). */
+        opened?: Workspace
       ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
         Effect.gen(function* () {
           const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
@@ -297,7 +300,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           // A run whose policy cannot be built never runs permissively: it does not run.
           if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
           const policy = loaded.right
-          const workspace = yield* openWorkspace(contract.workspace)
+          const workspace = opened ?? (yield* openWorkspace(contract.workspace))
           const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
           const observers = observersOf(startOptions)
           // Known before the first step: a fallback's key can be printed by a tool before that
@@ -346,7 +349,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         Effect.gen(function* () {
           // A workspace that cannot be opened (a file, no permission) fails the start before
           // any row exists: a run that never began leaves nothing half made in the store.
-          yield* openWorkspace(contract.workspace)
+          const workspace = yield* openWorkspace(contract.workspace)
           const runId = randomUUID()
           const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
           const parentId = startOptions.parentId ?? null
@@ -359,7 +362,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
           const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
           const actor = createActor(runMachine, { input: machineInput(contract), ...inspectOption(options) })
           actor.start()
-          return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token)
+          return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace)
         })
 
       const resume = (runId: string, startOptions: StartOptions = {}) =>
