@@ -2,6 +2,7 @@ import { statSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import {
   acquireLease,
+  rememberRule,
   kyselyRunWriter,
   LeaseLostError,
   listApprovals,
@@ -64,6 +65,19 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     const row = await getRun(db, 'run-1')
     expect(row).toMatchObject({ lease_owner: 'me', lease_expires_at: 5000, lease_token: 1 })
     expect(row!.contract).toMatchObject({ goal: 'Write DONE into out.txt' })
+  })
+
+  it("reads a workspace's remembered decisions oldest first, and none of another workspace's", async () => {
+    const { db, writer } = await setup()
+    const at = (s: number) => `2026-11-29T12:00:0${s}.000Z`
+    await rememberRule(db, { workspace: '/ws', act: 'write', pattern: 'b.txt', decision: 'deny', run_id: 'run-1', created_at: at(2) })
+    await rememberRule(db, { workspace: '/ws', act: 'exec', pattern: 'npm test', decision: 'allow', run_id: 'run-1', created_at: at(1) })
+    await rememberRule(db, { workspace: '/other', act: 'write', pattern: 'a.txt', decision: 'allow', run_id: 'run-1', created_at: at(0) })
+    expect((await writer.rememberedRules('/ws')).map((r) => [r.act, r.pattern, r.decision])).toEqual([
+      ['exec', 'npm test', 'allow'],
+      ['write', 'b.txt', 'deny']
+    ])
+    expect(await writer.rememberedRules('/nowhere')).toEqual([])
   })
 
   it('commits transitions, their step data and the head in one transaction, in order', async () => {

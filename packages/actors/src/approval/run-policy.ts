@@ -1,5 +1,6 @@
 import { compilePolicy, type CompiledPolicy, type RememberedRule, type TaskContract } from '@agentvisor/core'
-import { type Executor, listRememberedRules, type RememberedRuleRow, StoreError } from '@agentvisor/store'
+import { type Executor, type LeaseLostError, listRememberedRules, type RememberedRuleRow, type RunWriter, StoreError } from '@agentvisor/store'
+import { store } from '../supervisor/driver-io.js'
 import { Effect, Either } from 'effect'
 
 const policyOf = (contract: TaskContract, remembered: ReadonlyArray<RememberedRuleRow>): Either.Either<CompiledPolicy, string> => {
@@ -20,5 +21,15 @@ export const loadRunPolicy = (db: Executor, contract: TaskContract): Effect.Effe
       try: () => listRememberedRules(db, contract.workspace),
       catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
     }),
+    (remembered) => policyOf(contract, remembered)
+  )
+
+/**
+ * `loadRunPolicy` through the run's writer, as a run's start and resume read it: a prepared
+ * statement on SQLite, answered at once (docs/architecture.md, "The hot path").
+ */
+export const runPolicyOf = (writer: RunWriter, contract: TaskContract): Effect.Effect<Either.Either<CompiledPolicy, string>, StoreError | LeaseLostError> =>
+  Effect.map(
+    store('load remembered decisions', () => writer.rememberedRules(contract.workspace)),
     (remembered) => policyOf(contract, remembered)
   )

@@ -24,7 +24,7 @@ import { isFinalPath, statusOfState } from '../machine/run-state.js'
 import { type CircuitBreakerPolicy, DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
 import { type Approver, makeRunDriver, type RunDriver } from './run-driver.js'
-import { loadRunPolicy } from '../approval/run-policy.js'
+import { runPolicyOf } from '../approval/run-policy.js'
 import { DEFAULT_LEASE_POLICY, dropLease, type LeasePolicy, makeLeaseOwner, takeLease } from './lease.js'
 import { makeLeaseKeeper, storeLeaseQueries } from './lease-keeper.js'
 import { makeStopSignal, type StopSignal } from './stop-signal.js'
@@ -296,7 +296,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
         Effect.gen(function* () {
           const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
-          const loaded = yield* loadRunPolicy(db, contract)
+          const loaded = yield* runPolicyOf(writer, contract)
           // A run whose policy cannot be built never runs permissively: it does not run.
           if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
           const policy = loaded.right

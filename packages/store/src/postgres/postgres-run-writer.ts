@@ -1,3 +1,4 @@
+import type { RememberedRuleRow } from '../tables/remembered-rules.table.js'
 import type { Pool, QueryResultRow } from 'pg'
 import { LeaseLostError } from '../errors.js'
 import { compactWrites } from '../run-writer/compact-writes.js'
@@ -105,6 +106,12 @@ export function postgresRunWriter(pool: Pool): RunWriter {
           [encodeText(runId), step]
         )
       ).map(decodeApprovalRow),
+    rememberedRules: async (workspace) =>
+      decodeRows(
+        await query<RememberedRuleRow>('agentvisor_remembered_rules', 'SELECT * FROM remembered_rules WHERE workspace = $1 ORDER BY created_at, act, pattern', [
+          encodeText(workspace)
+        ])
+      ),
     toolEffects: async (runId, step) =>
       decodeRows(
         await query<StoredToolEffectRow>('agentvisor_tool_effects', 'SELECT * FROM tool_effects WHERE run_id = $1 AND step = $2 ORDER BY step, position', [

@@ -1,3 +1,5 @@
+import { listRememberedRules } from '../repositories/remembered-rules.repository.js'
+import type { RememberedRuleRow } from '../tables/remembered-rules.table.js'
 import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
@@ -79,6 +81,8 @@ export interface RunWriter {
   /** Settles the run's pending receipts (`settlePendingAttempts`), fenced; returns how many. */
   readonly settlePending: (runId: string, leaseToken: number, outcome: SettledAttemptOutcome, at: string) => Eventually<number>
   /** Stops what the writer runs in the background (SQLite's checkpointer); the store stays open. */
+  /** The decisions remembered for a workspace, as `listRememberedRules` orders them (a run's start reads them). */
+  readonly rememberedRules: (workspace: string) => Eventually<RememberedRuleRow[]>
   readonly close: () => Promise<void>
 }
 
@@ -163,6 +167,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
         await checkFence(trx, runId, leaseToken)
         return settlePendingAttempts(trx, runId, outcome, at)
       }),
+    rememberedRules: (workspace) => listRememberedRules(db, workspace),
     close: async () => undefined
   }
 }

@@ -1,3 +1,4 @@
+import type { RememberedRuleRow } from '../tables/remembered-rules.table.js'
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
@@ -244,6 +245,10 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       decodeRows(
         statement('SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY step, position, created_at, id').all(runId, step) as StoredApprovalRow[]
       ).map(decodeApprovalRow),
+    rememberedRules: (workspace) =>
+      decodeRows(
+        statement('SELECT * FROM remembered_rules WHERE workspace = ? ORDER BY created_at, act, pattern').all(encodeText(workspace)) as RememberedRuleRow[]
+      ),
     toolEffects: (runId, step) =>
       decodeRows(statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as StoredToolEffectRow[]).map(
         decodeToolEffectRow
