@@ -163,7 +163,7 @@ async function openSqliteStore(file: string): Promise<Store> {
   })
 
   try {
-    configure(sqlite)
+    await configure(sqlite)
     // Any failure of the quick look (no table yet, not a database at all) is left to the full
     // migration, which reports it properly.
     if (!(await isUpToDate(db).catch(() => false))) await migrateSqlite(db, sqlite, resolved)
@@ -237,13 +237,33 @@ const rethrowUnlessUndefinedTable = (error: unknown): false => {
   throw error
 }
 
-function configure(sqlite: BetterSqlite3.Database): void {
+async function configure(sqlite: BetterSqlite3.Database): Promise<void> {
   // WAL lets readers (`runs`, the inspector) go on while a run writes; NORMAL is durable across
   // process crashes in WAL mode and only risks the last commits on power loss.
-  sqlite.pragma('journal_mode = WAL')
+  await intoWal(sqlite)
   sqlite.pragma('synchronous = NORMAL')
   sqlite.pragma('foreign_keys = ON')
   sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+}
+
+/**
+ * Switches a file into WAL mode. Switching needs the file to itself for a moment, and SQLite
+ * answers SQLITE_BUSY at once, without its busy timeout, when another process has a fresh file
+ * open in the middle of its own switch or first migration (several processes opening a new store
+ * at the same moment). So the switch is asked again, a few milliseconds apart, within the busy
+ * timeout; once the file is in WAL mode the pragma is a no-op that never waits.
+ */
+async function intoWal(sqlite: BetterSqlite3.Database): Promise<void> {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS
+  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+    try {
+      sqlite.pragma('journal_mode = WAL')
+      return
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code !== 'SQLITE_BUSY' || Date.now() + wait > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, wait))
+    }
+  }
 }
 
 /**
