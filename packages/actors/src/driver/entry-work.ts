@@ -7,7 +7,7 @@ import type { Drive } from './drive.js'
 import { dispatch, nextProvider } from './model-call.js'
 import type { Now } from './now.js'
 import { waitToRetry } from './retry-wait.js'
-import { act, actingIsPure } from './tool-execution.js'
+import { act } from './tool-execution.js'
 import type { Work } from './transition-journal.js'
 import { check, verifyingIsPure } from './verification.js'
 
@@ -40,7 +40,8 @@ export const ENTRY_WORK: EntryWorkTable = {
   dispatching: { run: dispatch, pure: always },
   fallingOver: { run: () => nextProvider, pure: always },
   retrying: { run: waitToRetry, pure: never },
-  acting: { run: act, pure: actingIsPure },
+  // Only plans and reads: a tool with an effect flushes first, with its `started` (tool-execution.ts).
+  acting: { run: act, pure: always },
   verifying: { run: check, pure: verifyingIsPure },
   awaitingApproval: { run: awaitApprovals, pure: never },
   awaitingChildren: { run: awaitChildren, pure: never },

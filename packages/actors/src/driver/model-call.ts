@@ -17,7 +17,7 @@ import { attemptWithin } from '../supervisor/deadline.js'
 import { iso, store } from '../supervisor/driver-io.js'
 import { type AttemptSettled, notify } from '../supervisor/run-observer.js'
 import type { Drive } from './drive.js'
-import { later, type Now } from './now.js'
+import { later, type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
 
 /**
@@ -55,10 +55,8 @@ const sendWithReceipt = (drive: Drive, ctx: RunContext): Now<Work, StoreError | 
   const admission = deps.breakers.admit(key, startedAt)
   if (admission === 'open') return skipOpenCircuit(drive, ctx, provider.name, startedAt)
   journal.stageWrite({ op: 'insertAttempt', row: pendingAttempt(deps.runId, ctx, provider.name, startedAt) })
-  const flushing = journal.flushNow()
   const call = { provider, config, key, admission, startedAt }
-  if (flushing === undefined) return send(drive, ctx, call)
-  return Effect.flatMap(Effect.uninterruptible(flushing), () => later(send(drive, ctx, call)))
+  return thenNow(journal.flushNow(), () => send(drive, ctx, call))
 }
 
 interface Call {

@@ -11,10 +11,18 @@ export type Now<A, E = never> = A | Effect.Effect<A, E>
 /** `x` as an Effect (the slow path, and what tests compose). */
 export const later = <A, E>(x: Now<A, E>): Effect.Effect<A, E> => (Effect.isEffect(x) ? (x as Effect.Effect<A, E>) : Effect.succeed(x))
 
-/** `f` of `x`'s value: called at once when `x` is a value or a succeeded Exit, else after it. */
-export const thenNow = <A, E, B, E2>(x: Now<A, E>, f: (a: A) => Now<B, E2>): Now<B, E | E2> => {
-  if (!Effect.isEffect(x)) return f(x as A)
+/** What `valueNow` answers for a result that is not had at once. */
+export const LATER: unique symbol = Symbol('later')
+
+/** `x`'s value when it is had at once (a plain value or a succeeded Exit), else `LATER`. */
+export const valueNow = <A, E>(x: Now<A, E>): A | typeof LATER => {
+  if (!Effect.isEffect(x)) return x as A
   const effect = x as Effect.Effect<A, E>
-  if (Exit.isExit(effect) && Exit.isSuccess(effect)) return f((effect as Exit.Success<A, E>).value)
-  return Effect.flatMap(effect, (a) => later(f(a)))
+  return Exit.isExit(effect) && Exit.isSuccess(effect) ? (effect as Exit.Success<A, E>).value : LATER
+}
+
+/** `f` of `x`'s value: called at once when `x` is had at once, else after it. */
+export const thenNow = <A, E, B, E2>(x: Now<A, E>, f: (a: A) => Now<B, E2>): Now<B, E | E2> => {
+  const value = valueNow(x)
+  return value === LATER ? Effect.flatMap(x as Effect.Effect<A, E>, (a) => later(f(a))) : f(value)
 }

@@ -27,22 +27,19 @@ const stepTools = (drive: Drive): ReadonlyArray<ToolDefinition | undefined> => {
 }
 
 /**
- * `acting` may always be staged behind the transition into it: its own work only reads (the
- * plan, the approvals, the journal), and a call with an effect makes everything staged durable,
- * with its `started` journal entry, before it runs (tool-journal.ts). So a step whose tools only
- * read costs one commit (its reply, its reads and their results go with the next dispatch's
- * receipt; should the process die before it, the reply is lost with the reads, which changed
- * nothing, and resume sends the dispatch again, settling the first `unknown`), and a step with
- * effects two: the reply with the first `started`, then the results with the next receipt
- * (docs/architecture.md, "The hot path").
- */
-export const actingIsPure = (): boolean => true
-
-/**
  * `acting`'s entry work: runs the step's tool calls as policy allows. The whole step is planned
  * first: if any call needs a person's decision, nothing runs and the run moves to
  * `awaitingApproval` with the requests persisted; once decided, re-entering `acting` plans
  * again and performs exactly what was approved.
+ *
+ * `acting` is always staged behind the transition into it: its own work only reads (the plan,
+ * the approvals, the journal), and a call with an effect makes everything staged durable, with its
+ * `started` journal entry, before it runs (tool-journal.ts). So a step whose tools only read costs
+ * one commit (its reply, its reads and their results go with the next dispatch's receipt; should
+ * the process die before it, the reply is lost with the reads, which changed nothing, and resume
+ * sends the dispatch again, settling the first `unknown`), and a step with effects two: the reply
+ * with the first `started`, then the results with the next receipt (docs/architecture.md, "The
+ * hot path").
  */
 export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
   Effect.gen(function* () {

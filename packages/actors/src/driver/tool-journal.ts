@@ -45,7 +45,7 @@ export const perform = (
           row: { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: iso(drive.now()) }
         })
         const flushing = journal.flushNow()
-        if (flushing !== undefined) yield* Effect.uninterruptible(flushing)
+        if (flushing !== undefined) yield* flushing
       }
       const ctx = new RunToolContext(runId, step, position, call.id, deps.workspace, commandsOf(drive))
       const outcome = yield* runToolCall(drive.tools, tool, call, ctx)

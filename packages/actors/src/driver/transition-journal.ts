@@ -74,8 +74,8 @@ export class TransitionJournal {
   /** The status this driver last made durable (unknown at first: the row may say otherwise). */
   private writtenStatus: string | undefined
   /**
-   * Makes everything staged durable in one fenced transaction, then tells the observers. Callers
-   * make it uninterruptible, so a cancel that lands mid-commit waits: memory and store agree.
+   * Makes everything staged durable in one fenced transaction, then tells the observers.
+   * Uninterruptible (see `flushNow`), so a cancel that lands mid-commit waits: memory and store agree.
    */
   readonly flush: Effect.Effect<void, StoreError | LeaseLostError>
 
@@ -182,7 +182,8 @@ export class TransitionJournal {
   /**
    * Makes everything staged durable now: `undefined` once it is (SQLite answers at once, and the
    * observers have heard), else the Effect that finishes the commit (a store that answers later,
-   * a group commit, a failure). The hot path's flush: no Effect when the store needs none.
+   * a group commit, a failure), uninterruptible like every flush. The hot path's flush: no Effect
+   * when the store needs none.
    */
   flushNow(): Effect.Effect<void, StoreError | LeaseLostError> | undefined {
     const batch = this.staged
@@ -206,10 +207,12 @@ export class TransitionJournal {
       this.durableNow(batch)
       return undefined
     }
-    return Effect.matchEffect(Effect.tryPromise({ try: () => result as Promise<void>, catch: (cause) => failure('commit transition', cause) }), {
-      onFailure: (error) => this.failed(error),
-      onSuccess: () => Effect.sync(() => this.durableNow(batch))
-    })
+    return Effect.uninterruptible(
+      Effect.matchEffect(Effect.tryPromise({ try: () => result as Promise<void>, catch: (cause) => failure('commit transition', cause) }), {
+        onFailure: (error) => this.failed(error),
+        onSuccess: () => Effect.sync(() => this.durableNow(batch))
+      })
+    )
   }
 
   private failed(error: StoreError | LeaseLostError): Effect.Effect<never, StoreError | LeaseLostError> {

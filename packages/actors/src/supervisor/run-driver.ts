@@ -1,9 +1,10 @@
 import { builtinCatalogue, type ChatMessage, type ToolCall } from '@agentvisor/core'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
-import { Effect, Exit } from 'effect'
+import { Effect } from 'effect'
 import { makeChildRuns } from '../children/child-runs.js'
 import type { Drive, RunDriverDeps } from '../driver/drive.js'
 import { ENTRY_WORK, type EntryWorkTable } from '../driver/entry-work.js'
+import { LATER, valueNow } from '../driver/now.js'
 import { recoverLostDispatch } from '../driver/recovery.js'
 import { TransitionJournal, type Work } from '../driver/transition-journal.js'
 import { notify } from './run-observer.js'
@@ -56,31 +57,26 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
    * Effect, which is also where an interruption can land. A streak of work that never waits gives
    * the event loop a turn every `SYNC_STREAK` states, so timers, cancels and other runs get in.
    */
-  const finish = Effect.uninterruptible(journal.flush)
   const advance = (): Effect.Effect<void, StoreError | LeaseLostError> => {
     for (let streak = 0; ; streak++) {
       const entry = entryWork[journal.path()]
       // Anything with an effect starts only once everything staged before it is durable.
       if (entry === null || !entry.pure(drive)) {
         const flushing = journal.flushNow()
-        if (flushing !== undefined) return Effect.flatMap(Effect.uninterruptible(flushing), advance)
+        if (flushing !== undefined) return Effect.flatMap(flushing, advance)
       }
       if (entry === null) return Effect.void
       if (streak === SYNC_STREAK) return Effect.flatMap(nextTurn, advance)
       const ran = entry.run(drive, journal.context())
-      let next: Work | undefined
-      if (Effect.isEffect(ran)) {
-        const effect = ran as Effect.Effect<Work | undefined, StoreError | LeaseLostError>
-        if (!(Exit.isExit(effect) && Exit.isSuccess(effect))) {
-          return Effect.flatMap(effect, (work) => {
-            if (work === undefined) return finish
-            journal.stage(work, drive.now())
-            return advance()
-          })
-        }
-        next = (effect as Exit.Success<Work | undefined, never>).value
-      } else next = ran as Work | undefined
-      if (next === undefined) return finish
+      const next = valueNow(ran)
+      if (next === LATER) {
+        return Effect.flatMap(ran as Effect.Effect<Work | undefined, StoreError | LeaseLostError>, (work) => {
+          if (work === undefined) return journal.flush
+          journal.stage(work, drive.now())
+          return advance()
+        })
+      }
+      if (next === undefined) return journal.flush
       journal.stage(next, drive.now())
     }
   }
