@@ -1,5 +1,6 @@
 // Shared helpers of the benchmark scenarios.
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -52,3 +53,24 @@ export const stats = (xs) => {
 export const round = (x) => (x === null || x === undefined ? x : Math.round(x * 100) / 100)
 
 export const nowMs = () => Number(process.hrtime.bigint()) / 1e6
+
+/** A port free on 127.0.0.1 right now (for the servers the bench starts). */
+export const freePort = () =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+
+/** µs per step of `av.run(task)`, which must end after at least `steps` steps, succeeded or failed. */
+export const timedRunPerStepUs = async (av, task, steps) => {
+  const t0 = nowMs()
+  const result = await av.run(task)
+  const ms = nowMs() - t0
+  if (result.status !== 'succeeded' && result.status !== 'failed') throw new Error(`unexpected end ${JSON.stringify(result)}`)
+  if (result.steps < steps) throw new Error(`only ${result.steps} steps: ${JSON.stringify(result)}`)
+  return { us: (ms * 1000) / result.steps, steps: result.steps, status: result.status }
+}

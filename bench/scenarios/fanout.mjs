@@ -30,9 +30,9 @@
 // Alone: `npm run build && node bench/scenarios/fanout.mjs` (env BENCH_REPS, BENCH_CHILDREN).
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createConnection, createServer } from 'node:net'
+import { createConnection } from 'node:net'
 import { join } from 'node:path'
-import { actorsUrl, cliBin, nowMs, rm, tmp } from '../lib.mjs'
+import { actorsUrl, cliBin, freePort, nowMs, rm, tmp } from '../lib.mjs'
 
 export const FANOUT_CHILDREN = Number(process.env.BENCH_CHILDREN ?? 100)
 export const FANOUT_WORKERS = 2
@@ -42,16 +42,6 @@ const CHILD_GOAL = 'bench child'
 
 const log = (line) => process.stderr.write(`[bench] ${line}\n`)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
 
 const accepts = (port) =>
   new Promise((resolve) => {

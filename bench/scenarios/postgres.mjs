@@ -11,12 +11,11 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chownSync, closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph'
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres'
 import pg from 'pg'
-import { actorsUrl, nowMs, rm, scriptedTask, tmp, workspace } from '../lib.mjs'
+import { actorsUrl, freePort, nowMs, rm, scriptedTask, timedRunPerStepUs, tmp, workspace } from '../lib.mjs'
 import { toolWork } from './tool-work.mjs'
 
 const { Agentvisor } = await import(actorsUrl)
@@ -53,16 +52,6 @@ const serverUser = () => {
   if (uid === undefined || gid === undefined) throw new Error("PostgreSQL refuses to run as root and there is no 'postgres' user to run it as")
   return { uid: Number(uid), gid: Number(gid) }
 }
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
 
 /**
  * A fresh PostgreSQL on 127.0.0.1: `{ url(name), createDatabase(), dropDatabase(name), stop() }`.
@@ -169,12 +158,7 @@ export const agentvisorPostgresPerStepUs = async (server, steps) => {
   // Opening migrates the fresh database; the timing starts after it.
   const av = await Agentvisor.open({ db: server.url(name), telemetry: false })
   try {
-    const t0 = nowMs()
-    const result = await av.run(scriptedTask(ws, steps))
-    const ms = nowMs() - t0
-    if (result.status !== 'succeeded' && result.status !== 'failed') throw new Error(`unexpected end ${JSON.stringify(result)}`)
-    if (result.steps < steps) throw new Error(`only ${result.steps} steps: ${JSON.stringify(result)}`)
-    return { us: (ms * 1000) / result.steps, steps: result.steps }
+    return await timedRunPerStepUs(av, scriptedTask(ws, steps), steps)
   } finally {
     await av.close()
     await server.dropDatabase(name)

@@ -6,7 +6,7 @@ const requireFromStore = createRequire(new URL('../../packages/store/package.jso
 const requireFromActors = createRequire(new URL('../../packages/actors/package.json', import.meta.url))
 const Database = requireFromStore('better-sqlite3')
 const { createActor, createMachine } = requireFromActors('xstate')
-import { actorsUrl, nowMs, rm, scriptedTask, tmp, workspace } from '../lib.mjs'
+import { actorsUrl, nowMs, rm, scriptedTask, timedRunPerStepUs, tmp, workspace } from '../lib.mjs'
 import { toolWork } from './tool-work.mjs'
 
 const { Agentvisor } = await import(actorsUrl)
@@ -17,12 +17,7 @@ export const agentvisorPerStepUs = async (steps) => {
   const ws = workspace(dir)
   const av = await Agentvisor.open({ db: join(dir, 'av.db'), telemetry: false })
   try {
-    const t0 = nowMs()
-    const result = await av.run(scriptedTask(ws, steps))
-    const ms = nowMs() - t0
-    if (result.status !== 'succeeded' && result.status !== 'failed') throw new Error(`unexpected end ${JSON.stringify(result)}`)
-    if (result.steps < steps) throw new Error(`only ${result.steps} steps: ${JSON.stringify(result)}`)
-    return { us: (ms * 1000) / result.steps, steps: result.steps, status: result.status }
+    return await timedRunPerStepUs(av, scriptedTask(ws, steps), steps)
   } finally {
     await av.close()
     rm(dir)
