@@ -109,7 +109,7 @@ const rows = [
 // Why a target is missed, for those this run missed (the figures say by how much).
 const WHY = {
   noTool:
-    "- **The no-tool step against the floor.** The floor is one XState send and one INSERT per transition in one transaction a step; agentvisor's step also writes the receipt (before the call, so a crash never loses the fact that a call went out), the reply's step row with the verification's feedback, and the run head, and its verification reads the workspace through the confined path check (here of a file that does not exist, built as a typed error each step).",
+    "- **The no-tool step against the floor.** The floor is one XState send and one INSERT per transition in one transaction a step; agentvisor's step also writes the receipt (before the call, so a crash never loses the fact that a call went out), the reply's step row with the verification's feedback, and the run head, and its verification reads the workspace through the confined walk (here of a file that does not exist: the pinned root and one look, answered as a value).",
   perStep:
     "- **The tool step against the floor with the same tool.** Both sides run the same `list_dir`; what agentvisor adds, measured: its commit of 4–5 rows on as many B-trees (the floor's: 3 rows on one), XState's three sends through a machine of guarded, assigning transitions (the floor's machine has neither), the tool's policy check, and Effect's run loop around the tool. Reaching 1.3× would take folding the receipts and the step row into the journal entry (one row a step, a store format change) and a tool path without Effect.",
   langgraph:

@@ -99,8 +99,14 @@ const startSwapper = async (mode: 'folder' | 'file', target: string, text = '', 
 const race = (calls: ReadonlyArray<() => Promise<ToolOutcome>>): Promise<ToolOutcome[]> =>
   Effect.runPromise(Effect.forEach(calls, (run) => Effect.promise(run), { concurrency: 8 }))
 
-/** How many rounds of calls at most, until both sides of the swap were seen (a loaded host may need more than one). */
-const MAX_ROUNDS = 6
+/**
+ * How many rounds of calls at most, until both sides of the swap were seen (a loaded host may
+ * need more than one). A round of file checks lasts a few milliseconds (they answer at once),
+ * short enough to fit whole in one time slice where the swapper is not scheduled: the bound is
+ * high so that the rounds together span the swapper's working too. Every round's results are
+ * checked, so more rounds only test more.
+ */
+const MAX_ROUNDS = 40
 
 /**
  * Plays `round` until `live` says both sides of the swap were met (so the calls really raced it),

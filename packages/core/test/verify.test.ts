@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { Effect } from 'effect'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openWorkspace, verify, type VerifySpec, type Workspace } from '@agentvisor/core'
+import { openWorkspace, verify, verifyNow, type VerifySpec, type Workspace } from '@agentvisor/core'
 
 let base: string
 let ws: Workspace
@@ -105,6 +105,20 @@ describe('verify', () => {
       passed: true,
       detail: 'log.txt has exactly the expected content'
     })
+  })
+
+  it('answers file checks and an allOf of them at once, as a value, and a command as an Effect to run', async () => {
+    write('a.txt', 'alpha')
+    expect(verifyNow(ws, { fileContains: { path: 'missing.txt', text: 'DONE' } })).toEqual({ passed: false, detail: 'missing.txt does not exist' })
+    expect(verifyNow(ws, { fileEquals: { path: 'a.txt', text: 'alpha' } })).toEqual({ passed: true, detail: 'a.txt has exactly the expected content' })
+    expect(
+      verifyNow(ws, {
+        allOf: [{ fileContains: { path: 'a.txt', text: 'alpha' } }, { fileContains: { path: 'out/b.txt', text: 'beta' } }]
+      })
+    ).toEqual({ passed: false, detail: 'out/b.txt does not exist' })
+    const command = verifyNow(ws, { allOf: [{ fileContains: { path: 'a.txt', text: 'alpha' } }, { command: { run: 'test -f a.txt' } }] })
+    expect(Effect.isEffect(command)).toBe(true)
+    expect(await Effect.runPromise(command as Effect.Effect<unknown>)).toEqual({ passed: true, detail: 'all 2 checks passed' })
   })
 
   it('fails a check whose path escapes the workspace with the boundary message', async () => {

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto'
 import * as fs from 'node:fs'
 import { constants, type Dirent, type Stats } from 'node:fs'
 import * as path from 'node:path'
-import { Effect } from 'effect'
-import { FileSystemError, WorkspaceEscapeError } from '../errors.js'
+import type { WorkspaceEscapeError } from '../errors.js'
 import { fsErrorCode } from './tool-outcome.js'
 
 /**
@@ -30,6 +29,10 @@ import { fsErrorCode } from './tool-outcome.js'
  * them. Only contents that can be large go asynchronous: a listing of a big folder and a whole
  * file read past `SYNC_READ_MAX_BYTES`, so that one call never stalls every other run of the
  * process for long. That is why the `...Now` functions answer either at once or with a promise.
+ *
+ * A missing file is an answer, not an exception: the last component is looked at with
+ * `lstat`'s `throwIfNoEntry: false`, since every error Node throws from a file-system call
+ * captures a full stack, which costs far more than the call itself.
  */
 
 const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW
@@ -66,7 +69,7 @@ export const isInside = (root: string, candidate: string): boolean => {
 }
 
 /** A folder held open; names inside it are reached through `via`. */
-interface PinnedFolder {
+export interface PinnedFolder {
   readonly fd: number
   /** `/proc/self/fd/N` when anchored; otherwise the folder's real path. */
   readonly via: string
@@ -83,7 +86,7 @@ export interface PinTarget {
   readonly options?: PinOptions | undefined
 }
 
-const entryOf = (dir: PinnedFolder, name: string): string => `${dir.via}/${name}`
+export const entryOf = (dir: PinnedFolder, name: string): string => `${dir.via}/${name}`
 
 const sameInode = (a: Stats, b: Stats): boolean => a.dev === b.dev && a.ino === b.ino
 
@@ -105,7 +108,7 @@ const fdPath = (fd: number, options: PinOptions | undefined): string | undefined
  * name for the fd must lie inside the root; otherwise the inode at `real` must be the fd's.
  * Anything that cannot be confirmed is refused.
  */
-const confirmHandle = (target: PinTarget, fd: number, real: string, anchored: boolean): void => {
+export const confirmHandle = (target: PinTarget, fd: number, real: string, anchored: boolean): void => {
   if (anchored) {
     const actual = fdPath(fd, target.options)
     if (actual === undefined || !isInside(target.root, actual)) throw target.refuse()
@@ -118,7 +121,7 @@ const confirmHandle = (target: PinTarget, fd: number, real: string, anchored: bo
   if (current === undefined || resolved !== real || !sameInode(opened, current)) throw target.refuse()
 }
 
-const closeQuietly = (fd: number): void => {
+export const closeQuietly = (fd: number): void => {
   try {
     fs.closeSync(fd)
   } catch {
@@ -181,17 +184,43 @@ const makeFoldersByPath = (target: PinTarget, components: readonly string[]): vo
 }
 
 /**
+ * The workspace root held open and checked to be the root (its own path could have been
+ * redirected on the way to it: a workspace folder replaced under a run), or undefined where
+ * there are no fd links (not Linux). The caller closes it.
+ */
+export const pinRoot = (target: PinTarget): PinnedFolder | undefined => {
+  const rootFd = fs.openSync(target.root, constants.O_RDONLY | constants.O_DIRECTORY)
+  const rootLink = fdPath(rootFd, target.options)
+  if (rootLink === undefined) {
+    closeQuietly(rootFd)
+    return undefined
+  }
+  if (rootLink !== target.root) {
+    closeQuietly(rootFd)
+    throw target.refuse()
+  }
+  return { fd: rootFd, via: `${target.options?.fdLinks ?? DEFAULT_FD_LINKS}/${rootFd}`, real: target.root, anchored: true }
+}
+
+/**
+ * Opens folder `name` inside the pinned `parent`, creating it first when asked and missing; a
+ * symlink there is refused. The caller closes both.
+ */
+export const openFolderIn = (target: PinTarget, parent: PinnedFolder, name: string, create = false): PinnedFolder => {
+  const fd = openChildFolder(target, parent, name, create)
+  return { fd, via: `${target.options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`, real: path.join(parent.real, name), anchored: true }
+}
+
+/**
  * Opens the folder at real path `root/components...`, each component relative to the previous
  * folder's fd, creating missing ones when `create` is set. The result is confirmed inside the
  * root; the caller closes it.
  */
 const pinFolder = (target: PinTarget, components: readonly string[], create: boolean): PinnedFolder => {
   const real = path.join(target.root, ...components)
-  const rootFd = fs.openSync(target.root, constants.O_RDONLY | constants.O_DIRECTORY)
-  const rootLink = fdPath(rootFd, target.options)
-  if (rootLink === undefined) {
+  const root = pinRoot(target)
+  if (root === undefined) {
     // No fd links: open the folder by its path and check the fd against it afterwards.
-    closeQuietly(rootFd)
     if (create) makeFoldersByPath(target, components)
     let fd: number
     try {
@@ -209,18 +238,16 @@ const pinFolder = (target: PinTarget, components: readonly string[], create: boo
     }
     return { fd, via: real, real, anchored: false }
   }
-  const fdLinks = target.options?.fdLinks ?? DEFAULT_FD_LINKS
-  let current: PinnedFolder = { fd: rootFd, via: `${fdLinks}/${rootFd}`, real: target.root, anchored: true }
+  let current: PinnedFolder = root
   try {
-    // The root's own path could have been redirected on the way to it.
-    if (rootLink !== target.root) throw target.refuse()
     for (const name of components) {
-      const fd = openChildFolder(target, current, name, create)
+      const next = openFolderIn(target, current, name, create)
       closeQuietly(current.fd)
-      current = { fd, via: `${fdLinks}/${fd}`, real: path.join(current.real, name), anchored: true }
+      current = next
     }
-    // A folder renamed out of the workspace while it was held open is caught here.
-    confirmHandle(target, current.fd, current.real, true)
+    // A folder renamed out of the workspace while it was held open is caught here (the root
+    // itself was just checked by pinRoot).
+    if (current !== root) confirmHandle(target, current.fd, current.real, true)
     return current
   } catch (error) {
     closeQuietly(current.fd)
@@ -235,8 +262,11 @@ const componentsOf = (root: string, real: string): string[] => {
 }
 
 /** Runs `use` on the pinned folder and closes it once `use` is done, at once or when its promise settles. */
-const withFolder = <A>(target: PinTarget, components: readonly string[], create: boolean, use: (dir: PinnedFolder) => Eventually<A>): Eventually<A> => {
-  const dir = pinFolder(target, components, create)
+const withFolder = <A>(target: PinTarget, components: readonly string[], create: boolean, use: (dir: PinnedFolder) => Eventually<A>): Eventually<A> =>
+  usingFolder(pinFolder(target, components, create), use)
+
+/** Runs `use` on `dir`, already open, and closes it once `use` is done, at once or when its promise settles. */
+export const usingFolder = <A>(dir: PinnedFolder, use: (dir: PinnedFolder) => Eventually<A>): Eventually<A> => {
   let result: Eventually<A>
   try {
     result = use(dir)
@@ -258,30 +288,36 @@ const promised = <A>(run: () => Eventually<A>): Promise<A> => {
   }
 }
 
-/** What a pinned call threw, typed: the target's refusal as it is, anything else as a file-system error. */
-const pinnedFailure = (requested: string, cause: unknown): WorkspaceEscapeError | FileSystemError =>
-  cause instanceof WorkspaceEscapeError ? cause : new FileSystemError({ path: requested, code: fsErrorCode(cause), cause })
+/** Nothing at the path: ENOENT, or ENOTDIR when a file stands where a folder of the path would be. */
+export interface PinnedMissing {
+  readonly kind: 'missing'
+  readonly code: 'ENOENT' | 'ENOTDIR'
+}
 
-/**
- * A pinned call (`readPinnedNow`, `listPinnedNow`, `writePinnedNow`) as an Effect that fails
- * typed. An answer given at once costs no promise and no trip through the event loop, like a
- * store call of the run driver.
- */
-export const pinnedCall = <A>(requested: string, run: () => Eventually<A>): Effect.Effect<A, WorkspaceEscapeError | FileSystemError> =>
-  Effect.suspend(() => {
-    let result: Eventually<A>
-    try {
-      result = run()
-    } catch (cause) {
-      return Effect.fail(pinnedFailure(requested, cause))
-    }
-    if (!(result instanceof Promise)) return Effect.succeed(result)
-    const pending = result
-    return Effect.tryPromise({ try: () => pending, catch: (cause) => pinnedFailure(requested, cause) })
-  })
+export const MISSING: PinnedMissing = { kind: 'missing', code: 'ENOENT' }
+export const NOT_A_FOLDER: PinnedMissing = { kind: 'missing', code: 'ENOTDIR' }
 
 /** What a confined read found at the path. */
-export type PinnedRead = { readonly kind: 'file'; readonly head: Buffer; readonly size: number } | { readonly kind: 'folder' } | { readonly kind: 'special' }
+export type PinnedRead =
+  | { readonly kind: 'file'; readonly head: Buffer; readonly size: number }
+  | { readonly kind: 'folder' }
+  | { readonly kind: 'special' }
+  | PinnedMissing
+
+const FOLDER: PinnedRead = { kind: 'folder' }
+const SPECIAL: PinnedRead = { kind: 'special' }
+
+/**
+ * `lstat` of `entry` without an exception for a missing one; a look that fails otherwise (a
+ * permission error) is refused like a path that cannot be resolved: the check fails closed.
+ */
+export const lookAt = (target: PinTarget, entry: string): Stats | undefined => {
+  try {
+    return fs.lstatSync(entry, { throwIfNoEntry: false })
+  } catch {
+    throw target.refuse()
+  }
+}
 
 /** Reads at most `max` bytes from the start of an open file, however large it is. */
 const readHead = (fd: number, max: number): Buffer => {
@@ -302,42 +338,71 @@ const readWholeLater = (fd: number): Promise<Buffer> =>
 /**
  * Reads the file at `real` (already checked inside `target.root`) through pinned folders: at
  * most `max` bytes, or all of it when `max` is undefined. Throws the target's escape error when
- * the path was swapped to lead elsewhere, and Node's file-system errors (ENOENT, ...) otherwise.
- * Answers at once, unless a whole file larger than 1 MiB is read: then with a promise.
+ * the path was swapped to lead elsewhere, and Node's file-system errors otherwise; nothing at
+ * the path (ENOENT, or ENOTDIR on the way) is answered `missing`. Answers at once, unless a
+ * whole file larger than 1 MiB is read: then with a promise.
  */
 export const readPinnedNow = (target: PinTarget, real: string, max: number | undefined): Eventually<PinnedRead> => {
   const components = componentsOf(target.root, real)
   const name = components.pop()
-  if (name === undefined) return { kind: 'folder' }
-  return withFolder(target, components, false, (dir): Eventually<PinnedRead> => {
-    const entry = entryOf(dir, name)
-    // Looked at before opening so that a FIFO or device is never opened at all.
-    const seen = fs.lstatSync(entry)
-    if (seen.isSymbolicLink()) throw target.refuse()
-    if (seen.isDirectory()) return { kind: 'folder' }
-    if (!seen.isFile()) return { kind: 'special' }
-    let fd: number
-    try {
-      fd = fs.openSync(entry, READ_FLAGS)
-    } catch (error) {
-      if (fsErrorCode(error) === 'ELOOP' || isSymlink(entry)) throw target.refuse()
-      throw error
-    }
-    const opened = fd
-    let later: Promise<PinnedRead> | undefined
-    try {
-      confirmHandle(target, fd, path.join(dir.real, name), dir.anchored)
-      const stat = fs.fstatSync(fd)
-      if (stat.isDirectory()) return { kind: 'folder' }
-      if (!stat.isFile()) return { kind: 'special' }
-      if (max !== undefined) return { kind: 'file', head: readHead(fd, max), size: stat.size }
-      if (stat.size <= SYNC_READ_MAX_BYTES) return { kind: 'file', head: fs.readFileSync(fd), size: stat.size }
-      later = readWholeLater(fd).then((head) => ({ kind: 'file', head, size: stat.size }))
-      return later.finally(() => closeQuietly(opened))
-    } finally {
-      if (later === undefined) closeQuietly(fd)
-    }
-  })
+  if (name === undefined) return FOLDER
+  return missingAsValue(() => withFolder(target, components, false, (dir) => readEntryNow(target, dir, name, lookAt(target, entryOf(dir, name)), max)))
+}
+
+/**
+ * `run`'s answer, a folder of the path found missing (ENOENT) or a file (ENOTDIR) on the way
+ * answered as `missing` like a missing last component. Only a path resolved the long way (a
+ * symlink on it, or no fd links) walks folders it has not looked at first, so only there is an
+ * error thrown and caught.
+ */
+const missingAsValue = <A>(run: () => Eventually<A>): Eventually<A | PinnedMissing> => {
+  try {
+    return run()
+  } catch (error) {
+    const code = fsErrorCode(error)
+    if (code === 'ENOENT') return MISSING
+    if (code === 'ENOTDIR') return NOT_A_FOLDER
+    throw error
+  }
+}
+
+/** Reads at most `size` bytes of an open file: its size when known, else (0: a file that reports none) up to `max` or to its end. */
+const readOpened = (fd: number, size: number, max: number | undefined): Buffer => {
+  if (size > 0) return readHead(fd, max === undefined ? size : Math.min(max, size))
+  return max === undefined ? fs.readFileSync(fd) : readHead(fd, max)
+}
+
+/**
+ * Reads `name` in the pinned folder `dir`, which `seen` (its `lstat`, undefined when missing)
+ * describes; a symlink there is refused (the path was checked without one).
+ */
+export const readEntryNow = (target: PinTarget, dir: PinnedFolder, name: string, seen: Stats | undefined, max: number | undefined): Eventually<PinnedRead> => {
+  if (seen === undefined) return MISSING
+  const entry = entryOf(dir, name)
+  // Looked at before opening so that a FIFO or device is never opened at all.
+  if (seen.isSymbolicLink()) throw target.refuse()
+  if (seen.isDirectory()) return FOLDER
+  if (!seen.isFile()) return SPECIAL
+  let fd: number
+  try {
+    fd = fs.openSync(entry, READ_FLAGS)
+  } catch (error) {
+    if (fsErrorCode(error) === 'ELOOP' || isSymlink(entry)) throw target.refuse()
+    throw error
+  }
+  const opened = fd
+  let later: Promise<PinnedRead> | undefined
+  try {
+    confirmHandle(target, fd, path.join(dir.real, name), dir.anchored)
+    const stat = fs.fstatSync(fd)
+    if (stat.isDirectory()) return FOLDER
+    if (!stat.isFile()) return SPECIAL
+    if (max !== undefined || stat.size <= SYNC_READ_MAX_BYTES) return { kind: 'file', head: readOpened(fd, stat.size, max), size: stat.size }
+    later = readWholeLater(fd).then((head) => ({ kind: 'file', head, size: stat.size }))
+    return later.finally(() => closeQuietly(opened))
+  } finally {
+    if (later === undefined) closeQuietly(fd)
+  }
 }
 
 /** `readPinnedNow` as a promise. */
@@ -371,19 +436,24 @@ const listingOf = (target: PinTarget, dir: PinnedFolder, entries: Dirent[], max:
 
 /**
  * Lists the folder at `real` (already checked inside `target.root`) through a pinned fd: the
- * first `max` entries sorted by name (UTF-16 code units), and the total count. Answers at
- * once, unless the folder is large: then with a promise.
+ * first `max` entries sorted by name (UTF-16 code units), and the total count; `missing` when
+ * there is no folder there (ENOENT, or ENOTDIR: a file). Answers at once, unless the folder is
+ * large: then with a promise.
  */
-export const listPinnedNow = (target: PinTarget, real: string, max: number): Eventually<PinnedListing> =>
-  withFolder(target, componentsOf(target.root, real), false, (dir) => {
-    if (fs.fstatSync(dir.fd).size <= SYNC_LIST_MAX_FOLDER_BYTES) {
-      return listingOf(target, dir, fs.readdirSync(dir.via, { withFileTypes: true }), max)
-    }
-    return fs.promises.readdir(dir.via, { withFileTypes: true }).then((entries) => listingOf(target, dir, entries, max))
-  })
+export const listPinnedNow = (target: PinTarget, real: string, max: number): Eventually<PinnedListing | PinnedMissing> =>
+  missingAsValue(() => withFolder(target, componentsOf(target.root, real), false, (dir) => listFolderNow(target, dir, max)))
+
+/** Lists the pinned folder `dir`: at once, unless it is large: then with a promise. */
+export const listFolderNow = (target: PinTarget, dir: PinnedFolder, max: number): Eventually<PinnedListing> => {
+  if (fs.fstatSync(dir.fd).size <= SYNC_LIST_MAX_FOLDER_BYTES) {
+    return listingOf(target, dir, fs.readdirSync(dir.via, { withFileTypes: true }), max)
+  }
+  return fs.promises.readdir(dir.via, { withFileTypes: true }).then((entries) => listingOf(target, dir, entries, max))
+}
 
 /** `listPinnedNow` as a promise. */
-export const listPinned = (target: PinTarget, real: string, max: number): Promise<PinnedListing> => promised(() => listPinnedNow(target, real, max))
+export const listPinned = (target: PinTarget, real: string, max: number): Promise<PinnedListing | PinnedMissing> =>
+  promised(() => listPinnedNow(target, real, max))
 
 /** A Node-style error carrying `code`, so callers describe it like any other file-system error. */
 const fsError = (code: string): NodeJS.ErrnoException => Object.assign(new Error(code), { code })
@@ -406,12 +476,7 @@ export const writePinnedNow = (target: PinTarget, real: string, content: string)
   if (name === undefined) throw fsError('EISDIR')
   withFolder(target, components, true, (dir) => {
     const entry = entryOf(dir, name)
-    let existing: Stats | undefined
-    try {
-      existing = fs.lstatSync(entry)
-    } catch (error) {
-      if (fsErrorCode(error) !== 'ENOENT') throw error
-    }
+    const existing = fs.lstatSync(entry, { throwIfNoEntry: false })
     // The checked path had no symlink here: one now means it was swapped after the check.
     if (existing?.isSymbolicLink() === true) throw target.refuse()
     if (existing?.isDirectory() === true) throw fsError('EISDIR')

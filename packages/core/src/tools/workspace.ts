@@ -76,6 +76,26 @@ const realpathLoose = (target: string, hops: { count: number }): string => {
   return entry
 }
 
+const SEPARATORS = path.sep === '\\' ? /[\\/]/ : '/'
+
+/**
+ * The components below the root that `requested` names, lexically (`.` dropped, `..` taken
+ * back), or undefined when it must be refused: an absolute path, a NUL byte, or a `..` that
+ * climbs above the root at any point. Checked segment by segment: `a/../../ws/x` leaves the
+ * root on the way even though its normalised form may land back inside, and a path that ever
+ * points outside is refused. `''` and `'.'` are the root itself (no components).
+ */
+export const lexicalComponents = (requested: string): string[] | undefined => {
+  if (requested.includes('\0') || path.isAbsolute(requested)) return undefined
+  const components: string[] = []
+  for (const segment of requested.split(SEPARATORS)) {
+    if (segment === '..') {
+      if (components.pop() === undefined) return undefined
+    } else if (segment !== '' && segment !== '.') components.push(segment)
+  }
+  return components
+}
+
 /**
  * Resolves a model-supplied, workspace-relative path to the absolute real path a tool may use.
  *
@@ -100,22 +120,59 @@ export const resolveInside = (
   requested: string,
   // biome-ignore lint/correctness/noUnusedFunctionParameters: kept for the call sites' sake, as said above
   purpose: WorkspacePurpose
-): Effect.Effect<string, WorkspaceEscapeError> => {
-  const refuse = () => workspaceEscape(requested)
-  if (requested.includes('\0') || path.isAbsolute(requested)) return Effect.fail(refuse())
-  // Checked segment by segment: `a/../../ws/x` leaves the root on the way even though its
-  // normalised form may land back inside, and a path that ever points outside is refused.
-  let depth = 0
-  for (const segment of requested.split(path.sep === '\\' ? /[\\/]/ : '/')) {
-    if (segment === '..') depth -= 1
-    else if (segment !== '' && segment !== '.') depth += 1
-    if (depth < 0) return Effect.fail(refuse())
+): Effect.Effect<string, WorkspaceEscapeError> =>
+  Effect.suspend(() => {
+    const resolved = resolveInsideNow(ws, requested)
+    return typeof resolved === 'string' ? Effect.succeed(resolved) : Effect.fail(resolved)
+  })
+
+/**
+ * `resolveInside` answered at once: the real path, or the refusal as a value.
+ *
+ * The root is real already (`openWorkspace` resolved it once), so a path none of whose
+ * components is a symlink is its own real path: the components are looked at one `lstat` each
+ * from the root down, stopping at the first missing one (nothing below it can be a link) or
+ * at a file (nothing below it exists). Only a path that meets a symlink is resolved the long
+ * way, from that link on (`followLinkInside`).
+ */
+export const resolveInsideNow = (ws: Workspace, requested: string): string | WorkspaceEscapeError => {
+  const components = lexicalComponents(requested)
+  if (components === undefined) return workspaceEscape(requested)
+  if (components.length === 0) return ws.root
+  let at = ws.root
+  try {
+    for (let i = 0; i < components.length; i++) {
+      const parent = at
+      at = path.join(parent, components[i]!)
+      const seen = fs.lstatSync(at, { throwIfNoEntry: false })
+      if (seen === undefined || (!seen.isDirectory() && !seen.isSymbolicLink())) break
+      if (seen.isSymbolicLink()) {
+        const real = followLinkInside(ws, parent, fs.readlinkSync(at), components.slice(i + 1))
+        return real ?? workspaceEscape(requested)
+      }
+    }
+    return path.join(ws.root, ...components)
+  } catch {
+    return workspaceEscape(requested)
   }
-  const lexical = path.resolve(ws.root, requested)
-  return Effect.try({
-    try: () => realpathLoose(lexical, { count: 0 }),
-    catch: refuse
-  }).pipe(Effect.filterOrFail((real) => isInside(ws.root, real), refuse))
+}
+
+/**
+ * Where a symlink found in the real folder `parent` leads, its text `text` followed as the OS
+ * follows it and the components `rest` of the path below it appended: the real path when it
+ * lies inside the workspace, else undefined (outside, a loop, or a path that cannot be
+ * inspected: the check fails closed). The link is taken as it was seen, not looked up again.
+ */
+export const followLinkInside = (ws: Workspace, parent: string, text: string, rest: readonly string[]): string | undefined => {
+  // Joined as text, not normalised: a `..` in the link's text is the OS's to resolve, after the links before it.
+  const start = path.isAbsolute(text) ? text : `${parent}${path.sep}${text}`
+  const full = rest.length === 0 ? start : `${start}${path.sep}${rest.join(path.sep)}`
+  try {
+    const real = realpathLoose(full, { count: 1 })
+    return isInside(ws.root, real) ? real : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** A workspace-relative spelling of an absolute path, for messages shown to the model (`.` for the root). */

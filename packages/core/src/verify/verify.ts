@@ -1,10 +1,12 @@
 import { Effect } from 'effect'
 import type { VerifySpec } from '../contract/task-contract.js'
+import { WorkspaceEscapeError } from '../errors.js'
 import { commandEnv, type CommandSettings } from '../tools/command-env.js'
+import { readInsideNow } from '../tools/confined-fs.js'
 import { runCommand } from '../tools/exec.js'
-import { pinnedCall, readPinnedNow } from '../tools/pinned-fs.js'
-import { describeFsError } from '../tools/tool-outcome.js'
-import { resolveInside, workspaceEscape, type Workspace } from '../tools/workspace.js'
+import type { Eventually, PinnedRead } from '../tools/pinned-fs.js'
+import { describeFsError, fsErrorCode } from '../tools/tool-outcome.js'
+import type { Workspace } from '../tools/workspace.js'
 
 /** Whether the contract's check passed, and a short sentence saying why, fed back to the model. */
 export interface VerifyResult {
@@ -26,31 +28,53 @@ const quote = (text: string): string => {
   return quoted.length > QUOTE_MAX_CHARS ? `${quoted.slice(0, QUOTE_MAX_CHARS - 4)}..."` : quoted
 }
 
+type Confined = { readonly text: string } | { readonly failure: VerifyResult }
+
+/** What a confined read found, as the text to check or the failure to report. */
+const foundText = (file: string, found: PinnedRead): Confined => {
+  if (found.kind === 'file') return { text: found.head.toString('utf8') }
+  if (found.kind === 'folder') return { failure: fail(`${file} is a folder, not a file`) }
+  if (found.kind === 'special') return { failure: fail(`${file} cannot be read: it is not a regular file`) }
+  return { failure: fail(`${file} does not exist`) }
+}
+
+/** What a confined read threw (an escape, or an I/O error), as the failure to report. */
+const readFailure = (file: string, cause: unknown): Confined => {
+  if (cause instanceof WorkspaceEscapeError) return { failure: fail(cause.message) }
+  const code = fsErrorCode(cause)
+  return { failure: fail(code === 'ENOENT' || code === 'ENOTDIR' ? `${file} does not exist` : `${file} cannot be read: ${describeFsError(cause)}`) }
+}
+
 /**
  * The file's text, or the sentence explaining why it could not be read (escape included). Read
  * through pinned folders like `read_file` (docs/task-file.md), so a symlink swapped in after the
- * check cannot make the check read a file outside.
+ * check cannot make the check read a file outside. At once (a missing file is an answer, not an
+ * exception), unless the file is past 1 MiB: then read through the thread pool (pinned-fs.ts).
  */
-const readConfined = (ws: Workspace, file: string): Effect.Effect<{ text: string } | { failure: VerifyResult }> =>
-  resolveInside(ws, file, 'read').pipe(
-    // The whole file: read at once when small, through the thread pool past 1 MiB (pinned-fs.ts).
-    Effect.flatMap((real) => pinnedCall(file, () => readPinnedNow({ root: ws.root, refuse: () => workspaceEscape(file) }, real, undefined))),
-    Effect.map((found) => {
-      if (found.kind === 'folder') return { failure: fail(`${file} is a folder, not a file`) }
-      if (found.kind === 'special') return { failure: fail(`${file} cannot be read: it is not a regular file`) }
-      return { text: found.head.toString('utf8') }
-    }),
-    Effect.catchTags({
-      WorkspaceEscapeError: (error) => Effect.succeed({ failure: fail(error.message) }),
-      FileSystemError: (error) =>
-        Effect.succeed({
-          failure:
-            error.code === 'ENOENT' || error.code === 'ENOTDIR'
-              ? fail(`${file} does not exist`)
-              : fail(`${file} cannot be read: ${describeFsError(error.cause)}`)
-        })
-    })
+const readConfined = (ws: Workspace, file: string): Eventually<Confined> => {
+  let found: Eventually<PinnedRead>
+  try {
+    found = readInsideNow(ws, file, undefined)
+  } catch (cause) {
+    return readFailure(file, cause)
+  }
+  if (!(found instanceof Promise)) return foundText(file, found)
+  return found.then(
+    (read) => foundText(file, read),
+    (cause: unknown) => readFailure(file, cause)
   )
+}
+
+/** A result now, or an Effect of it: a file check answers at once, a command (or a large file) later. */
+export type VerifyNow = VerifyResult | Effect.Effect<VerifyResult>
+
+/** The check of a file read by `readConfined`: at once when the read was. */
+const checkFile = (ws: Workspace, file: string, judge: (text: string) => VerifyResult): VerifyNow => {
+  const judged = (read: Confined): VerifyResult => ('failure' in read ? read.failure : judge(read.text))
+  const read = readConfined(ws, file)
+  // The promise never rejects: readConfined turns every failure into a result.
+  return read instanceof Promise ? Effect.promise(() => read.then(judged)) : judged(read)
+}
 
 /** Where two texts first differ, phrased for the model; the most common near-miss named outright. */
 const describeDifference = (actual: string, expected: string): string => {
@@ -91,36 +115,45 @@ const verifyCommand = (ws: Workspace, run: string, expected: number, settings: C
  * - `command`: the command, run in the workspace root (120 s timeout), exits with `exitCode` (0).
  * - `allOf`: every check passes, in order; the detail is the first failure's.
  */
-export const verify = (ws: Workspace, spec: VerifySpec, settings: CommandSettings = {}): Effect.Effect<VerifyResult> => {
+export const verify = (ws: Workspace, spec: VerifySpec, settings: CommandSettings = {}): Effect.Effect<VerifyResult> =>
+  Effect.suspend(() => later(verifyNow(ws, spec, settings)))
+
+/**
+ * `verify` answered at once when it can: file checks (`fileContains`, `fileEquals`, an `allOf`
+ * of them) give their result as a plain value, with no Effect to run, since they only make a few
+ * synchronous system calls; a `command`, and a file past 1 MiB, give an Effect. The run driver
+ * takes either (docs/architecture.md, "The hot path"). The check runs when this is called.
+ */
+export const verifyNow = (ws: Workspace, spec: VerifySpec, settings: CommandSettings = {}): VerifyNow => {
   if ('fileContains' in spec) {
     const { path, text } = spec.fileContains
-    return readConfined(ws, path).pipe(
-      Effect.map((read) =>
-        'failure' in read ? read.failure : read.text.includes(text) ? pass(`${path} contains ${quote(text)}`) : fail(`${path} does not contain ${quote(text)}`)
-      )
+    return checkFile(ws, path, (content) =>
+      content.includes(text) ? pass(`${path} contains ${quote(text)}`) : fail(`${path} does not contain ${quote(text)}`)
     )
   }
   if ('fileEquals' in spec) {
     const { path, text } = spec.fileEquals
-    return readConfined(ws, path).pipe(
-      Effect.map((read) =>
-        'failure' in read
-          ? read.failure
-          : read.text === text
-            ? pass(`${path} has exactly the expected content`)
-            : fail(`${path} does not have the expected content: ${describeDifference(read.text, text)}`)
-      )
+    return checkFile(ws, path, (content) =>
+      content === text
+        ? pass(`${path} has exactly the expected content`)
+        : fail(`${path} does not have the expected content: ${describeDifference(content, text)}`)
     )
   }
   if ('command' in spec) return verifyCommand(ws, spec.command.run, spec.command.exitCode ?? 0, settings)
-  const checks = spec.allOf
-  return Effect.gen(function* () {
-    for (const check of checks) {
-      const result = yield* verify(ws, check, settings)
-      if (!result.passed) return result
-    }
-    return pass(checks.length === 1 ? 'the check passed' : `all ${checks.length} checks passed`)
-  })
+  return allOf(ws, spec.allOf, 0, settings)
+}
+
+/** `result` as an Effect. */
+const later = (result: VerifyNow): Effect.Effect<VerifyResult> => (Effect.isEffect(result) ? result : Effect.succeed(result))
+
+/** The checks from `from` on, in order, stopping at the first failure; at once while each answers at once. */
+const allOf = (ws: Workspace, checks: ReadonlyArray<VerifySpec>, from: number, settings: CommandSettings): VerifyNow => {
+  for (let i = from; i < checks.length; i++) {
+    const result = verifyNow(ws, checks[i]!, settings)
+    if (Effect.isEffect(result)) return Effect.flatMap(result, (done) => (done.passed ? later(allOf(ws, checks, i + 1, settings)) : Effect.succeed(done)))
+    if (!result.passed) return result
+  }
+  return pass(checks.length === 1 ? 'the check passed' : `all ${checks.length} checks passed`)
 }
 
 /**
