@@ -1,8 +1,7 @@
-import { verify, verifyRunsCommands } from '@agentvisor/core'
-import { Effect } from 'effect'
+import { verifyNow, verifyRunsCommands } from '@agentvisor/core'
 import type { RunContext } from '../machine/run-machine.js'
 import { commandsOf, type Drive, redact } from './drive.js'
-import type { Now } from './now.js'
+import { type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
 
 const PASSED: Work = { event: { type: 'VERIFY_PASSED' } }
@@ -17,12 +16,15 @@ export const verifyingIsPure = (drive: Drive): boolean => {
   return checks === undefined || !verifyRunsCommands(checks)
 }
 
-/** `verifying`'s entry work: checks the contract; a model that stops short is told why. */
+/**
+ * `verifying`'s entry work: checks the contract; a model that stops short is told why. A file
+ * check answers at once (a plain value, no Effect to run); a command later.
+ */
 export const check = (drive: Drive, ctx: RunContext): Now<Work> => {
   const { contract, workspace, messages, runId } = drive.deps
   // Without a contract the run is done when the model stops asking for tools.
   if (contract.verify === undefined) return ctx.lastHadToolCalls ? FAILED : PASSED
-  return Effect.map(verify(workspace, contract.verify, commandsOf(drive)), (result): Work => {
+  return thenNow(verifyNow(workspace, contract.verify, commandsOf(drive)), (result): Work => {
     if (result.passed) return PASSED
     if (ctx.lastHadToolCalls) return FAILED
     // The model thinks it is done but the contract disagrees: tell it why.
