@@ -353,4 +353,27 @@ describe('the PostgreSQL run writer', () => {
     )
     expect(await listSteps(store.db, 'run-1')).toMatchObject([{ step: 1, results: [RESULT], feedback: 'not yet' }])
   })
+
+  it('still commits, fenced, for a host not yet upgraded that calls agentvisor_commit with one jsonb document', async () => {
+    const store = await tempStore('postgres')
+    const writer = postgresRunWriter(store.pool!)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    // The call the writer of the 2026-12-01T130000 migration makes, as it made it.
+    const olderCommit = (leaseToken: number, seq: number) =>
+      store.pool!.query('SELECT agentvisor_commit($1::jsonb)', [
+        JSON.stringify({
+          runId: 'run-1',
+          leaseToken,
+          head: head('verifying'),
+          writes: [{ op: 'insertStep', row: step({ step: seq }) }],
+          entry: { run_id: 'run-1', seq, first_seq: seq, transitions_json: JSON.stringify([journalTransition({ seq })]), snapshot_json: SNAPSHOT }
+        })
+      ])
+    await olderCommit(token, 1)
+    await writer.commit(commitOf(token, 2, { writes: [{ op: 'insertStep', row: step({ step: 2 }) }] }))
+    expect((await listSteps(store.db, 'run-1')).map((s) => s.step)).toEqual([1, 2])
+    expect((await listTransitions(store.db, 'run-1')).map((t) => t.seq)).toEqual([1, 2])
+    await expect(olderCommit(token + 1, 3)).rejects.toMatchObject({ code: 'AVL01' })
+    expect(await listSteps(store.db, 'run-1')).toHaveLength(2)
+  })
 })

@@ -20,18 +20,22 @@ import { decodeRow, decodeRows, encodeJsonText, encodeText } from '../text-codec
 /** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
 const LEASE_LOST = 'AVL01'
 
+/** A commit: `agentvisor_commit` of the 2026-12-01T150000 migration, its arguments in its order. */
+const COMMIT = 'SELECT agentvisor_commit($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)'
+
 /**
  * The PostgreSQL `RunWriter`: every call one statement on the store's `pg` pool, one round trip.
- * A commit is `agentvisor_commit(jsonb)`, a plpgsql function installed by the migration
- * `2026-12-01T130000-postgres-run-writer`, which folds the fence into the head's UPDATE (as the
- * SQLite writer does) and applies the writes server-side; a statement is its own transaction, so
+ * A commit is a call of `agentvisor_commit`, a plpgsql function installed by the migrations
+ * `2026-12-01T130000-postgres-run-writer` and `2026-12-01T150000-postgres-commit-arguments`,
+ * which folds the fence into the head's UPDATE (as the SQLite writer does) and applies the
+ * writes server-side; a statement is its own transaction, so
  * a superseded driver's commit writes nothing. Through Kysely the same commit was a transaction
  * of a fenced SELECT, a statement per write and per transition, and the head: about a dozen
  * round trips, each with Kysely's own cost on top.
  *
  * Queries are named, so `pg` prepares each once per connection. Text goes through the store's
  * codec (text-codec.ts) exactly as through Kysely: the writes are sent as `JSON.stringify`
- * output encoded by `encodeJsonText`, other parameters by `encodeText`, and rows come back
+ * output encoded by `encodeJsonText`, text parameters by `encodeText`, and rows come back
  * through `decodeRow(s)`.
  */
 export function postgresRunWriter(pool: Pool): RunWriter {
@@ -77,15 +81,26 @@ export function postgresRunWriter(pool: Pool): RunWriter {
 
   return {
     commit: async (commit) => {
-      // The journal entry as the table holds it (docs/durability.md, "The journal").
-      const sent = {
-        runId: commit.runId,
-        leaseToken: commit.leaseToken,
-        head: commit.head,
-        writes: compactWrites(commit.writes),
-        entry: journalEntry(commit.runId, commit.transitions, commit.snapshot)
-      }
-      await fenced(commit.runId, 'agentvisor_commit', 'SELECT agentvisor_commit($1::jsonb)', [encodeJsonText(JSON.stringify(sent))])
+      // The journal entry as the table holds it (docs/durability.md, "The journal"). The head and
+      // the entry go as typed arguments, the writes as one jsonb array (the 2026-12-01T150000
+      // migration says why).
+      const { head } = commit
+      const entry = journalEntry(commit.runId, commit.transitions, commit.snapshot)
+      await fenced(commit.runId, 'agentvisor_commit_arguments', COMMIT, [
+        encodeText(commit.runId),
+        commit.leaseToken,
+        head.status === undefined ? null : encodeText(head.status),
+        encodeText(head.state),
+        head.steps,
+        encodeText(head.updated_at),
+        head.error_json === null ? null : encodeText(head.error_json),
+        head.ended_at === null ? null : encodeText(head.ended_at),
+        writesJson(commit.writes),
+        entry.seq,
+        entry.first_seq,
+        encodeText(entry.transitions_json),
+        encodeText(entry.snapshot_json)
+      ])
     },
     createRun: async (row, lease) => {
       const insertRun: RunWrite = {
