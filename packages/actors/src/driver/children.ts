@@ -5,6 +5,7 @@ import { childRunRow } from '../children/child-contract.js'
 import type { SpawnPlan } from '../children/child-runs.js'
 import type { RunContext } from '../machine/run-machine.js'
 import type { Drive } from './drive.js'
+import type { Now } from './now.js'
 import type { Work } from './transition-journal.js'
 
 /**
@@ -12,8 +13,14 @@ import type { Work } from './transition-journal.js'
  * create their children once (their ids derive from the call); the step waits in
  * `awaitingChildren` until all are done, then `acting` answers each with its child's result.
  */
-export const planSpawns = (drive: Drive, calls: ReadonlyArray<CallPlan>, step: number): Effect.Effect<SpawnPlan, StoreError | LeaseLostError> =>
-  drive.children.planSpawns(calls, step)
+export const planSpawns = (drive: Drive, calls: ReadonlyArray<CallPlan>, step: number): Now<SpawnPlan, StoreError | LeaseLostError> =>
+  // Most steps spawn nothing: they share one answer, had at once, and read no child.
+  calls.some(startsChild) ? drive.children.planSpawns(calls, step) : NO_SPAWNS
+
+const NO_SPAWNS: SpawnPlan = { results: new Map(), newChildren: [], unfinished: false }
+
+/** A call its run's children answer (`spawn_child`): children/child-runs.ts plans those. */
+const startsChild = (item: CallPlan): boolean => item.kind === 'run' && item.tool?.runsAs === 'child-run'
 
 /** The step's new children, created in the commit that moves the run to `awaitingChildren`. */
 export const spawnWork = (drive: Drive, spawns: SpawnPlan, at: string): Work => ({

@@ -1,13 +1,15 @@
 import { type ToolDefinition, toolActOf } from '@agentvisor/core'
-import type { LeaseLostError, NewPolicyEvent, RunWrite, StoreError } from '@agentvisor/store'
+import type { ApprovalRow, LeaseLostError, NewPolicyEvent, RunWrite, StoreError, ToolEffectRow } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { planStep } from '../approval/step-plan.js'
+import { type CallPlan, planStep, type StepPlan } from '../approval/step-plan.js'
+import type { SpawnPlan } from '../children/child-runs.js'
 import type { RunContext } from '../machine/run-machine.js'
 import type { ToolResultRecord } from '../supervisor/conversation.js'
-import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { iso, store } from '../supervisor/driver-io.js'
 import { notify } from '../supervisor/run-observer.js'
 import { planSpawns, spawnWork } from './children.js'
 import type { Drive } from './drive.js'
+import { LATER, later, type Now, thenNow, valueNow } from './now.js'
 import { interruptedCalls, type JournalledResult, perform, toolTarget } from './tool-journal.js'
 import type { Work } from './transition-journal.js'
 
@@ -41,40 +43,66 @@ const stepTools = (drive: Drive): ReadonlyArray<ToolDefinition | undefined> => {
  * with the first `started`, then the results with the next receipt (docs/architecture.md, "The
  * hot path").
  */
-export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreError | LeaseLostError> =>
-  Effect.gen(function* () {
-    const { deps, journal } = drive
-    const { runId, writer, contract, observers } = deps
-    // The fresh-step shortcut: on the step whose reply this driver itself just recorded, nobody
-    // can have decided or journalled anything yet, so neither approvals nor the journal is read.
-    const fresh = drive.freshStep === ctx.step
-    drive.freshStep = undefined
-    const approvals = fresh ? [] : yield* store('load approvals', () => writer.approvals(runId, ctx.step))
-    const plan = planStep({
-      runId,
-      step: ctx.step,
-      policy: deps.policy,
-      calls: drive.toolCalls,
-      tools: stepTools(drive),
-      approvals,
-      mode: contract.approval,
-      newId: deps.newId
-    })
-    const at = iso(yield* nowMs)
-    if (plan.pending.length > 0) {
-      return {
-        event: { type: 'APPROVAL_REQUESTED' },
-        writes: plan.pending.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at } }))
-      } satisfies Work
-    }
-    const toolJournal = fresh ? [] : yield* store('load the tool journal', () => writer.toolEffects(runId, ctx.step))
-    const { interrupted, recoveries } = interruptedCalls(drive, ctx.step, plan.calls, toolJournal, approvals, at)
-    if (recoveries.length > 0) {
-      return {
-        event: { type: 'APPROVAL_REQUESTED' },
-        writes: recoveries.map((row): RunWrite => ({ op: 'insertApproval', row }))
-      } satisfies Work
-    }
+export const act = (drive: Drive, ctx: RunContext): Now<Work, StoreError | LeaseLostError> => {
+  // The fresh-step shortcut: on the step whose reply this driver itself just recorded, nobody
+  // can have decided or journalled anything yet, so neither approvals nor the journal is read,
+  // and a step whose tools answer at once is planned and run without an Effect (now.ts).
+  const fresh = drive.freshStep === ctx.step
+  drive.freshStep = undefined
+  if (fresh) return planned(drive, ctx, NO_ROWS, true)
+  const { runId, writer } = drive.deps
+  return Effect.flatMap(
+    store('load approvals', () => writer.approvals(runId, ctx.step)),
+    (approvals) => later(planned(drive, ctx, approvals, false))
+  )
+}
+
+const NO_ROWS: ReadonlyArray<never> = []
+
+/** The step planned against its approvals: what waits for a person, else what runs. */
+const planned = (drive: Drive, ctx: RunContext, approvals: ReadonlyArray<ApprovalRow>, fresh: boolean): Now<Work, StoreError | LeaseLostError> => {
+  const { deps } = drive
+  const plan = planStep({
+    runId: deps.runId,
+    step: ctx.step,
+    policy: deps.policy,
+    calls: drive.toolCalls,
+    tools: stepTools(drive),
+    approvals,
+    mode: deps.contract.approval,
+    newId: deps.newId
+  })
+  const at = iso(drive.now())
+  if (plan.pending.length > 0) {
+    return {
+      event: { type: 'APPROVAL_REQUESTED' },
+      writes: plan.pending.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at } }))
+    } satisfies Work
+  }
+  if (fresh) return journalled(drive, ctx, plan, approvals, NO_ROWS, at)
+  return Effect.flatMap(
+    store('load the tool journal', () => deps.writer.toolEffects(deps.runId, ctx.step)),
+    (toolJournal) => later(journalled(drive, ctx, plan, approvals, toolJournal, at))
+  )
+}
+
+/** The step against its tool journal: what was interrupted waits for a decision, else the calls run. */
+const journalled = (
+  drive: Drive,
+  ctx: RunContext,
+  plan: StepPlan,
+  approvals: ReadonlyArray<ApprovalRow>,
+  toolJournal: ReadonlyArray<ToolEffectRow>,
+  at: string
+): Now<Work, StoreError | LeaseLostError> => {
+  const { interrupted, recoveries } = interruptedCalls(drive, ctx.step, plan.calls, toolJournal, approvals, at)
+  if (recoveries.length > 0) {
+    return {
+      event: { type: 'APPROVAL_REQUESTED' },
+      writes: recoveries.map((row): RunWrite => ({ op: 'insertApproval', row }))
+    } satisfies Work
+  }
+  if (interrupted.size > 0) {
     const aborted = [...interrupted.values()].find((r) => r?.resolution === 'abort')
     if (aborted !== undefined) {
       return {
@@ -84,62 +112,113 @@ export const act = (drive: Drive, ctx: RunContext): Effect.Effect<Work, StoreErr
         }
       } satisfies Work
     }
+  }
+  return thenNow(planSpawns(drive, plan.calls, ctx.step), (spawns) =>
+    spawns.unfinished ? spawnWork(drive, spawns, at) : performed(new StepRun(drive, ctx, plan, toolJournal, interrupted, spawns, at), 0)
+  )
+}
 
-    const spawns = yield* planSpawns(drive, plan.calls, ctx.step)
-    const spawned = spawns.results
-    if (spawns.unfinished) return spawnWork(drive, spawns, at)
+/** One step's calls as they are performed, in order: what each needs, and what came of those before. */
+class StepRun {
+  readonly results: ToolResultRecord[] = []
+  readonly events: NewPolicyEvent[]
+  constructor(
+    readonly drive: Drive,
+    readonly ctx: RunContext,
+    readonly plan: StepPlan,
+    readonly toolJournal: ReadonlyArray<ToolEffectRow>,
+    readonly interrupted: ReadonlyMap<number, ApprovalRow | undefined>,
+    readonly spawns: SpawnPlan,
+    readonly at: string
+  ) {
+    this.events = plan.events.length === 0 ? [] : plan.events.map((e) => ({ ...e, at }))
+  }
+}
 
-    const results: ToolResultRecord[] = []
-    const events: NewPolicyEvent[] = plan.events.map((e) => ({ ...e, at }))
-    for (const [position, item] of plan.calls.entries()) {
-      const call = item.requested
-      const entry = toolJournal.find((e) => e.position === position)
-      let result: JournalledResult
-      const child = spawned.get(position)
-      if (item.kind === 'refuse') {
-        result = { ok: false, output: item.output }
-      } else if (child !== undefined) {
-        result = child
-      } else if (entry?.status === 'completed' && entry.result !== null) {
-        // Done before the last driver stopped: replay the recorded result, never the effect.
-        result = entry.result
-      } else {
-        const toolCall = { runId, step: ctx.step, name: call.name, target: toolTarget(call) }
-        journal.whenDurable(() => notify(observers, 'onToolCall', toolCall))
-        result = yield* perform(drive, ctx.step, position, item.call, item.tool, interrupted.get(position), item.note)
-        const toolResult = { runId, step: ctx.step, name: call.name, ok: result.ok, output: result.output }
-        journal.whenDurable(() => notify(observers, 'onToolResult', toolResult))
-      }
-      if (result.refusal !== undefined) {
-        // The sandbox refused it (a path escaping the workspace): audited like a policy refusal.
-        const toolAct = item.kind === 'run' ? toolActOf(item.tool, item.call.arguments) : undefined
-        events.push({
-          run_id: runId,
-          step: ctx.step,
-          kind: 'refusal',
-          act: toolAct?.act ?? 'read',
-          target: toolAct?.target ?? toolTarget(call),
-          rule: result.refusal.rule,
-          layer: result.refusal.layer,
-          decision: 'deny',
-          source: 'policy',
-          request_id: null,
-          performed_target: null,
-          at
-        })
-      }
-      results.push({ toolCallId: call.id, name: call.name, ok: result.ok, output: result.output })
+/**
+ * Performs the step's calls from `position` on, in order: at once while each answers at once,
+ * and after a wait only from the first call that waits (a command, a flush before an effect).
+ */
+const performed = (run: StepRun, position: number): Now<Work, StoreError | LeaseLostError> => {
+  const calls = run.plan.calls
+  for (let i = position; i < calls.length; i++) {
+    const item = calls[i]!
+    const result = resultOf(run, i, item)
+    const value = valueNow(result)
+    if (value === LATER) {
+      return Effect.flatMap(result as Effect.Effect<JournalledResult, StoreError | LeaseLostError>, (r) => {
+        recorded(run, item, r)
+        return later(performed(run, i + 1))
+      })
     }
-    const messages = deps.messages
-    return {
-      event: { type: 'TOOLS_DONE' },
-      writes: [
-        ...plan.decided.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at, decided_at: at } })),
-        { op: 'insertPolicyEvents', rows: events },
-        { op: 'setStepResults', runId, step: ctx.step, resultsJson: JSON.stringify(results) }
-      ],
-      after: () => {
-        for (const r of results) messages.push({ role: 'tool', toolCallId: r.toolCallId, name: r.name, content: r.output })
-      }
-    } satisfies Work
+    recorded(run, item, value)
+  }
+  return toolsDone(run)
+}
+
+/** What one call of the step comes to: refused, a child's answer, a replayed result, or performed now. */
+const resultOf = (run: StepRun, position: number, item: CallPlan): Now<JournalledResult, StoreError | LeaseLostError> => {
+  if (item.kind === 'refuse') return { ok: false, output: item.output }
+  const child = run.spawns.results.get(position)
+  if (child !== undefined) return child
+  const entry = run.toolJournal.length === 0 ? undefined : run.toolJournal.find((e) => e.position === position)
+  // Done before the last driver stopped: replay the recorded result, never the effect.
+  if (entry?.status === 'completed' && entry.result !== null) return entry.result
+  const { drive, ctx } = run
+  const { runId, observers } = drive.deps
+  const call = item.requested
+  const { journal } = drive
+  const step = ctx.step
+  if (observers.length > 0) {
+    const toolCall = { runId, step, name: call.name, target: toolTarget(call) }
+    journal.whenDurable(() => notify(observers, 'onToolCall', toolCall))
+  }
+  return thenNow(perform(drive, step, position, item.call, item.tool, run.interrupted.get(position), item.note), (result) => {
+    if (observers.length > 0) {
+      const toolResult = { runId, step, name: call.name, ok: result.ok, output: result.output }
+      journal.whenDurable(() => notify(observers, 'onToolResult', toolResult))
+    }
+    return result
   })
+}
+
+/** Keeps a call's result for the step's results, and audits a sandbox refusal like a policy one. */
+const recorded = (run: StepRun, item: CallPlan, result: JournalledResult): void => {
+  const call = item.requested
+  if (result.refusal !== undefined) {
+    // The sandbox refused it (a path escaping the workspace): audited like a policy refusal.
+    const toolAct = item.kind === 'run' ? toolActOf(item.tool, item.call.arguments) : undefined
+    run.events.push({
+      run_id: run.drive.deps.runId,
+      step: run.ctx.step,
+      kind: 'refusal',
+      act: toolAct?.act ?? 'read',
+      target: toolAct?.target ?? toolTarget(call),
+      rule: result.refusal.rule,
+      layer: result.refusal.layer,
+      decision: 'deny',
+      source: 'policy',
+      request_id: null,
+      performed_target: null,
+      at: run.at
+    })
+  }
+  run.results.push({ toolCallId: call.id, name: call.name, ok: result.ok, output: result.output })
+}
+
+/** The step's work once every call has its result: the results, the decisions and the audit, with `TOOLS_DONE`. */
+const toolsDone = (run: StepRun): Work => {
+  const { drive, ctx, plan, results, events, at } = run
+  const { runId, messages } = drive.deps
+  return {
+    event: { type: 'TOOLS_DONE' },
+    writes: [
+      ...plan.decided.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at, decided_at: at } })),
+      { op: 'insertPolicyEvents', rows: events },
+      { op: 'setStepResults', runId, step: ctx.step, resultsJson: JSON.stringify(results) }
+    ],
+    after: () => {
+      for (const r of results) messages.push({ role: 'tool', toolCallId: r.toolCallId, name: r.name, content: r.output })
+    }
+  } satisfies Work
+}

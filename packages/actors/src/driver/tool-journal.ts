@@ -1,9 +1,9 @@
-import { RunToolContext, runToolCall, type ToolCall, type ToolDefinition, toolActOf } from '@agentvisor/core'
+import { RunToolContext, runToolCallNow, type ToolCall, type ToolDefinition, toolActOf } from '@agentvisor/core'
 import type { ApprovalRow, LeaseLostError, NewApproval, StoreError, ToolEffectRow } from '@agentvisor/store'
-import { Effect } from 'effect'
 import type { CallPlan } from '../approval/step-plan.js'
 import { iso } from '../supervisor/driver-io.js'
 import { commandsOf, type Drive, redact } from './drive.js'
+import { type Now, thenNow } from './now.js'
 
 /** A tool result as the journal keeps it. */
 export interface JournalledResult {
@@ -28,38 +28,41 @@ export const perform = (
   tool: ToolDefinition | undefined,
   recovery: ApprovalRow | undefined,
   note: string | undefined
-): Effect.Effect<JournalledResult, StoreError | LeaseLostError> =>
-  Effect.gen(function* () {
-    const { journal, deps } = drive
-    const runId = deps.runId
-    const journalled = tool !== undefined && tool.effect !== 'read'
-    let result: JournalledResult
-    if (recovery?.resolution === 'completed') {
-      result = { ok: true, output: `The command was interrupted and was not run again. The operator reports: ${recovery.account ?? '(no account given)'}` }
-    } else {
-      if (journalled) {
-        // `started` is durable, with everything staged before it (the step's reply), before the
-        // effect: one commit (docs/architecture.md, "The hot path").
-        journal.stageWrite({
-          op: 'startToolEffect',
-          row: { run_id: runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: iso(drive.now()) }
-        })
-        const flushing = journal.flushNow()
-        if (flushing !== undefined) yield* flushing
-      }
-      const ctx = new RunToolContext(runId, step, position, call.id, deps.workspace, commandsOf(drive))
-      const outcome = yield* runToolCall(drive.tools, tool, call, ctx)
+): Now<JournalledResult, StoreError | LeaseLostError> => {
+  const journalled = tool !== undefined && tool.effect !== 'read'
+  if (recovery?.resolution === 'completed') {
+    const result = { ok: true, output: `The command was interrupted and was not run again. The operator reports: ${recovery.account ?? '(no account given)'}` }
+    return journalled ? completed(drive, step, position, result) : result
+  }
+  const run = (): Now<JournalledResult> => {
+    const { deps } = drive
+    const ctx = new RunToolContext(deps.runId, step, position, call.id, deps.workspace, commandsOf(drive))
+    return thenNow(runToolCallNow(drive.tools, tool, call, ctx), (outcome): JournalledResult => {
       // A command can print the key (`cat /proc/$PPID/environ`): redacted before anyone keeps it.
       const output = redact(drive, note === undefined ? outcome.output : `${note}\n${outcome.output}`)
-      result = { ok: outcome.ok, output, ...(outcome.refusal !== undefined ? { refusal: outcome.refusal } : {}) }
-    }
-    if (journalled) {
-      // `completed` goes with the next commit: the step's results and the next receipt, or the
-      // next call's `started` (nothing with an effect starts before it is durable).
-      journal.stageWrite({ op: 'completeToolEffect', runId, step, position, resultJson: JSON.stringify(result), at: iso(drive.now()) })
-    }
-    return result
+      const result = outcome.refusal !== undefined ? { ok: outcome.ok, output, refusal: outcome.refusal } : { ok: outcome.ok, output }
+      return journalled ? completed(drive, step, position, result) : result
+    })
+  }
+  if (!journalled) return run()
+  // `started` is durable, with everything staged before it (the step's reply), before the
+  // effect: one commit (docs/architecture.md, "The hot path").
+  const { journal } = drive
+  journal.stageWrite({
+    op: 'startToolEffect',
+    row: { run_id: drive.deps.runId, step, position, tool_call_id: call.id, name: call.name, arguments: call.arguments, started_at: iso(drive.now()) }
   })
+  return thenNow(journal.flushNow(), run)
+}
+
+/**
+ * A journalled call's result: its `completed` goes with the next commit (the step's results and
+ * the next receipt, or the next call's `started`: nothing with an effect starts before it is durable).
+ */
+const completed = (drive: Drive, step: number, position: number, result: JournalledResult): JournalledResult => {
+  drive.journal.stageWrite({ op: 'completeToolEffect', runId: drive.deps.runId, step, position, resultJson: JSON.stringify(result), at: iso(drive.now()) })
+  return result
+}
 
 /** What the journal says of a step's calls of class `effect` that started and never completed. */
 export interface InterruptedCalls {

@@ -2,8 +2,8 @@ import type { Eventually, JournalTransition, LeaseLostError, RunHead, RunWrite, 
 import { Effect } from 'effect'
 import type { Actor } from 'xstate'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
-import { isFinalPath, type RunStatePath, runStatePath, statePath, statusOfState } from '../machine/run-state.js'
-import { encodeRunSnapshot, type RunSnapshot } from '../machine/run-snapshot.js'
+import { isFinalPath, type RunStatePath, runStatePath, statusOfState } from '../machine/run-state.js'
+import { encodeRunSnapshot, type RunSnapshot, type RunStep, runStepOf } from '../machine/run-snapshot.js'
 import { failure, iso, nowMs, store } from '../supervisor/driver-io.js'
 import { notify, type RunObserver } from '../supervisor/run-observer.js'
 
@@ -73,6 +73,11 @@ export class TransitionJournal {
   durable: DurableHead
   /** The status this driver last made durable (unknown at first: the row may say otherwise). */
   private writtenStatus: string | undefined
+  /** The machine's snapshot after the last transition, staged or durable, and its state path. */
+  private snapshot: RunSnapshot
+  private at: RunStatePath
+  /** How an event moves the machine (machine/run-snapshot.ts, `runStepOf`). */
+  private readonly next: RunStep
   /**
    * Makes everything staged durable in one fenced transaction, then tells the observers.
    * Uninterruptible (see `flushNow`), so a cancel that lands mid-commit waits: memory and store agree.
@@ -90,16 +95,24 @@ export class TransitionJournal {
   ) {
     this.seq = seq
     this.durableSeq = seq
-    this.durable = { state: this.path(), steps: this.context().completedSteps }
+    this.snapshot = actor.getSnapshot()
+    this.at = runStatePath(this.snapshot.value)
+    this.next =
+      runStepOf(actor) ??
+      ((_, event) => {
+        actor.send(event)
+        return actor.getSnapshot()
+      })
+    this.durable = { state: this.at, steps: this.snapshot.context.completedSteps }
     this.flush = Effect.suspend(() => this.flushNow() ?? Effect.void)
   }
 
   context(): RunContext {
-    return this.actor.getSnapshot().context
+    return this.snapshot.context
   }
 
   path(): RunStatePath {
-    return runStatePath(this.actor.getSnapshot().value)
+    return this.at
   }
 
   /**
@@ -108,11 +121,9 @@ export class TransitionJournal {
    * event, run-machine.ts) it changes nothing: the run has already ended.
    */
   stage(work: Work, atMs: number): void {
-    const actor = this.actor
-    const before = actor.getSnapshot()
-    actor.send(work.event)
-    const after = actor.getSnapshot()
-    const from = statePath(before.value)
+    const before = this.snapshot
+    const after = this.next(before, work.event)
+    const from = this.at
     // An ignored event leaves the very same snapshot (every transition of the machine targets a
     // state, so a taken one never does): one pass through the machine instead of `can` and `send`.
     if (after === before) {
@@ -121,7 +132,9 @@ export class TransitionJournal {
       this.stage(ignored(from, work.event.type), atMs)
       return
     }
-    const to = statePath(after.value)
+    const to = runStatePath(after.value)
+    this.snapshot = after
+    this.at = to
     const at = iso(atMs)
     const ctx = after.context
     const staged = this.staged
@@ -132,21 +145,22 @@ export class TransitionJournal {
     // machine replays the others from the events (time travel).
     staged.transitions.push({ seq, from, event: work.event, to, at })
     staged.last = after
-    const transition = { runId: this.runId, seq, from, event: work.event.type, to, at }
     if (work.notice !== undefined) staged.notices.push(work.notice)
     const observers = this.observers
-    staged.notices.push(() => notify(observers, 'onTransition', transition))
+    if (observers.length > 0) {
+      const transition = { runId: this.runId, seq, from, event: work.event.type, to, at }
+      staged.notices.push(() => notify(observers, 'onTransition', transition))
+    }
     const status = statusOfState(to)
+    const steps = ctx.completedSteps
+    const errorJson = ctx.error === null ? null : JSON.stringify(ctx.error)
+    const endedAt = isFinalPath(to) ? at : null
     // The status is written only when it changes: it is indexed, and rewriting an indexed column
     // costs an index update at every commit (the first commit of a drive always writes it).
-    staged.head = {
-      ...(status === this.writtenStatus ? {} : { status }),
-      state: to,
-      steps: ctx.completedSteps,
-      updated_at: at,
-      error_json: ctx.error === null ? null : JSON.stringify(ctx.error),
-      ended_at: isFinalPath(to) ? at : null
-    }
+    staged.head =
+      status === this.writtenStatus
+        ? { state: to, steps, updated_at: at, error_json: errorJson, ended_at: endedAt }
+        : { status, state: to, steps, updated_at: at, error_json: errorJson, ended_at: endedAt }
     // In-memory bookkeeping (the conversation) moves on now; a failed flush ends the drive.
     work.after?.()
   }

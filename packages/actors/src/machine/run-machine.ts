@@ -77,20 +77,34 @@ export type RunEventType = RunEvent['type']
 /**
  * Where a failed (or skipped) dispatch leads: a transient error moves along the chain without
  * spending a retry; with the chain exhausted the step starts again from the primary after a
- * backoff; auth and request errors, and transient ones past `maxRetries`, end the run.
+ * backoff; auth and request errors, and transient ones past `maxRetries`, end the run. A failed
+ * call counts against the dispatch ceiling (`dispatched`); a provider skipped for its open
+ * circuit does not, but still gets a receipt row.
  */
-const failureTransitions = (count: 'countDispatch' | 'countSkip') =>
+const failureTransitions = (dispatched: boolean) =>
   [
-    { guard: and(['isTransient', 'hasNextProvider']), target: 'fallingOver', actions: [count, 'recordError', 'nextProvider'] },
-    { guard: and(['isTransient', 'hasRetryLeft']), target: 'retrying', actions: [count, 'recordError', 'scheduleRetry'] },
-    { target: 'finished.failed', actions: [count, 'recordError'] }
+    { guard: and(['isTransient', 'hasNextProvider']), target: 'fallingOver', actions: { type: 'fallOver', params: { dispatched } } },
+    { guard: and(['isTransient', 'hasRetryLeft']), target: 'retrying', actions: { type: 'scheduleRetry', params: { dispatched } } },
+    { target: 'finished.failed', actions: { type: 'giveUp', params: { dispatched } } }
   ] as const
+
+/** Whether a failed or skipped dispatch failed for a reason that may pass (a 503, a timeout, an open circuit). */
+const isTransientFailure = (event: RunEvent): boolean => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN') && event.error.kind === 'transient'
+
+/** The error a failure event carries (the context's own for any other event). */
+const errorOf = (event: RunEvent, context: RunContext): RunError | null =>
+  event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' || event.type === 'FAIL' ? event.error : context.error
 
 /**
  * The run machine of docs/architecture.md. It is pure: it decides, it does no I/O. The supervisor
  * performs each state's entry work (a dispatch, the tools, a verification), persists the
  * transition, and only then sends the outcome as the next event, so every effect happens after
  * the transition that led to it is durable, and a resume simply re-enters the restored state.
+ *
+ * Every transition has at most one `assign`: XState copies the whole context and rebuilds the
+ * snapshot for each assign, and the driver sends two or three events a step (docs/architecture.md,
+ * "The hot path"). The guards keep their names, combinators included: the inspector's chart shows
+ * them (docs/inspector.md); only a failed dispatch evaluates a combinator.
  */
 export const runMachine = setup({
   types: {
@@ -99,7 +113,7 @@ export const runMachine = setup({
     input: {} as RunMachineInput
   },
   guards: {
-    isTransient: ({ event }) => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN') && event.error.kind === 'transient',
+    isTransient: ({ event }) => isTransientFailure(event),
     hasNextProvider: ({ context }) => context.providerIndex + 1 < context.providerCount,
     hasRetryLeft: ({ context }) => context.retries < context.maxRetries,
     hasToolCalls: ({ event }) => event.type === 'PROVIDER_OK' && event.hasToolCalls,
@@ -107,20 +121,39 @@ export const runMachine = setup({
     isActive: ({ context }) => !context.ended
   },
   actions: {
-    /** Every answered, failed or lost dispatch counts against the ceiling and opens the next receipt row. */
-    countDispatch: assign({
-      dispatches: ({ context }) => context.dispatches + 1,
-      attempt: ({ context }) => context.attempt + 1
-    }),
-    /** A skipped provider still gets a receipt row, but spends no dispatch. */
-    countSkip: assign({ attempt: ({ context }) => context.attempt + 1 }),
-    nextProvider: assign({ providerIndex: ({ context }) => context.providerIndex + 1, reason: 'fallover' }),
-    scheduleRetry: assign({
-      retryAt: ({ event }) => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' ? event.retryAt : null)
-    }),
-    recordError: assign({
-      error: ({ event, context }) => (event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' || event.type === 'FAIL' ? event.error : context.error)
-    })
+    /**
+     * The model answered: the dispatch counts against the ceiling, the next attempt gets the
+     * next receipt row, and the step is answered.
+     */
+    recordAnswer: assign(({ context, event }) => ({
+      dispatches: context.dispatches + 1,
+      attempt: context.attempt + 1,
+      completedSteps: context.completedSteps + 1,
+      lastHadToolCalls: event.type === 'PROVIDER_OK' && event.hasToolCalls,
+      error: null
+    })),
+    /** A transient failure moves to the next provider of the chain. */
+    fallOver: assign(({ context, event }, params: { readonly dispatched: boolean }) => ({
+      dispatches: params.dispatched ? context.dispatches + 1 : context.dispatches,
+      attempt: context.attempt + 1,
+      error: errorOf(event, context),
+      providerIndex: context.providerIndex + 1,
+      reason: 'fallover' as const
+    })),
+    /** A transient failure with the chain exhausted waits until `retryAt`. */
+    scheduleRetry: assign(({ context, event }, params: { readonly dispatched: boolean }) => ({
+      dispatches: params.dispatched ? context.dispatches + 1 : context.dispatches,
+      attempt: context.attempt + 1,
+      error: errorOf(event, context),
+      retryAt: event.type === 'PROVIDER_ERROR' || event.type === 'CIRCUIT_OPEN' ? event.retryAt : null
+    })),
+    /** Any other failure ends the run with it. */
+    giveUp: assign(({ context, event }, params: { readonly dispatched: boolean }) => ({
+      dispatches: params.dispatched ? context.dispatches + 1 : context.dispatches,
+      attempt: context.attempt + 1,
+      error: errorOf(event, context)
+    })),
+    recordError: assign(({ context, event }) => ({ error: errorOf(event, context) }))
   }
 }).createMachine({
   id: 'run',
@@ -160,19 +193,16 @@ export const runMachine = setup({
     dispatching: {
       on: {
         PROVIDER_OK: [
-          {
-            guard: 'hasToolCalls',
-            target: 'acting',
-            actions: ['countDispatch', assign({ completedSteps: ({ context }) => context.completedSteps + 1, lastHadToolCalls: true, error: null })]
-          },
-          {
-            target: 'verifying',
-            actions: ['countDispatch', assign({ completedSteps: ({ context }) => context.completedSteps + 1, lastHadToolCalls: false, error: null })]
-          }
+          { guard: 'hasToolCalls', target: 'acting', actions: 'recordAnswer' },
+          { target: 'verifying', actions: 'recordAnswer' }
         ],
-        PROVIDER_ERROR: failureTransitions('countDispatch'),
-        CIRCUIT_OPEN: failureTransitions('countSkip'),
-        DISPATCH_LOST: { target: 'dispatching', reenter: true, actions: ['countDispatch', assign({ reason: 'retry' })] },
+        PROVIDER_ERROR: failureTransitions(true),
+        CIRCUIT_OPEN: failureTransitions(false),
+        DISPATCH_LOST: {
+          target: 'dispatching',
+          reenter: true,
+          actions: assign(({ context }) => ({ dispatches: context.dispatches + 1, attempt: context.attempt + 1, reason: 'retry' as const }))
+        },
         CEILING_REACHED: {
           target: 'finished.failed',
           actions: assign({
@@ -194,7 +224,7 @@ export const runMachine = setup({
       on: {
         RETRY_DUE: {
           target: 'dispatching',
-          actions: assign({ providerIndex: 0, reason: 'retry', retries: ({ context }) => context.retries + 1, retryAt: null })
+          actions: assign(({ context }) => ({ providerIndex: 0, reason: 'retry' as const, retries: context.retries + 1, retryAt: null }))
         }
       }
     },
@@ -205,7 +235,7 @@ export const runMachine = setup({
       on: {
         TOOLS_DONE: 'verifying',
         APPROVAL_REQUESTED: 'awaitingApproval',
-        CHILDREN_SPAWNED: { target: 'awaitingChildren', actions: assign({ spawnedChildren: true }) }
+        CHILDREN_SPAWNED: { target: 'awaitingChildren', actions: assign(() => ({ spawnedChildren: true })) }
       }
     },
     awaitingChildren: {
@@ -218,21 +248,14 @@ export const runMachine = setup({
           { guard: 'atStepCap', target: 'finished.stepCapReached' },
           {
             target: 'dispatching',
-            actions: assign({
-              step: ({ context }) => context.step + 1,
-              providerIndex: 0,
-              attempt: 0,
-              reason: 'initial',
-              retries: 0,
-              error: null
-            })
+            actions: assign(({ context }) => ({ step: context.step + 1, providerIndex: 0, attempt: 0, reason: 'initial' as const, retries: 0, error: null }))
           }
         ]
       }
     },
     finished: {
       // Nothing leaves a finished run: `ended` switches off the root-level CANCEL/TIMEOUT/FAIL.
-      entry: assign({ ended: true }),
+      entry: assign(() => ({ ended: true })),
       // Required by XState for a compound state; every transition here names its final child.
       initial: 'failed',
       states: {

@@ -1,5 +1,5 @@
 import { Either } from 'effect'
-import { createActor, getInitialSnapshot, type SnapshotFrom, transition } from 'xstate'
+import { type Actor, type ActorScope, createActor, getInitialSnapshot, type SnapshotFrom, transition } from 'xstate'
 import { type RunContext, type RunEvent, type RunMachineInput, runMachine } from './run-machine.js'
 import type { RunStateValue } from './run-state.js'
 
@@ -75,3 +75,33 @@ export const persistRunSnapshot = (snapshot: RunSnapshot): PersistedRunSnapshot 
 
 /** The snapshot after `event`, computed by the pure machine: what the driver's actor had after sending it. */
 export const nextRunSnapshot = (snapshot: RunSnapshot, event: RunEvent): RunSnapshot => transition(runMachine, snapshot, event)[0]
+
+/** The machine's next snapshot after an event (the same snapshot when the machine ignores it). */
+export type RunStep = (snapshot: RunSnapshot, event: RunEvent) => RunSnapshot
+
+/**
+ * How a drive moves its run's machine, without the actor's per-send work: the machine's own
+ * `transition` under one scope made for the run (the actor's identity and system), so a send
+ * costs no mailbox, no relay and no observers' walk, only the machine's macrostep. The run
+ * machine has no child actors, delayed events or custom actions, so the scope has nothing to
+ * defer, emit or stop; its snapshots are exactly those the actor would have taken
+ * (run-snapshots.test.ts compares them). The actor then keeps only its life cycle (`stop` ends
+ * the drive). An actor created with `inspect` (the Stately inspector, docs/inspector.md) is sent
+ * every event instead, so that its inspection events go on: `undefined` then.
+ */
+export const runStepOf = (actor: Actor<typeof runMachine>): RunStep | undefined => {
+  if (actor.options.inspect !== undefined) return undefined
+  const scope: ActorScope<RunSnapshot, RunEvent> = {
+    self: actor,
+    id: actor.id,
+    sessionId: actor.sessionId,
+    // The machine has no `log` actions; this is the default an actor gets.
+    logger: console.log,
+    system: actor.system,
+    defer: (fn) => fn(),
+    emit: () => undefined,
+    stopChild: () => undefined,
+    actionExecutor: (action) => action.exec?.(action.info, action.params)
+  }
+  return (snapshot, event) => runMachine.transition(snapshot, event, scope)
+}

@@ -1,4 +1,4 @@
-import { Effect, Either } from 'effect'
+import { Effect, Either, Exit } from 'effect'
 import { ContractError } from '../errors.js'
 import type { ToolSpec } from '../provider/provider.js'
 import { execDefinition, listDirDefinition, readFileDefinition, spawnChildDefinition, writeFileDefinition } from './builtin-tools.js'
@@ -64,20 +64,38 @@ export const builtinCatalogue: ToolCatalogue = Either.getOrThrow(makeToolCatalog
  * its refusal) and any I/O error come back as an `ok: false` outcome whose output tells the
  * model why. Interrupting it interrupts the tool (`exec` kills its process group).
  */
-export const runToolCall = (
+export const runToolCall = (catalogue: ToolCatalogue, tool: ToolDefinition | undefined, call: ToolCallRequest, ctx: ToolContext): Effect.Effect<ToolOutcome> =>
+  Effect.suspend(() => {
+    const outcome = runToolCallNow(catalogue, tool, call, ctx)
+    return Effect.isEffect(outcome) ? outcome : Effect.succeed(outcome)
+  })
+
+/**
+ * `runToolCall` started now: the outcome itself when it is had at once (an unknown tool, bad
+ * arguments, a tool whose `run` settled), else the Effect that finishes the call. The run
+ * driver's form: a step whose tools answer at once costs no Effect.
+ */
+export const runToolCallNow = (
   catalogue: ToolCatalogue,
   tool: ToolDefinition | undefined,
   call: ToolCallRequest,
   ctx: ToolContext
-): Effect.Effect<ToolOutcome> => {
-  if (tool === undefined || tool.runsAs !== 'call') return Effect.succeed(catalogue.unknownAnswer(call.name))
-  return Effect.suspend(() => {
+): ToolOutcome | Effect.Effect<ToolOutcome> => {
+  if (tool === undefined || tool.runsAs !== 'call') return catalogue.unknownAnswer(call.name)
+  let ran: ToolOutcome | Effect.Effect<ToolOutcome>
+  try {
     const decoded = tool.decode(call.arguments)
-    return Either.isLeft(decoded) ? Effect.succeed(failed(`Invalid arguments for ${tool.name}: ${decoded.left}`)) : tool.run(decoded.right, ctx)
-  }).pipe(
-    // The tools catch their own I/O errors; this is the last guard that keeps "never fails" true.
-    Effect.catchAllDefect((defect) =>
-      Effect.succeed(failed(`Tool ${call.name} failed unexpectedly: ${defect instanceof Error ? defect.message : String(defect)}`))
-    )
-  )
+    if (Either.isLeft(decoded)) return failed(`Invalid arguments for ${tool.name}: ${decoded.left}`)
+    ran = tool.run(decoded.right, ctx)
+  } catch (defect) {
+    return unexpected(call, defect)
+  }
+  if (!Effect.isEffect(ran)) return ran
+  // An Effect already settled (`Effect.succeed`) is had at once too.
+  if (Exit.isExit(ran) && Exit.isSuccess(ran)) return (ran as Exit.Success<ToolOutcome, never>).value
+  // The tools catch their own I/O errors; this is the last guard that keeps "never fails" true.
+  return Effect.catchAllDefect(ran, (defect) => Effect.succeed(unexpected(call, defect)))
 }
+
+const unexpected = (call: ToolCallRequest, defect: unknown): ToolOutcome =>
+  failed(`Tool ${call.name} failed unexpectedly: ${defect instanceof Error ? defect.message : String(defect)}`)

@@ -74,10 +74,13 @@ export interface CallableTool<A = unknown> extends ToolBase<A> {
   readonly runsAs: 'call'
   /**
    * Performs one call with decoded arguments. Never fails: every problem is an `ok: false`
-   * outcome telling the model why. (A method, so that a catalogue holds tools of different
-   * argument types: `run` only ever receives what the same tool's `decode` produced.)
+   * outcome telling the model why. A tool whose work is done by the time `run` returns may hand
+   * back its outcome itself (a settled form) instead of an Effect: the run's step then goes on
+   * without an Effect fiber (docs/architecture.md, "The hot path"). (A method, so that a
+   * catalogue holds tools of different argument types: `run` only ever receives what the same
+   * tool's `decode` produced.)
    */
-  run(args: A, ctx: ToolContext): Effect.Effect<ToolOutcome>
+  run(args: A, ctx: ToolContext): ToolOutcome | Effect.Effect<ToolOutcome>
 }
 
 /**

@@ -20,7 +20,15 @@ export {
   toolActOf,
   RunToolContext
 } from './tool-definition.js'
-export { BUILTIN_TOOLS, builtinCatalogue, makeToolCatalogue, runToolCall, type ToolCallRequest, type ToolCatalogue } from './tool-catalogue.js'
+export {
+  BUILTIN_TOOLS,
+  builtinCatalogue,
+  makeToolCatalogue,
+  runToolCall,
+  runToolCallNow,
+  type ToolCallRequest,
+  type ToolCatalogue
+} from './tool-catalogue.js'
 export { execDefinition, listDirDefinition, readFileDefinition, spawnChildDefinition, writeFileDefinition } from './builtin-tools.js'
 
 /**
