@@ -14,31 +14,36 @@ const LIST_DIR_MAX_ENTRIES = 1_000
  * The file tools check the path and act on it through pinned folder handles (confined-fs.ts,
  * pinned-fs.ts), so a symlink swapped in after the check is refused with the same boundary
  * message. The check and the walk are synchronous and a missing file is an answer, not an
- * exception: a `read_file` or a `list_dir` of a small folder answers at once, as one settled
- * Effect, without a promise or a fiber of its own.
+ * exception: a `read_file` or a `list_dir` of a small folder answers at once, as a settled
+ * outcome, without an Effect, a promise or a fiber of its own.
  */
 
 /**
- * `run`'s answer turned into the model's outcome, at once or when its promise settles: a
- * refusal becomes the refusal outcome, any other thrown error what `failure` says of it. Tools
- * never fail.
+ * `run`'s answer turned into the model's outcome: at once when `run` answers synchronously (the
+ * tool's `run` hands it back settled, and the step goes on without an Effect: tool-definition.ts),
+ * or when its promise settles. A refusal becomes the refusal outcome, any other thrown error what
+ * `failure` says of it. Tools never fail. `run` is called when the tool runs (runToolCallNow),
+ * after the journal's `started` is durable for a journalled tool.
  */
-const settled = <A>(run: () => Eventually<A>, outcome: (found: A) => ToolOutcome, failure: (cause: unknown) => ToolOutcome): Effect.Effect<ToolOutcome> =>
-  Effect.suspend(() => {
-    const caught = (cause: unknown): ToolOutcome => (cause instanceof WorkspaceEscapeError ? escaped(cause) : failure(cause))
-    let found: Eventually<A>
-    try {
-      found = run()
-    } catch (cause) {
-      return Effect.succeed(caught(cause))
-    }
-    if (!(found instanceof Promise)) return Effect.succeed(outcome(found))
-    const pending = found
-    return Effect.promise(() => pending.then(outcome, caught))
-  })
+const settled = <A>(
+  run: () => Eventually<A>,
+  outcome: (found: A) => ToolOutcome,
+  failure: (cause: unknown) => ToolOutcome
+): ToolOutcome | Effect.Effect<ToolOutcome> => {
+  const caught = (cause: unknown): ToolOutcome => (cause instanceof WorkspaceEscapeError ? escaped(cause) : failure(cause))
+  let found: Eventually<A>
+  try {
+    found = run()
+  } catch (cause) {
+    return caught(cause)
+  }
+  if (!(found instanceof Promise)) return outcome(found)
+  const pending = found
+  return Effect.promise(() => pending.then(outcome, caught))
+}
 
 /** `read_file`: the file's text, capped at 100 KiB (read synchronously: the cap keeps it small). */
-export const readFileTool = (ws: Workspace, args: ReadFileArgs): Effect.Effect<ToolOutcome> => {
+export const readFileTool = (ws: Workspace, args: ReadFileArgs): ToolOutcome | Effect.Effect<ToolOutcome> => {
   const shown = args.path
   const noSuchFile = () => failed(`No such file: ${shown}`)
   return settled(
@@ -61,7 +66,7 @@ export const readFileTool = (ws: Workspace, args: ReadFileArgs): Effect.Effect<T
 }
 
 /** `write_file`: creates missing parent folders (inside the workspace) and replaces the file atomically. */
-export const writeFileTool = (ws: Workspace, args: WriteFileArgs): Effect.Effect<ToolOutcome> =>
+export const writeFileTool = (ws: Workspace, args: WriteFileArgs): ToolOutcome | Effect.Effect<ToolOutcome> =>
   settled(
     () => {
       const real = resolveInsideNow(ws, args.path)
@@ -73,7 +78,7 @@ export const writeFileTool = (ws: Workspace, args: WriteFileArgs): Effect.Effect
   )
 
 /** `list_dir`: the folder's entries sorted by name, folders suffixed with `/`. */
-export const listDirTool = (ws: Workspace, args: ListDirArgs): Effect.Effect<ToolOutcome> => {
+export const listDirTool = (ws: Workspace, args: ListDirArgs): ToolOutcome | Effect.Effect<ToolOutcome> => {
   const shown = args.path
   const missing = (code: PinnedMissing['code']): ToolOutcome => (code === 'ENOENT' ? failed(`No such folder: ${shown}`) : failed(`${shown} is not a folder`))
   return settled(
