@@ -6,6 +6,7 @@ import * as runContracts from './2026-11-29T200000-run-contracts.js'
 import * as clusteredTables from './2026-11-29T210000-clustered-tables.js'
 import * as compactJournal from './2026-12-01T120000-compact-journal.js'
 import * as postgresRunWriter from './2026-12-01T130000-postgres-run-writer.js'
+import * as runLog from './2026-12-01T150000-run-log.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -19,7 +20,8 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-11-29T200000-run-contracts': runContracts,
   '2026-11-29T210000-clustered-tables': clusteredTables,
   '2026-12-01T120000-compact-journal': compactJournal,
-  '2026-12-01T130000-postgres-run-writer': postgresRunWriter
+  '2026-12-01T130000-postgres-run-writer': postgresRunWriter,
+  '2026-12-01T150000-run-log': runLog
 }
 
 /** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */

@@ -11,7 +11,8 @@ export const MIGRATION_NAMES: ReadonlyArray<string> = [
   '2026-11-29T200000-run-contracts',
   '2026-11-29T210000-clustered-tables',
   '2026-12-01T120000-compact-journal',
-  '2026-12-01T130000-postgres-run-writer'
+  '2026-12-01T130000-postgres-run-writer',
+  '2026-12-01T150000-run-log'
 ]
 
 /**
