@@ -18,7 +18,10 @@ const ALL = Object.keys(migrations).sort()
 function inspect(file: string): { tables: string[]; migrations: string[]; journalMode: unknown } {
   const raw = new BetterSqlite3(file, { readonly: true })
   try {
-    const tables = raw.prepare("select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite_%' order by name").pluck().all() as string[]
+    const tables = raw
+      .prepare("select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite_%' order by name")
+      .pluck()
+      .all() as string[]
     const applied = tables.includes('kysely_migration') ? (raw.prepare('select name from kysely_migration order by name').pluck().all() as string[]) : []
     return { tables, migrations: applied, journalMode: raw.pragma('journal_mode', { simple: true }) }
   } finally {

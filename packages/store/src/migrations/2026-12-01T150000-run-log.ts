@@ -4,16 +4,25 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely'
 // migrations.
 //
 // SQLite only: a run's per-step rows (its receipts, steps, journal entries and tool effects) move
-// into one clustered table, `run_log`, keyed `(run_id, step, kind, n)` (docs/durability.md, "How
-// a run is stored"). A step's commit settles receipt N, inserts step N and its journal entry and
-// the receipt of step N + 1: in four tables that dirtied four B-tree leaf pages, here it dirties
-// the one at the tail of the run's key range. `kind` is `a` (an attempt, n = attempt), `s` (the
-// step, n = 0), `j` (a journal entry, n = its seq) or `t` (a tool effect, n = position); each row
-// fills the columns of its kind and leaves the others NULL, which costs a byte of record header.
+// into one table, `run_log`, keyed `(run_id, step, kind, n)` (docs/durability.md, "How a run is
+// stored"). A step's commit settles receipt N, inserts step N, its journal entry and the receipt
+// of step N + 1: in four clustered tables that dirtied four B-tree leaves (and split each of them
+// in turn), here it dirties the table's last page and the one leaf of its key where the run's
+// range ends. `kind` is `a` (an attempt, n = attempt), `s` (the step, n = 0), `j` (a journal
+// entry, n = its seq) or `t` (a tool effect, n = position); a row fills the columns of its kind
+// and leaves the others NULL, a byte of record header each.
+//
+// A rowid table with a unique index on the key, not a WITHOUT ROWID one: rows arrive in commit
+// order, so the table only ever grows at its end, where SQLite splits a full leaf by starting a
+// new one; a clustered table of rows this wide (an entry is most of a kilobyte) split at every
+// few commits, rebalancing the full leaf with its neighbours, and wrote more pages a commit.
+// The CHECKs compare with `=` rather than `IN (...)`: SQLite evaluates an IN list of three or
+// more through a temporary index built at each statement, which cost more than the rest of the
+// commit (measured in the change that added this file).
 //
 // A journal entry sits at the step `steps + 1` of its run after its commit (steps: the run's
 // completed steps): where the run's next rows go, never less than an earlier entry's, so the
-// run's last entry is the last `j` of its range. Existing entries get that step from their
+// run's last entry is the last `j` of its key range. Existing entries get that step from their
 // snapshot (the running maximum, so that a hand-edited snapshot cannot put one out of order).
 //
 // The four old names become views with the columns the tables had, in their order, and INSTEAD
@@ -22,17 +31,18 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely'
 // defaults: its insert trigger gives an omitted column the default the table had. On PostgreSQL
 // nothing changes.
 
-const COLUMNS = `"run_id" text not null references "runs" ("id") on delete cascade, "step" integer not null, "kind" text not null, "n" integer not null,
+/** `column = 'a' or column = 'b' ...`: an IN list without the temporary index (see above). */
+const oneOf = (column: string, values: ReadonlyArray<string>): string => `(${values.map((v) => `"${column}" = '${v}'`).join(' or ')})`
+
+const COLUMNS = `"id" integer primary key, "run_id" text not null references "runs" ("id") on delete cascade, "step" integer not null, "kind" text not null, "n" integer not null,
   "provider" text, "reason" text, "outcome" text, "error_kind" text, "http_status" integer, "error_message" text, "latency_ms" integer, "ttft_ms" integer,
   "tokens_in" integer, "tokens_out" integer, "partial_text" text, "started_at" text, "settled_at" text,
   "prompt_summary" text, "text" text, "tool_calls_json" text, "results_json" text, "feedback" text, "at" text,
   "first_seq" integer, "transitions_json" text, "snapshot_json" text,
   "tool_call_id" text, "name" text, "arguments" text, "status" text, "result_json" text, "completed_at" text,
-  constraint "run_log_pk" primary key ("run_id", "step", "kind", "n"),
-  constraint "run_log_kind_check" check ("kind" in ('a', 's', 'j', 't')),
+  constraint "run_log_kind_check" check ${oneOf('kind', ['a', 's', 'j', 't'])},
   constraint "run_log_attempt_check" check ("kind" <> 'a' or ("provider" is not null and "started_at" is not null
-    and "reason" is not null and "reason" in ('initial', 'retry', 'fallover')
-    and "outcome" is not null and "outcome" in ('pending', 'ok', 'failed', 'unknown', 'cancelled'))),
+    and ${oneOf('reason', ['initial', 'retry', 'fallover'])} and ${oneOf('outcome', ['pending', 'ok', 'failed', 'unknown', 'cancelled'])})),
   constraint "run_log_step_check" check ("kind" <> 's' or ("n" = 0 and "provider" is not null and "prompt_summary" is not null and "text" is not null
     and "tool_calls_json" is not null and "tokens_in" is not null and "tokens_out" is not null and "at" is not null)),
   constraint "run_log_entry_check" check ("kind" <> 'j' or ("first_seq" is not null and "transitions_json" is not null and "snapshot_json" is not null)),
@@ -99,7 +109,8 @@ const storedColumns = (view: (typeof VIEWS)[number]): string[] => view.columns.f
 
 export async function up(db: Kysely<any>): Promise<void> {
   if (isPostgres(db)) return
-  await sql.raw(`create table "run_log" (${COLUMNS}) without rowid`).execute(db)
+  await sql.raw(`create table "run_log" (${COLUMNS})`).execute(db)
+  await sql`create unique index "run_log_key" on "run_log" ("run_id", "step", "kind", "n")`.execute(db)
   for (const view of VIEWS) {
     const stored = storedColumns(view)
     const step = view.kind === 'j' ? MIGRATED_ENTRY_STEP : '"step"'
