@@ -24,10 +24,11 @@ const realRun = async (dir: string, db: string): Promise<string> => {
 const corruptResults = (db: string, runId: string): void => {
   const sqlite = new BetterSqlite3(db)
   try {
+    // Counted by RETURNING: `steps` is a view, whose writes SQLite does not count as changes.
     const changed = sqlite
-      .prepare('UPDATE steps SET results_json = ? WHERE run_id = ? AND step = 1')
-      .run(JSON.stringify([{ toolCallId: 'c1', name: 'write_file', ok: 'yes', output: 'wrote out.txt' }]), runId).changes
-    expect(changed).toBe(1)
+      .prepare('UPDATE steps SET results_json = ? WHERE run_id = ? AND step = 1 RETURNING step')
+      .all(JSON.stringify([{ toolCallId: 'c1', name: 'write_file', ok: 'yes', output: 'wrote out.txt' }]), runId)
+    expect(changed).toHaveLength(1)
   } finally {
     sqlite.close()
   }

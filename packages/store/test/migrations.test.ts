@@ -6,7 +6,7 @@ import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { getRun, insertRun, lastTransition, listJournalEntries, listTransitions, migrationProvider, migrations, openStore } from '@agentvisor/store'
 import { postgresSchema, sqliteSchema } from './support/schema-dump.js'
-import { CONTRACT, DIALECTS, run, tempDir, tempLocation, tempStore } from './support/temp-store.js'
+import { attempt, CONTRACT, DIALECTS, run, tempDir, tempLocation, tempStore } from './support/temp-store.js'
 
 const fixture = <A>(name: string): A => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as A
 
@@ -173,5 +173,132 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(left.map((table) => table.name)).toEqual([])
     expect((await migrator.migrateToLatest()).error).toBeUndefined()
     expect((await store.db.introspection.getTables()).map((table) => table.name).sort()).toContain('run_contracts')
+  })
+})
+
+// docs/durability.md, "How a run is stored".
+describe('the run log migration on SQLite', () => {
+  it("moves an older store's receipts, steps, entries and tool effects into run_log, read under their old names as they were", async () => {
+    const store = await tempStore('sqlite')
+    const db = store.db as unknown as Kysely<any>
+    const migrator = new Migrator({ db, provider: migrationProvider })
+    expect((await migrator.migrateTo('2026-12-01T130000-postgres-run-writer')).error).toBeUndefined()
+    await insertRun(store.db, run({ steps: 2 }))
+    const snapshot = (completed: number | string) =>
+      `{"v":1,"snapshot":{"value":"dispatching","context":{"step":3,"completedSteps":${JSON.stringify(completed)}}}}`
+    const receipt = (fields: object) => ({
+      ...attempt(),
+      outcome: 'ok',
+      error_kind: null,
+      http_status: null,
+      error_message: null,
+      latency_ms: 5,
+      ttft_ms: null,
+      tokens_in: 3,
+      tokens_out: 4,
+      partial_text: null,
+      settled_at: 't1',
+      ...fields
+    })
+    const rows = {
+      attempts: [
+        receipt({ step: 1 }),
+        receipt({ step: 2, attempt: 1, outcome: 'failed', settled_at: 't2', error_kind: 'server', http_status: 503, error_message: 'busy' }),
+        receipt({ step: 2, attempt: 2, reason: 'retry', settled_at: 't3', partial_text: 'pa' }),
+        receipt({ step: 3, outcome: 'pending', settled_at: null, latency_ms: null, tokens_in: null, tokens_out: null })
+      ],
+      steps: [
+        {
+          run_id: 'run-1',
+          step: 1,
+          provider: 'primary',
+          prompt_summary: 'p',
+          text: 'x',
+          tool_calls_json: '[]',
+          results_json: null,
+          feedback: 'f',
+          tokens_in: 1,
+          tokens_out: 2,
+          at: 't1'
+        },
+        {
+          run_id: 'run-1',
+          step: 2,
+          provider: 'primary',
+          prompt_summary: '',
+          text: '',
+          tool_calls_json: '[{}]',
+          results_json: '[]',
+          feedback: null,
+          tokens_in: 0,
+          tokens_out: 0,
+          at: 't3'
+        }
+      ],
+      journal_entries: [
+        { run_id: 'run-1', seq: 1, first_seq: 1, transitions_json: '[]', snapshot_json: snapshot(0) },
+        { run_id: 'run-1', seq: 3, first_seq: 2, transitions_json: '[]', snapshot_json: snapshot(1) },
+        // Neither JSON nor a number of steps: it stays after the entry before it.
+        { run_id: 'run-1', seq: 4, first_seq: 4, transitions_json: '[]', snapshot_json: 'not json' },
+        { run_id: 'run-1', seq: 6, first_seq: 5, transitions_json: '[]', snapshot_json: snapshot(2) }
+      ],
+      tool_effects: [
+        {
+          run_id: 'run-1',
+          step: 2,
+          position: 0,
+          tool_call_id: 'c1',
+          name: 'write_file',
+          arguments: '{}',
+          status: 'completed',
+          result_json: '{}',
+          started_at: 't',
+          completed_at: 'u'
+        }
+      ]
+    }
+    for (const [table, values] of Object.entries(rows)) await db.insertInto(table).values(values).execute()
+    const expectRows = async () => {
+      for (const [table, values] of Object.entries(rows)) {
+        const key = table === 'journal_entries' ? 'seq' : table === 'attempts' ? 'attempt' : 'step'
+        expect(
+          await db
+            .selectFrom(table)
+            .selectAll()
+            .orderBy('step' in values[0]! ? 'step' : key)
+            .orderBy(key)
+            .execute(),
+          table
+        ).toEqual(values)
+      }
+    }
+
+    expect((await migrator.migrateToLatest()).error).toBeUndefined()
+    await expectRows()
+    // Each entry at its run's completed steps + 1, never before an earlier one.
+    expect(store.sqlite!.prepare("SELECT n, step FROM run_log WHERE kind = 'j' ORDER BY step, n").raw().all()).toEqual([
+      [1, 1],
+      [3, 2],
+      [4, 2],
+      [6, 3]
+    ])
+    expect(await listJournalEntries(store.db, 'run-1')).toHaveLength(4)
+
+    // And back: the four tables again, with the same rows.
+    expect((await migrator.migrateTo('2026-12-01T130000-postgres-run-writer')).error).toBeUndefined()
+    await expectRows()
+    const kinds = store
+      .sqlite!.prepare("SELECT name, type FROM sqlite_master WHERE name IN ('attempts', 'steps', 'journal_entries', 'tool_effects', 'run_log')")
+      .raw()
+      .all()
+    expect(new Map(kinds as Array<[string, string]>)).toEqual(
+      new Map([
+        ['attempts', 'table'],
+        ['steps', 'table'],
+        ['journal_entries', 'table'],
+        ['tool_effects', 'table']
+      ])
+    )
+    expect((await sql<{ n: number }>`select count(*) as n from transitions`.execute(db)).rows).toEqual([{ n: 0 }])
   })
 })

@@ -8,6 +8,7 @@ import { openAtOnce } from './support/open-at-once.js'
 import { rejectionOf } from './support/rejection-of.js'
 import { run, tempDir } from './support/temp-store.js'
 
+// What a query reads by name: on SQLite the per-step four are views of `run_log` (docs/durability.md, "How a run is stored").
 const TABLES = ['approvals', 'attempts', 'policy_events', 'remembered_rules', 'run_contracts', 'runs', 'steps', 'tool_effects', 'journal_entries']
 const INITIAL = '2026-11-29T120000-initial'
 /** Every migration, in the order they run. */
@@ -17,7 +18,10 @@ const ALL = Object.keys(migrations).sort()
 function inspect(file: string): { tables: string[]; migrations: string[]; journalMode: unknown } {
   const raw = new BetterSqlite3(file, { readonly: true })
   try {
-    const tables = raw.prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name").pluck().all() as string[]
+    const tables = raw
+      .prepare("select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite_%' order by name")
+      .pluck()
+      .all() as string[]
     const applied = tables.includes('kysely_migration') ? (raw.prepare('select name from kysely_migration order by name').pluck().all() as string[]) : []
     return { tables, migrations: applied, journalMode: raw.pragma('journal_mode', { simple: true }) }
   } finally {

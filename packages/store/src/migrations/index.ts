@@ -7,6 +7,7 @@ import * as clusteredTables from './2026-11-29T210000-clustered-tables.js'
 import * as compactJournal from './2026-12-01T120000-compact-journal.js'
 import * as postgresRunWriter from './2026-12-01T130000-postgres-run-writer.js'
 import * as postgresCommitArguments from './2026-12-01T150000-postgres-commit-arguments.js'
+import * as runLog from './2026-12-01T160000-run-log.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -21,7 +22,8 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-11-29T210000-clustered-tables': clusteredTables,
   '2026-12-01T120000-compact-journal': compactJournal,
   '2026-12-01T130000-postgres-run-writer': postgresRunWriter,
-  '2026-12-01T150000-postgres-commit-arguments': postgresCommitArguments
+  '2026-12-01T150000-postgres-commit-arguments': postgresCommitArguments,
+  '2026-12-01T160000-run-log': runLog
 }
 
 /** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */

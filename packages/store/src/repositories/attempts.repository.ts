@@ -1,6 +1,13 @@
 import type { Executor } from '../executor.js'
 import { AttemptOutcome, type AttemptRow, type AttemptSettlement, type NewAttempt, type SettledAttemptOutcome } from '../tables/attempts.table.js'
 
+/**
+ * What an update of a per-step table returns to be counted. On SQLite those tables are views of
+ * `run_log` written through INSTEAD OF triggers (docs/durability.md, "How a run is stored"), and
+ * SQLite counts no change a trigger makes as the statement's; RETURNING lists the rows either way.
+ */
+export const UPDATED = 'run_id' as const
+
 /** Writes the receipt of a model call before it is dispatched, as `pending`. */
 export async function insertAttempt(db: Executor, row: NewAttempt): Promise<void> {
   await db
@@ -15,15 +22,17 @@ export async function insertAttempt(db: Executor, row: NewAttempt): Promise<void
  * rewritten (a late settle after resume marked it `unknown` must not overwrite that).
  */
 export async function settleAttempt(db: Executor, runId: string, step: number, attempt: number, patch: AttemptSettlement): Promise<boolean> {
-  const result = await db
+  // Counted by RETURNING: on SQLite `attempts` is a view, whose writes SQLite does not count (see UPDATED).
+  const updated = await db
     .updateTable('attempts')
     .set(patch)
     .where('run_id', '=', runId)
     .where('step', '=', step)
     .where('attempt', '=', attempt)
     .where('outcome', '=', AttemptOutcome.pending)
-    .executeTakeFirst()
-  return result.numUpdatedRows > 0n
+    .returning(UPDATED)
+    .execute()
+  return updated.length > 0
 }
 
 /** A run's receipts by step, then attempt. */
@@ -41,13 +50,14 @@ export async function settlePendingAttempts(
   outcome: SettledAttemptOutcome,
   settledAt: string = new Date().toISOString()
 ): Promise<number> {
-  const result = await db
+  const updated = await db
     .updateTable('attempts')
     .set({ outcome, settled_at: settledAt })
     .where('run_id', '=', runId)
     .where('outcome', '=', AttemptOutcome.pending)
-    .executeTakeFirst()
-  return Number(result.numUpdatedRows)
+    .returning(UPDATED)
+    .execute()
+  return updated.length
 }
 
 /**

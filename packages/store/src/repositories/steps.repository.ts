@@ -1,4 +1,5 @@
 import type { Executor } from '../executor.js'
+import { UPDATED } from './attempts.repository.js'
 import { decodeStepRow } from '../tables/steps.columns.js'
 import type { NewStep, StepRow } from '../tables/steps.table.js'
 
@@ -9,14 +10,20 @@ export async function insertStep(db: Executor, row: NewStep): Promise<void> {
 
 /** Records the tool results of a step; returns false when there is no such step. */
 export async function setStepResults(db: Executor, runId: string, step: number, resultsJson: string): Promise<boolean> {
-  const result = await db.updateTable('steps').set({ results_json: resultsJson }).where('run_id', '=', runId).where('step', '=', step).executeTakeFirst()
-  return result.numUpdatedRows > 0n
+  const updated = await db
+    .updateTable('steps')
+    .set({ results_json: resultsJson })
+    .where('run_id', '=', runId)
+    .where('step', '=', step)
+    .returning(UPDATED)
+    .execute()
+  return updated.length > 0
 }
 
 /** Records the verification feedback given to the model after a step; returns false when there is no such step. */
 export async function setStepFeedback(db: Executor, runId: string, step: number, feedback: string): Promise<boolean> {
-  const result = await db.updateTable('steps').set({ feedback }).where('run_id', '=', runId).where('step', '=', step).executeTakeFirst()
-  return result.numUpdatedRows > 0n
+  const updated = await db.updateTable('steps').set({ feedback }).where('run_id', '=', runId).where('step', '=', step).returning(UPDATED).execute()
+  return updated.length > 0
 }
 
 /** A run's steps in order; rejects with `StoreError` when one's JSON does not decode. */

@@ -1,9 +1,29 @@
+import { dialectOf } from '../dialect.js'
 import type { Executor } from '../executor.js'
+import { UPDATED } from './attempts.repository.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import type { NewToolEffect, ToolEffectRow } from '../tables/tool-effects.table.js'
 
 /** Journals a call as `started` (or restarts it: a retried call keeps one row). */
 export async function startToolEffect(db: Executor, row: Omit<NewToolEffect, 'status' | 'result_json' | 'completed_at'>): Promise<void> {
+  if (dialectOf(db) === 'sqlite') {
+    // SQLite cannot UPSERT a view (`tool_effects` is one, see UPDATED): the same as the
+    // conflict clause below, as an update of the row if there is one, else an insert.
+    const restarted = await db
+      .updateTable('tool_effects')
+      .set({ status: 'started', name: row.name, arguments: row.arguments, started_at: row.started_at, result_json: null, completed_at: null })
+      .where('run_id', '=', row.run_id)
+      .where('step', '=', row.step)
+      .where('position', '=', row.position)
+      .returning(UPDATED)
+      .execute()
+    if (restarted.length === 0)
+      await db
+        .insertInto('tool_effects')
+        .values({ ...row, status: 'started', result_json: null, completed_at: null })
+        .execute()
+    return
+  }
   await db
     .insertInto('tool_effects')
     .values({ ...row, status: 'started', result_json: null, completed_at: null })
@@ -17,14 +37,15 @@ export async function startToolEffect(db: Executor, row: Omit<NewToolEffect, 'st
 
 /** Journals a call's result; returns false when it was not started. */
 export async function completeToolEffect(db: Executor, runId: string, step: number, position: number, resultJson: string, at: string): Promise<boolean> {
-  const result = await db
+  const updated = await db
     .updateTable('tool_effects')
     .set({ status: 'completed', result_json: resultJson, completed_at: at })
     .where('run_id', '=', runId)
     .where('step', '=', step)
     .where('position', '=', position)
-    .executeTakeFirst()
-  return result.numUpdatedRows > 0n
+    .returning(UPDATED)
+    .execute()
+  return updated.length > 0
 }
 
 /** A step's journal, by position; rejects with `StoreError` when a result does not decode. */

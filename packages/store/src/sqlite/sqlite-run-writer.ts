@@ -56,22 +56,36 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     return run(sql, [...bindColumns(columns, set), ...encodeParams(params)])
   }
 
+  /**
+   * A per-step row into `run_log` (docs/durability.md, "How a run is stored"): the row's columns,
+   * its `kind` and, as `n`, the value of its `nColumn`; prepared once per kind and column list.
+   */
+  const insertLog = (kind: LogKind, nColumn: string | undefined, row: object, conflict = ''): void => {
+    const columns = Object.keys(row)
+    const names = columns.map((c) => (c === nColumn ? 'n' : c))
+    const sql = `INSERT INTO run_log (kind, ${nColumn === undefined ? 'n, ' : ''}${names.join(', ')}) VALUES ('${kind}', ${nColumn === undefined ? '0, ' : ''}${columns.map(() => '?').join(', ')})${conflict}`
+    run(sql, bindColumns(columns, row))
+  }
+  const updateLog = (kind: LogKind, set: object, key: string, params: Params): number =>
+    update('run_log', set, `run_id = ? AND step = ? AND kind = '${kind}' AND ${key}`, params)
+
   const apply = (write: RunWrite): void => {
     switch (write.op) {
       case 'insertAttempt':
-        insert('attempts', { ...write.row, outcome: 'pending', settled_at: null })
+        insertLog('a', 'attempt', { ...write.row, outcome: 'pending', settled_at: null })
         return
       case 'settleAttempt':
-        update('attempts', write.patch, "run_id = ? AND step = ? AND attempt = ? AND outcome = 'pending'", [write.runId, write.step, write.attempt])
+        updateLog('a', write.patch, "n = ? AND outcome = 'pending'", [write.runId, write.step, write.attempt])
         return
       case 'insertStep':
-        insert('steps', write.row)
+        // The defaults the `steps` table had (a base table of several kinds has none).
+        insertLog('s', undefined, { ...STEP_DEFAULTS, ...write.row })
         return
       case 'setStepResults':
-        update('steps', { results_json: write.resultsJson }, 'run_id = ? AND step = ?', [write.runId, write.step])
+        updateLog('s', { results_json: write.resultsJson }, 'n = 0', [write.runId, write.step])
         return
       case 'setStepFeedback':
-        update('steps', { feedback: write.feedback }, 'run_id = ? AND step = ?', [write.runId, write.step])
+        updateLog('s', { feedback: write.feedback }, 'n = 0', [write.runId, write.step])
         return
       case 'insertApproval':
         insert('approvals', write.row, ' ON CONFLICT (run_id, step, tool_call_id) DO NOTHING')
@@ -86,23 +100,22 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
         return
       }
       case 'startToolEffect':
-        insert(
-          'tool_effects',
+        insertLog(
+          't',
+          'position',
           { ...write.row, status: 'started', result_json: null, completed_at: null },
-          ' ON CONFLICT (run_id, step, position) DO UPDATE SET status = excluded.status, name = excluded.name, arguments = excluded.arguments, started_at = excluded.started_at, result_json = NULL, completed_at = NULL'
+          ' ON CONFLICT (run_id, step, kind, n) DO UPDATE SET status = excluded.status, name = excluded.name, arguments = excluded.arguments, started_at = excluded.started_at, result_json = NULL, completed_at = NULL'
         )
         return
       case 'completeToolEffect':
-        update('tool_effects', { status: 'completed', result_json: write.resultJson, completed_at: write.at }, 'run_id = ? AND step = ? AND position = ?', [
-          write.runId,
-          write.step,
-          write.position
-        ])
+        updateLog('t', { status: 'completed', result_json: write.resultJson, completed_at: write.at }, 'n = ?', [write.runId, write.step, write.position])
         return
     }
   }
 
-  const insertEntry = sqlite.prepare('INSERT INTO journal_entries (run_id, seq, first_seq, transitions_json, snapshot_json) VALUES (?, ?, ?, ?, ?)')
+  // An entry sits at its run's `steps + 1` after the commit: after every earlier entry, beside the
+  // rows of the step the run is at (docs/durability.md, "How a run is stored").
+  const insertEntry = sqlite.prepare("INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) VALUES (?, ?, 'j', ?, ?, ?, ?)")
   const commitOne = sqlite.transaction((commit: TransitionCommit) => {
     // The fence and the head update are one statement: a superseded driver changes no row.
     const changed = update('runs', commit.head, 'id = ? AND lease_token = ?', [commit.runId, commit.leaseToken])
@@ -112,7 +125,14 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
     const { transitions } = commit
     if (transitions.length > 0) {
-      insertEntry.run(encodeText(commit.runId), transitions[transitions.length - 1]!.seq, transitions[0]!.seq, JSON.stringify(transitions), commit.snapshot)
+      insertEntry.run(
+        encodeText(commit.runId),
+        commit.head.steps + 1,
+        transitions[transitions.length - 1]!.seq,
+        transitions[0]!.seq,
+        JSON.stringify(transitions),
+        commit.snapshot
+      )
     }
   })
   const commitNow = commitOne.immediate.bind(null)
@@ -216,7 +236,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const settleNow = sqlite
     .transaction((runId: string, leaseToken: number, outcome: string, at: string): number => {
       fence(runId, leaseToken)
-      return update('attempts', { outcome, settled_at: at }, "run_id = ? AND outcome = 'pending'", [runId])
+      return update('run_log', { outcome, settled_at: at }, "run_id = ? AND kind = 'a' AND outcome = 'pending'", [runId])
     })
     .immediate.bind(null)
 
@@ -227,15 +247,16 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
         runId
       ) as (StoredRunRow & { contract_json: string }) | undefined
       if (run === undefined) return undefined
-      const last = statement('SELECT seq, snapshot_json FROM journal_entries WHERE run_id = ? ORDER BY seq DESC LIMIT 1').get(runId) as JournalHead | undefined
-      const steps = statement('SELECT * FROM steps WHERE run_id = ? ORDER BY step').all(runId) as StoredStepRow[]
+      // The run's last entry: one seek to the end of its range, then back past the few rows after it.
+      const last = statement(LAST_ENTRY).get(runId) as JournalHead | undefined
+      const steps = statement(STEPS).all(runId) as StoredStepRow[]
       // The JSON columns are decoded here, on read, through their Schemas (docs/durability.md,
       // "Corrupt rows"); a corrupt one throws StoreError. Writes are never re-validated.
       return { run: decodeRunWithContract(decodeRow(run)), last: decodeRow(last), steps: decodeRows(steps).map(decodeStepRow) }
     },
     acquireLease: (input) => whenFree(() => acquireNow(input)),
     attemptRecorded: (runId, step, attempt) =>
-      statement('SELECT 1 FROM attempts WHERE run_id = ? AND step = ? AND attempt = ?').get(runId, step, attempt) !== undefined,
+      statement("SELECT 1 FROM run_log WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ?").get(runId, step, attempt) !== undefined,
     releaseLease: (runId, leaseToken) =>
       whenFree(() => void update('runs', { lease_owner: null, lease_expires_at: null }, 'id = ? AND lease_token = ?', [runId, leaseToken])),
     settlePending: (runId, leaseToken, outcome, at) => whenFree(() => settleNow(runId, leaseToken, outcome, at)),
@@ -249,10 +270,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       decodeRows(
         statement('SELECT * FROM remembered_rules WHERE workspace = ? ORDER BY created_at, act, pattern').all(encodeText(workspace)) as RememberedRuleRow[]
       ),
-    toolEffects: (runId, step) =>
-      decodeRows(statement('SELECT * FROM tool_effects WHERE run_id = ? AND step = ? ORDER BY step, position').all(runId, step) as StoredToolEffectRow[]).map(
-        decodeToolEffectRow
-      ),
+    toolEffects: (runId, step) => decodeRows(statement(TOOL_EFFECTS).all(runId, step) as StoredToolEffectRow[]).map(decodeToolEffectRow),
     close: async () => {
       if (checkpointer === undefined) return
       await checkpointer.stop()
@@ -260,6 +278,18 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     }
   }
 }
+
+/** What a row of `run_log` is (docs/durability.md, "How a run is stored"). */
+type LogKind = 'a' | 's' | 'j' | 't'
+
+const STEP_DEFAULTS = { prompt_summary: '', text: '', tool_calls_json: '[]', tokens_in: 0, tokens_out: 0 } as const
+
+// The reads of `run_log` by its key `(run_id, step, kind, n)`, with the columns the old tables had.
+const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
+const STEPS =
+  "SELECT run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at FROM run_log WHERE run_id = ? AND kind = 's' ORDER BY step"
+const TOOL_EFFECTS =
+  "SELECT run_id, step, n AS position, tool_call_id, name, arguments, status, result_json, started_at, completed_at FROM run_log WHERE run_id = ? AND step = ? AND kind = 't' ORDER BY n"
 
 /**
  * A row's values in `columns` order, bound as the store holds them (text encoded, see
