@@ -1,4 +1,4 @@
-import { type Database, listSteps } from '@agentvisor/store'
+import { type Database, lastStepText } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import type { RunObserver } from '../supervisor/run-observer.js'
@@ -17,8 +17,7 @@ export const busObserver = (bus: Bus, db: Kysely<Database>): RunObserver => ({
   },
   onFinished: (result) => {
     Effect.runFork(
-      Effect.tryPromise(() => listSteps(db, result.runId)).pipe(
-        Effect.map((steps) => [...steps].reverse().find((s) => s.text !== '')?.text),
+      Effect.tryPromise(() => lastStepText(db, result.runId)).pipe(
         Effect.orElseSucceed(() => undefined),
         Effect.flatMap((text) =>
           bus.publishDone({

@@ -30,3 +30,19 @@ export async function setStepFeedback(db: Executor, runId: string, step: number,
 export async function listSteps(db: Executor, runId: string): Promise<StepRow[]> {
   return (await db.selectFrom('steps').selectAll().where('run_id', '=', runId).orderBy('step').execute()).map(decodeStepRow)
 }
+
+/**
+ * The text of a run's last step that answered with text (what its `done` message carries as
+ * `result`), or undefined: one row read, whatever the run's length.
+ */
+export async function lastStepText(db: Executor, runId: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('steps')
+    .select('text')
+    .where('run_id', '=', runId)
+    .where('text', '!=', '')
+    .orderBy('step', 'desc')
+    .limit(1)
+    .executeTakeFirst()
+  return row?.text
+}
