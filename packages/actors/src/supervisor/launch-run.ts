@@ -3,7 +3,7 @@ import { DEFAULT_RETRY_POLICY, makeProvider, makeSecretSet, openWorkspace, type 
 import { type Database, getRun, type LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Clock, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
-import { type Actor, createActor } from 'xstate'
+import { type Actor, createActor, type Snapshot } from 'xstate'
 import { runPolicyOf } from '../approval/run-policy.js'
 import { childRunRow } from '../children/child-contract.js'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
@@ -55,6 +55,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
   const concurrentRuns = (): number => driving
   const supervise = makeSupervise({ writer, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
+  const newActor = freshActors(options)
 
   const launch = (
     runId: string,
@@ -130,8 +131,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       if (parent?.root_id != null) row.root_id = parent.root_id
       const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
       const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
-      const actor = createActor(runMachine, { input: machineInput(contract), ...inspectOption(options) })
-      actor.start()
+      const actor = newActor(contract)
       return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace)
     })
 
@@ -147,11 +147,10 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const snapshot = decoded.right
       const actor = yield* Effect.try({
         try: () =>
-          createActor(runMachine, {
-            input: machineInput(contract),
-            ...(snapshot === undefined ? {} : { snapshot: snapshot as never }),
-            ...inspectOption(options)
-          }).start(),
+          // A run interrupted before its first transition has no snapshot: it starts afresh.
+          snapshot === undefined
+            ? newActor(contract)
+            : createActor(runMachine, { input: machineInput(contract), snapshot: snapshot as never, ...inspectOption(options) }).start(),
         catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot does not fit the run machine' })
       })
       const records = steps.map(
@@ -180,3 +179,37 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
 }
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
+
+/** How many distinct machine inputs (limits, provider count) keep their first snapshot. */
+const INITIAL_SNAPSHOTS = 64
+
+/**
+ * Starts the actor of a run that has no transition yet. XState works a machine's first snapshot
+ * out anew for each actor (its context, its initial state, a check for eventless transitions):
+ * about as much as the rest of a run's start. The same input always gives the same snapshot, so
+ * each input's is worked out once and every later actor restores a copy of it. The run machine
+ * has no entry actions on its way in (docs/architecture.md, "Start-up"), so a restored first
+ * snapshot is the run's first snapshot. With an inspector, actors start the ordinary way: it
+ * sees each one's initial event.
+ */
+const freshActors = (options: SupervisorOptions): ((contract: TaskContract) => Actor<typeof runMachine>) => {
+  if (options.inspect !== undefined) {
+    const inspect = options.inspect
+    return (contract) => createActor(runMachine, { input: machineInput(contract), inspect }).start()
+  }
+  const firstSnapshots = new Map<string, Snapshot<unknown>>()
+  return (contract) => {
+    const input = machineInput(contract)
+    const key = `${input.maxSteps} ${input.maxRetries} ${input.dispatchCeiling} ${input.providerCount} ${input.timeoutMs}`
+    const first = firstSnapshots.get(key)
+    if (first === undefined) {
+      const actor = createActor(runMachine, { input }).start()
+      if (firstSnapshots.size < INITIAL_SNAPSHOTS) firstSnapshots.set(key, actor.getPersistedSnapshot())
+      return actor
+    }
+    // A copy each: XState keeps the objects it restores as the actor's own.
+    const { context, historyValue, children } = first as unknown as Record<'context' | 'historyValue' | 'children', object>
+    const snapshot = { ...first, context: { ...context }, historyValue: { ...historyValue }, children: { ...children } }
+    return createActor(runMachine, { input, snapshot: snapshot as never }).start()
+  }
+}
