@@ -1,5 +1,5 @@
 import { isAbandonedOwner, LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
-import { Clock, Effect } from 'effect'
+import { Cause, Chunk, Clock, Effect } from 'effect'
 import { RunNotFoundError } from '../errors.js'
 import { store } from './driver-io.js'
 
@@ -31,3 +31,6 @@ export const takeLease = (
 /** Gives the lease up once the driver stops (finished, paused, or cancelled). */
 export const dropLease = (writer: RunWriter, runId: string, token: number): Effect.Effect<void> =>
   Effect.ignore(store('release the lease', () => writer.releaseLease(runId, token)))
+
+/** Another live driver holds the run: it is that driver's to move, nothing went wrong. */
+export const isLeaseConflict = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some((error) => error instanceof LeaseConflictError))

@@ -3,6 +3,7 @@ import { homedir } from 'node:os'
 import * as path from 'node:path'
 import { Either, ParseResult, Schema } from 'effect'
 import { ContractError } from '../errors.js'
+import { checkedTaskFile } from './contract-check.js'
 import { compilePolicy } from '../policy/policy.js'
 import { ScriptedStep, TimerMs } from '../provider/scripted-step.js'
 import { isStackOverflow, MAX_NESTING_DEPTH, valueTooDeepAt } from './nesting.js'
@@ -276,8 +277,10 @@ const parseContract = (input: unknown, baseDir: string, source: string | undefin
   })
 }
 
-const decodeContract = (input: unknown, baseDir: string, source: string | undefined): Either.Either<TaskContract, ContractError> =>
-  Either.match(decodeTaskFile(input), {
+const decodeContract = (input: unknown, baseDir: string, source: string | undefined): Either.Either<TaskContract, ContractError> => {
+  // The common shapes are checked by hand (contract-check.ts); the Schema judges the rest and says what is wrong.
+  const checked = checkedTaskFile(input)
+  return Either.match(checked !== undefined ? Either.right(checked) : decodeTaskFile(input), {
     onLeft: (error) => {
       const { field, message } = describeIssue(error, input)
       return Either.left(new ContractError({ message, field, source }))
@@ -300,3 +303,4 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
       })
     }
   })
+}

@@ -15,12 +15,16 @@ export interface Workspace {
 /** Whether a tool means to read an existing path or to create/replace one. */
 export type WorkspacePurpose = 'read' | 'write'
 
-/** Creates the workspace folder if absent (like `mkdir -p`) and pins its real path. */
+/**
+ * Creates the workspace folder if absent (like `mkdir -p`) and pins its real path. Synchronous,
+ * like `realpathLoose` below: two system calls of microseconds, where `fs.promises` would queue
+ * each behind every other run's in libuv's four-thread pool (a thousand runs starting at once).
+ */
 export const openWorkspace = (dir: string): Effect.Effect<Workspace, WorkspaceError> =>
-  Effect.tryPromise({
-    try: async () => {
-      await fs.promises.mkdir(dir, { recursive: true })
-      return { root: await fs.promises.realpath(dir) }
+  Effect.try({
+    try: () => {
+      fs.mkdirSync(dir, { recursive: true })
+      return { root: fs.realpathSync.native(dir) }
     },
     catch: (cause) =>
       new WorkspaceError({

@@ -1,8 +1,9 @@
 // The JSON columns of `runs` and `run_contracts`, each read through one Schema. Apart from
 // runs.table.ts because `agentvisor runs` loads that file without Effect (see runs.ts).
-import { ApprovalMode, ChildLimits, ErrorKind, Lineage, Limits, PolicyLayer, ProviderConfig, VerifySpec } from '@agentvisor/core'
+import { ApprovalMode, ChildLimits, checkedStoredContract, ErrorKind, Lineage, Limits, PolicyLayer, ProviderConfig, VerifySpec } from '@agentvisor/core'
+import * as Either from 'effect/Either'
 import * as Schema from 'effect/Schema'
-import { decodeJsonAt, jsonColumn } from '../json-column.js'
+import { decodeJsonAt, type JsonColumn, jsonColumn } from '../json-column.js'
 import type { RunRow, RunWithContract, StoredRunRow } from './runs.table.js'
 
 const KINDS = Object.values(ErrorKind)
@@ -43,7 +44,16 @@ export const ContractJson = Schema.parseJson(
 )
 
 const decodeError = jsonColumn(RunErrorJson)
-const decodeContract = jsonColumn(ContractJson)
+const decodeContractBySchema = jsonColumn(ContractJson)
+/**
+ * Every run's resume reads its contract: the check by hand takes what agentvisor writes, at a
+ * fraction of the Schema's cost; whatever it does not take (a corrupt row) goes through the
+ * Schema, which names what is wrong (docs/durability.md, "Corrupt rows").
+ */
+const decodeContract: JsonColumn<typeof ContractJson.Type> = (text) => {
+  const checked = checkedStoredContract(text)
+  return checked !== undefined ? Either.right(checked as typeof ContractJson.Type) : decodeContractBySchema(text)
+}
 
 /** A `runs` row with its error decoded; throws `StoreError` when it does not decode. */
 export const decodeRunRow = (stored: StoredRunRow): RunRow => {

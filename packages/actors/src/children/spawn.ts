@@ -1,0 +1,81 @@
+import { ContractError, type TaskContract } from '@agentvisor/core'
+import { type Database, getRun, getRunRow, insertRun, type LeaseLostError, listChildren, StoreError } from '@agentvisor/store'
+import { Clock, Duration, Effect, Either } from 'effect'
+import type { Kysely } from 'kysely'
+import { randomUUID } from 'node:crypto'
+import type { Bus } from '../bus/bus.js'
+import { PROTOCOL_VERSION } from '../bus/messages.js'
+import { RunNotFoundError } from '../errors.js'
+import { surviving } from '../loop/survive.js'
+import { store as storeCall } from '../supervisor/driver-io.js'
+import type { ChildSpec, RunHandle, RunResult } from '../supervisor/run-handle.js'
+import { requestRunCancel } from '../use-cases/cancel.js'
+import { childContract, childRunRow } from './child-contract.js'
+
+/**
+ * Starting a child of a run from code (what `spawn_child` does for a model): the parent's
+ * providers and policy, narrowed limits, a workspace inside the parent's. The child runs
+ * wherever the bus sends it; its handle waits on the store, the truth wherever it runs.
+ */
+export const makeSpawn = (deps: { readonly db: Kysely<Database>; readonly bus: Bus | undefined; readonly warn: (line: string) => void }) =>
+  Effect.gen(function* () {
+    const { db, bus, warn } = deps
+    // Children are numbered by how many their parent has: spawns are taken one at a time.
+    const spawnLock = yield* Effect.makeSemaphore(1)
+    const insertChild = (runId: string, parentId: string, contract: TaskContract, at: string) =>
+      Effect.tryPromise({
+        try: () => insertRun(db, childRunRow(runId, parentId, contract, at)),
+        catch: (cause) => new StoreError({ message: 'store: cannot create the child run', cause })
+      })
+    return (parentId: string, spec: ChildSpec): Effect.Effect<RunHandle, StoreError | LeaseLostError | RunNotFoundError | ContractError> =>
+      Effect.gen(function* () {
+        if (bus === undefined) return yield* new ContractError({ message: 'child runs need a bus' })
+        const parent = yield* storeCall('load the parent run', () => getRun(db, parentId))
+        if (parent === undefined) return yield* new RunNotFoundError({ runId: parentId })
+        const parentContract = parent.contract
+        const runId = randomUUID()
+        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+        const made = yield* spawnLock.withPermits(1)(
+          Effect.gen(function* () {
+            const siblings = yield* storeCall('load the sibling runs', () => listChildren(db, parentId))
+            const contract = childContract(parentContract, parentId, JSON.stringify(spec), siblings.length + 1)
+            if (Either.isLeft(contract)) return yield* new ContractError({ message: contract.left })
+            yield* insertChild(runId, parentId, contract.right, at)
+            return contract
+          })
+        )
+        yield* bus
+          .submitChild({ v: PROTOCOL_VERSION, runId, parentId, contract: made.right })
+          .pipe(Effect.mapError((error) => new StoreError({ message: `cannot hand the child to the bus: ${error.message}`, cause: error })))
+        const ended = (status: string) => status !== 'running'
+        // The store is the truth wherever the child runs: wait on it.
+        const result: Effect.Effect<RunResult> = Effect.gen(function* () {
+          for (;;) {
+            // A store that fails is logged and asked again on a schedule; the wait goes on.
+            const row = yield* surviving(
+              `wait for child run ${runId}`,
+              storeCall('load the child run', () => getRunRow(db, runId)),
+              warn
+            )
+            if (row !== undefined && ended(row.status)) {
+              return {
+                runId,
+                status: row.status,
+                steps: row.steps,
+                ...(row.error !== null ? { error: row.error } : {})
+              }
+            }
+            yield* Effect.sleep(Duration.millis(200))
+          }
+        })
+        const cancel = Effect.gen(function* () {
+          // The store first (docs/durability.md: the request outlives any message), then the bus,
+          // whose control handler ends the child if nobody drives it.
+          yield* requestRunCancel(db, runId).pipe(Effect.catchAll((error) => Effect.sync(() => warn(`cannot cancel child run ${runId}: ${error.message}`))))
+          // Nobody answering (the child is queued, or its worker is gone) is not a failure: the
+          // request in the store reaches whoever drives it next.
+          yield* bus.control(runId, 'cancel', { v: PROTOCOL_VERSION }, 2000).pipe(Effect.ignore)
+        })
+        return { runId, result, cancel } satisfies RunHandle
+      })
+  })

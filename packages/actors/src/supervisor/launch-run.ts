@@ -1,0 +1,215 @@
+import { randomUUID } from 'node:crypto'
+import { DEFAULT_RETRY_POLICY, makeProvider, makeSecretSet, openWorkspace, type TaskContract, type Workspace, type WorkspaceError } from '@agentvisor/core'
+import { type Database, getRun, type LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
+import { Clock, Effect, Either } from 'effect'
+import type { Kysely } from 'kysely'
+import { type Actor, createActor, type Snapshot } from 'xstate'
+import { runPolicyOf } from '../approval/run-policy.js'
+import { childRunRow } from '../children/child-contract.js'
+import { RunNotFoundError, RunNotResumableError } from '../errors.js'
+import { causeLine } from '../loop/survive.js'
+import { machineInput, runMachine } from '../machine/run-machine.js'
+import { decodeRunSnapshot } from '../machine/run-snapshot.js'
+import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
+import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
+import { store as storeCall } from './driver-io.js'
+import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
+import type { makeLeaseKeeper } from './lease-keeper.js'
+import { makeRunDriver } from './run-driver.js'
+import type { makeRunFibers } from './run-fibers.js'
+import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
+import type { RunObserver } from './run-observer.js'
+import { makeStopSignal } from './stop-signal.js'
+import { handleOf, makeSupervise } from './supervise.js'
+import type { SupervisorOptions } from './supervisor.js'
+
+/** What launching runs needs from its supervisor. */
+export interface LaunchDeps {
+  readonly db: Kysely<Database>
+  readonly writer: RunWriter
+  readonly options: SupervisorOptions
+  readonly warn: (line: string) => void
+  /** A run's observers: the supervisor's, with the run's own where it brings some. */
+  readonly observersOf: (startOptions: StartOptions) => ReadonlyArray<RunObserver>
+  readonly leasePolicy: LeasePolicy
+  readonly leaseOwner: string
+  readonly leases: Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>
+  readonly runFibers: ReturnType<typeof makeRunFibers>
+}
+
+const DEFAULT_ATTEMPT_TIMEOUT_MS = 120_000
+
+/**
+ * Creating a run (`start`) or restoring one from the store (`resume`), and its driver: each
+ * launched run is forked as one supervised fiber (supervise.ts).
+ */
+export const makeLaunchRun = (deps: LaunchDeps) => {
+  const { db, writer, options, warn, observersOf, leasePolicy, leaseOwner, runFibers } = deps
+  const env = options.env ?? process.env
+  const buildProvider = options.makeProvider ?? makeProvider
+  // Every key any run of this supervisor uses: a tool of one run can read another's key
+  // from this process's environment, so each run redacts them all (docs/task-file.md).
+  const secrets = makeSecretSet()
+  const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
+  let driving = 0
+  // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
+  const concurrentRuns = (): number => driving
+  const supervise = makeSupervise({ writer, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
+  const newActor = freshActors(options)
+
+  const launch = (
+    runId: string,
+    contract: TaskContract,
+    actor: Actor<typeof runMachine>,
+    steps: ReadonlyArray<StepRecord> | undefined,
+    seq: number,
+    createdAt: string,
+    startOptions: StartOptions,
+    /** The token of a run created with its lease; a resumed run takes the lease here. */
+    createdWithToken?: number,
+    cancelRequested = false,
+    /** The workspace `start` already opened (a resume opens it here). */
+    opened?: Workspace
+  ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
+    Effect.gen(function* () {
+      const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
+      const loaded = yield* runPolicyOf(writer, contract)
+      // A run whose policy cannot be built never runs permissively: it does not run.
+      if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
+      const policy = loaded.right
+      const workspace = opened ?? (yield* openWorkspace(contract.workspace))
+      const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
+      const observers = observersOf(startOptions)
+      // Known before the first step: a fallback's key can be printed by a tool before that
+      // provider is ever asked. A key read later (rotated) is added when it is read.
+      for (const config of contract.providers) if (config.apiKeyEnv !== undefined) secrets.add(env[config.apiKeyEnv])
+      const driver = makeRunDriver({
+        db,
+        writer,
+        runId,
+        contract,
+        providers: contract.providers.map((config) => buildProvider(config, env, secrets)),
+        workspace,
+        actor,
+        messages: steps === undefined ? openingMessages(contract) : rebuildConversation(contract, steps),
+        seq,
+        observers,
+        retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
+        deadline,
+        attemptTimeoutMs: options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS,
+        breakers,
+        policy,
+        approver: startOptions.approver ?? options.approver,
+        newId: randomUUID,
+        leaseToken,
+        bus: options.bus,
+        concurrentRuns,
+        endUndrivenChild,
+        warn,
+        secrets
+      })
+      const stop = makeStopSignal(runId)
+      driving += 1
+      const fiber = yield* runFibers.fork(
+        supervise({ runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh: createdWithToken !== undefined })
+      )
+      return handleOf(runId, fiber, stop)
+    })
+
+  const start = (contract: TaskContract, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> =>
+    Effect.gen(function* () {
+      // A workspace that cannot be opened (a file, no permission) fails the start before
+      // any row exists: a run that never began leaves nothing half made in the store.
+      const workspace = yield* openWorkspace(contract.workspace)
+      const runId = randomUUID()
+      const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const parentId = startOptions.parentId ?? null
+      // A task carries no lineage (docs/task-file.md): a run started under a parent joins
+      // the parent's tree, whose root is the parent's own root, or the parent if it is one.
+      const parent = parentId === null || contract.lineage !== undefined ? undefined : yield* storeCall('load the parent run', () => getRun(db, parentId))
+      const row = childRunRow(runId, parentId, contract, createdAt)
+      if (parent?.root_id != null) row.root_id = parent.root_id
+      const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
+      const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
+      const actor = newActor(contract)
+      return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace)
+    })
+
+  const resume = (runId: string, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> =>
+    Effect.gen(function* () {
+      const loaded = yield* storeCall(`load run ${runId}`, () => writer.loadRun(runId))
+      if (loaded === undefined) return yield* new RunNotFoundError({ runId })
+      // The contract and steps come decoded: a corrupt one failed the load (docs/durability.md, "Corrupt rows").
+      const { run, last, steps } = loaded
+      const { contract } = run
+      const decoded = last === undefined ? Either.right(undefined) : decodeRunSnapshot(last.snapshot_json)
+      if (Either.isLeft(decoded)) return yield* new RunNotResumableError({ runId, reason: `its last snapshot ${decoded.left}` })
+      const snapshot = decoded.right
+      const actor = yield* Effect.try({
+        try: () =>
+          // A run interrupted before its first transition has no snapshot: it starts afresh.
+          snapshot === undefined
+            ? newActor(contract)
+            : createActor(runMachine, { input: machineInput(contract), snapshot: snapshot as never, ...inspectOption(options) }).start(),
+        catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot does not fit the run machine' })
+      })
+      const records = steps.map(
+        (row): StepRecord => ({
+          text: row.text,
+          toolCalls: row.tool_calls,
+          results: row.results ?? undefined,
+          feedback: row.feedback ?? undefined
+        })
+      )
+      const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions, undefined, run.cancel_requested_at !== null)
+      return handle
+    })
+
+  // A child with its cancel requested and no driver ends here: resuming it writes only its
+  // final transition (and ends its own children the same way). One that another driver took
+  // meanwhile is that driver's to end.
+  function endUndrivenChild(childId: string): Effect.Effect<void> {
+    return Effect.flatMap(resume(childId), (handle) => handle.result).pipe(
+      Effect.asVoid,
+      Effect.catchAllCause((cause) => (isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot end child run ${childId}: ${causeLine(cause)}`))))
+    )
+  }
+
+  return { start, resume }
+}
+
+const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
+
+/** How many distinct machine inputs (limits, provider count) keep their first snapshot. */
+const INITIAL_SNAPSHOTS = 64
+
+/**
+ * Starts the actor of a run that has no transition yet. XState works a machine's first snapshot
+ * out anew for each actor (its context, its initial state, a check for eventless transitions):
+ * about as much as the rest of a run's start. The same input always gives the same snapshot, so
+ * each input's is worked out once and every later actor restores a copy of it. The run machine
+ * has no entry actions on its way in (docs/architecture.md, "Start-up"), so a restored first
+ * snapshot is the run's first snapshot. With an inspector, actors start the ordinary way: it
+ * sees each one's initial event.
+ */
+const freshActors = (options: SupervisorOptions): ((contract: TaskContract) => Actor<typeof runMachine>) => {
+  if (options.inspect !== undefined) {
+    const inspect = options.inspect
+    return (contract) => createActor(runMachine, { input: machineInput(contract), inspect }).start()
+  }
+  const firstSnapshots = new Map<string, Snapshot<unknown>>()
+  return (contract) => {
+    const input = machineInput(contract)
+    const key = `${input.maxSteps} ${input.maxRetries} ${input.dispatchCeiling} ${input.providerCount} ${input.timeoutMs}`
+    const first = firstSnapshots.get(key)
+    if (first === undefined) {
+      const actor = createActor(runMachine, { input }).start()
+      if (firstSnapshots.size < INITIAL_SNAPSHOTS) firstSnapshots.set(key, actor.getPersistedSnapshot())
+      return actor
+    }
+    // A copy each: XState keeps the objects it restores as the actor's own.
+    const { context, historyValue, children } = first as unknown as Record<'context' | 'historyValue' | 'children', object>
+    const snapshot = { ...first, context: { ...context }, historyValue: { ...historyValue }, children: { ...children } }
+    return createActor(runMachine, { input, snapshot: snapshot as never }).start()
+  }
+}

@@ -1,0 +1,47 @@
+import type { RunError } from '@agentvisor/core'
+import type { LeaseConflictError, LeaseLostError, RunStatus, StoreError } from '@agentvisor/store'
+import type { WorkspaceError } from '@agentvisor/core'
+import type { Effect, Fiber } from 'effect'
+import type { RunNotFoundError, RunNotResumableError } from '../errors.js'
+import type { Approver } from './run-driver.js'
+import type { RunObserver } from './run-observer.js'
+
+/** How a run ended (or paused): the `--json` shape of `run` and `resume` (docs/cli.md, `--json`). */
+export interface RunResult {
+  readonly runId: string
+  readonly status: RunStatus
+  readonly steps: number
+  readonly error?: RunError | undefined
+}
+
+/** A run being driven by its fiber. */
+export interface RunHandle {
+  readonly runId: string
+  /** Waits for the run to finish or pause. */
+  readonly result: Effect.Effect<RunResult>
+  /** Cancels the run: its fiber is interrupted, tool processes killed, and it ends `cancelled`. */
+  readonly cancel: Effect.Effect<void>
+  /**
+   * The run's fiber when it is driven in this process: outside Effect, an observer on it waits
+   * for the end at no cost, where running `result` takes a fiber of its own per waiting run.
+   */
+  readonly fiber?: Fiber.RuntimeFiber<RunResult>
+}
+
+/** A child run as code asks for one: the `spawn_child` arguments. */
+export interface ChildSpec {
+  readonly goal: string
+  readonly verify?: unknown
+  readonly limits?: Partial<Record<'maxSteps' | 'maxRetries' | 'dispatchCeiling' | 'timeoutMs', number>>
+  readonly workspace?: string
+}
+
+export interface StartOptions {
+  readonly parentId?: string | undefined
+  /** Answers this run's `ask`s (overrides the supervisor's approver). */
+  readonly approver?: Approver | undefined
+  readonly observers?: ReadonlyArray<RunObserver>
+}
+
+/** Why a run could not be started or resumed. */
+export type LaunchError = StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError | LeaseConflictError | LeaseLostError

@@ -1,0 +1,146 @@
+import type { SecretSet } from '@agentvisor/core'
+import { LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import { Cause, Clock, Effect, Fiber } from 'effect'
+import type { Actor } from 'xstate'
+import { oneLine } from '../loop/one-line.js'
+import type { runMachine } from '../machine/run-machine.js'
+import { statusOfState } from '../machine/run-state.js'
+import { store as storeCall } from './driver-io.js'
+import { dropLease } from './lease.js'
+import type { makeLeaseKeeper } from './lease-keeper.js'
+import type { RunHandle, RunResult } from './run-handle.js'
+import type { RunDriver } from './run-driver.js'
+import { notify, type RunObserver } from './run-observer.js'
+import type { StopSignal } from './stop-signal.js'
+
+/** What supervising a run needs from its supervisor: the same for every run it drives. */
+export interface SuperviseDeps {
+  readonly writer: RunWriter
+  readonly leases: Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>
+  readonly secrets: SecretSet
+  readonly warn: (line: string) => void
+  /** Called once a run's fiber has let go of it (its lease dropped), however it ended. */
+  readonly ended: () => void
+}
+
+/** One run as `supervise` drives it: its driver and actor, and how it may stop. */
+export interface Supervised {
+  readonly runId: string
+  readonly driver: RunDriver
+  readonly actor: Actor<typeof runMachine>
+  readonly deadline: number
+  readonly stop: StopSignal
+  readonly observers: ReadonlyArray<RunObserver>
+  readonly leaseToken: number
+  readonly cancelRequested: boolean
+  /** Created by this very call: nothing of it can have been left in flight, so nothing to recover. */
+  readonly fresh: boolean
+}
+
+/** Why a drive stopped without its run ending: another driver took it over, or the store failed. */
+type LetGo = { readonly kind: 'lost' } | { readonly kind: 'store'; readonly error: StoreError }
+
+/**
+ * Runs one driver to its end under the run's deadline, its cancel signal (local or written
+ * to the store by another process) and its lease: losing the lease stops it at once.
+ */
+export const makeSupervise =
+  (deps: SuperviseDeps) =>
+  (run: Supervised): Effect.Effect<RunResult> => {
+    const { writer, leases, secrets, warn, ended } = deps
+    const { runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh } = run
+    let stoppedBy: LetGo | undefined
+    const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
+    const drive = Effect.gen(function* () {
+      // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
+      // that comes later reaches the driver through the lease keeper.
+      if (cancelRequested) {
+        yield* storeCall('settle lost attempts', () => writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString()))
+        yield* driver.commit({ event: { type: 'CANCEL' } })
+        yield* driver.cancelChildren
+        return
+      }
+      if (!fresh) yield* driver.recover
+      stop.arm(deadline - (yield* Clock.currentTimeMillis))
+      const stopped = yield* stop.race(driver.drive, driver.afterInterrupt)
+      // By now the drive fiber is interrupted and its finalizers (tool process groups,
+      // in-flight provider calls) have run: the final transition is the last thing written.
+      if (stopped === 'cancel') yield* driver.commit({ event: { type: 'CANCEL' } })
+      if (stopped === 'timeout') yield* driver.commit({ event: { type: 'TIMEOUT' } })
+      // A cancelled or timed-out parent takes its children with it.
+      if (stopped !== 'settled') yield* driver.cancelChildren
+    })
+    /** A lost lease or a failing store lets the run go as it is; anything else fails it. */
+    const letGoFor = (error: unknown): LetGo | undefined =>
+      error instanceof LeaseLostError ? { kind: 'lost' } : error instanceof StoreError ? { kind: 'store', error } : undefined
+    const failed = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
+      for (const error of Cause.failures(cause)) stoppedBy ??= letGoFor(error)
+      if (stoppedBy !== undefined) return Effect.void
+      return driver
+        .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: secrets.redact(internalMessage(cause)) } } })
+        .pipe(Effect.catchAll((error) => Effect.sync(() => (stoppedBy = letGoFor(error)))))
+    }
+    const finished = Effect.sync(() => {
+      const result = resultOf(runId, driver, stoppedBy)
+      notify(observers, 'onFinished', result, warn)
+      return result
+    })
+    const letGo = Effect.ensuring(
+      Effect.suspend(() => {
+        unwatch()
+        stop.dispose()
+        actor.stop()
+        return dropLease(writer, runId, leaseToken)
+      }),
+      Effect.sync(ended)
+    )
+    // Few combinators on purpose: each one is a frame every idle run keeps on its fiber's stack.
+    return Effect.ensuring(Effect.zipRight(Effect.catchAllCause(drive, failed), finished), letGo)
+  }
+
+/** The handle of a run driven here by `fiber`, cancelled through its stop signal. */
+export const handleOf = (runId: string, fiber: NonNullable<RunHandle['fiber']>, stop: StopSignal): RunHandle => ({
+  runId,
+  // Built when awaited: whoever holds the handle of an idle run does not hold a join too.
+  result: Effect.suspend(() => Fiber.join(fiber)),
+  cancel: Effect.sync(stop.cancel),
+  fiber
+})
+
+const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): RunResult => {
+  const ctx = driver.context()
+  if (letGo?.kind === 'lost') {
+    // Another driver took the run over; what this one remembers is no longer the run's state.
+    return {
+      runId,
+      status: 'running',
+      steps: ctx.completedSteps,
+      error: { kind: 'internal', message: `run ${runId}: this driver's lease was taken over by another driver` }
+    }
+  }
+  if (letGo?.kind === 'store') {
+    // The store refused a write (disk full, connection lost): the run is interrupted where the
+    // store has it, never `failed` for a fault of the store; `resume` goes on once it is back.
+    const { state, steps } = driver.durable()
+    return {
+      runId,
+      status: statusOfState(state),
+      steps,
+      error: {
+        kind: 'internal',
+        message: `${oneLine(letGo.error.message)}; the run is interrupted in ${state} and goes on with \`agentvisor resume ${runId}\` once the store is back`
+      }
+    }
+  }
+  return {
+    runId,
+    status: statusOfState(driver.currentPath()),
+    steps: ctx.completedSteps,
+    ...(ctx.error !== null ? { error: ctx.error } : {})
+  }
+}
+
+const internalMessage = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return oneLine(error instanceof Error ? error.message : String(error))
+}
