@@ -56,36 +56,93 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     return run(sql, [...bindColumns(columns, set), ...encodeParams(params)])
   }
 
-  /**
-   * A per-step row into `run_log` (docs/durability.md, "How a run is stored"): the row's columns,
-   * its `kind` and, as `n`, the value of its `nColumn`; prepared once per kind and column list.
-   */
-  const insertLog = (kind: LogKind, nColumn: string | undefined, row: object, conflict = ''): void => {
-    const columns = Object.keys(row)
-    const names = columns.map((c) => (c === nColumn ? 'n' : c))
-    const sql = `INSERT INTO run_log (kind, ${nColumn === undefined ? 'n, ' : ''}${names.join(', ')}) VALUES ('${kind}', ${nColumn === undefined ? '0, ' : ''}${columns.map(() => '?').join(', ')})${conflict}`
-    run(sql, bindColumns(columns, row))
-  }
-  const updateLog = (kind: LogKind, set: object, key: string, params: Params): number =>
-    update('run_log', set, `run_id = ? AND step = ? AND kind = '${kind}' AND ${key}`, params)
+  // The writes of a step, each one fixed statement naming every column it may set: no SQL text
+  // is built or looked up per write (docs/architecture.md, "The hot path"). Text is bound encoded
+  // (text-codec.ts); `*_json` columns hold `JSON.stringify` output, which the encoding never changes.
+  const insertAttempt = sqlite.prepare(
+    "INSERT INTO run_log (kind, run_id, step, n, provider, reason, outcome, error_kind, http_status, error_message, latency_ms, ttft_ms, tokens_in, tokens_out, partial_text, started_at, settled_at) VALUES ('a', ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)"
+  )
+  // A pending receipt's settlement columns are NULL until it is settled, once (`outcome =
+  // 'pending'`): a column the patch does not give is left as it is, which is NULL, as before.
+  const settleAttempt = sqlite.prepare(
+    "UPDATE run_log SET outcome = ?, settled_at = ?, error_kind = coalesce(?, error_kind), http_status = coalesce(?, http_status), error_message = coalesce(?, error_message), latency_ms = coalesce(?, latency_ms), ttft_ms = coalesce(?, ttft_ms), tokens_in = coalesce(?, tokens_in), tokens_out = coalesce(?, tokens_out), partial_text = coalesce(?, partial_text) WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ? AND outcome = 'pending'"
+  )
+  const insertStep = sqlite.prepare(
+    "INSERT INTO run_log (kind, n, run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at) VALUES ('s', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+  )
+  const setStepResults = sqlite.prepare("UPDATE run_log SET results_json = ? WHERE run_id = ? AND step = ? AND kind = 's' AND n = 0")
+  const setStepFeedback = sqlite.prepare("UPDATE run_log SET feedback = ? WHERE run_id = ? AND step = ? AND kind = 's' AND n = 0")
+  const startToolEffect = sqlite.prepare(
+    "INSERT INTO run_log (kind, run_id, step, n, tool_call_id, name, arguments, status, result_json, started_at, completed_at) VALUES ('t', ?, ?, ?, ?, ?, ?, 'started', NULL, ?, NULL) ON CONFLICT (run_id, step, kind, n) DO UPDATE SET status = excluded.status, name = excluded.name, arguments = excluded.arguments, started_at = excluded.started_at, result_json = NULL, completed_at = NULL"
+  )
+  const completeToolEffect = sqlite.prepare(
+    "UPDATE run_log SET status = 'completed', result_json = ?, completed_at = ? WHERE run_id = ? AND step = ? AND kind = 't' AND n = ?"
+  )
 
   const apply = (write: RunWrite): void => {
     switch (write.op) {
-      case 'insertAttempt':
-        insertLog('a', 'attempt', { ...write.row, outcome: 'pending', settled_at: null })
+      case 'insertAttempt': {
+        const { row } = write
+        insertAttempt.run(
+          encodeText(row.run_id),
+          row.step,
+          row.attempt,
+          encodeText(row.provider),
+          row.reason,
+          row.error_kind ?? null,
+          row.http_status ?? null,
+          textOrNull(row.error_message),
+          row.latency_ms ?? null,
+          row.ttft_ms ?? null,
+          row.tokens_in ?? null,
+          row.tokens_out ?? null,
+          textOrNull(row.partial_text),
+          encodeText(row.started_at)
+        )
         return
-      case 'settleAttempt':
-        updateLog('a', write.patch, "n = ? AND outcome = 'pending'", [write.runId, write.step, write.attempt])
+      }
+      case 'settleAttempt': {
+        const { patch } = write
+        settleAttempt.run(
+          patch.outcome,
+          encodeText(patch.settled_at),
+          patch.error_kind ?? null,
+          patch.http_status ?? null,
+          textOrNull(patch.error_message),
+          patch.latency_ms ?? null,
+          patch.ttft_ms ?? null,
+          patch.tokens_in ?? null,
+          patch.tokens_out ?? null,
+          textOrNull(patch.partial_text),
+          encodeText(write.runId),
+          write.step,
+          write.attempt
+        )
         return
-      case 'insertStep':
+      }
+      case 'insertStep': {
         // The defaults the `steps` table had (a base table of several kinds has none).
-        insertLog('s', undefined, { ...STEP_DEFAULTS, ...write.row })
+        const { row } = write
+        insertStep.run(
+          encodeText(row.run_id),
+          row.step,
+          encodeText(row.provider),
+          encodeText(row.prompt_summary ?? ''),
+          encodeText(row.text ?? ''),
+          row.tool_calls_json ?? '[]',
+          row.results_json ?? null,
+          textOrNull(row.feedback),
+          row.tokens_in ?? 0,
+          row.tokens_out ?? 0,
+          encodeText(row.at)
+        )
         return
+      }
       case 'setStepResults':
-        updateLog('s', { results_json: write.resultsJson }, 'n = 0', [write.runId, write.step])
+        setStepResults.run(write.resultsJson, encodeText(write.runId), write.step)
         return
       case 'setStepFeedback':
-        updateLog('s', { feedback: write.feedback }, 'n = 0', [write.runId, write.step])
+        setStepFeedback.run(encodeText(write.feedback), encodeText(write.runId), write.step)
         return
       case 'insertApproval':
         insert('approvals', write.row, ' ON CONFLICT (run_id, step, tool_call_id) DO NOTHING')
@@ -99,18 +156,43 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
         insert('run_contracts', { run_id: row.id, contract_json })
         return
       }
-      case 'startToolEffect':
-        insertLog(
-          't',
-          'position',
-          { ...write.row, status: 'started', result_json: null, completed_at: null },
-          ' ON CONFLICT (run_id, step, kind, n) DO UPDATE SET status = excluded.status, name = excluded.name, arguments = excluded.arguments, started_at = excluded.started_at, result_json = NULL, completed_at = NULL'
+      case 'startToolEffect': {
+        const { row } = write
+        startToolEffect.run(
+          encodeText(row.run_id),
+          row.step,
+          row.position,
+          encodeText(row.tool_call_id),
+          encodeText(row.name),
+          encodeText(row.arguments),
+          encodeText(row.started_at)
         )
         return
+      }
       case 'completeToolEffect':
-        updateLog('t', { status: 'completed', result_json: write.resultJson, completed_at: write.at }, 'n = ?', [write.runId, write.step, write.position])
+        completeToolEffect.run(write.resultJson, encodeText(write.at), encodeText(write.runId), write.step, write.position)
         return
     }
+  }
+
+  // The run's head: the fence (`lease_token`) and the columns a transition changes, with its
+  // status only when that changed (it is indexed).
+  const updateHead = sqlite.prepare('UPDATE runs SET state = ?, steps = ?, updated_at = ?, error_json = ?, ended_at = ? WHERE id = ? AND lease_token = ?')
+  const updateHeadAndStatus = sqlite.prepare(
+    'UPDATE runs SET status = ?, state = ?, steps = ?, updated_at = ?, error_json = ?, ended_at = ? WHERE id = ? AND lease_token = ?'
+  )
+  const writeHead = (commit: TransitionCommit): number => {
+    const { head } = commit
+    const rest = [
+      encodeText(head.state),
+      head.steps,
+      encodeText(head.updated_at),
+      head.error_json,
+      textOrNull(head.ended_at),
+      encodeText(commit.runId),
+      commit.leaseToken
+    ]
+    return (head.status === undefined ? updateHead.run(...rest) : updateHeadAndStatus.run(head.status, ...rest)).changes
   }
 
   // An entry sits at its run's `steps + 1` after the commit: after every earlier entry, beside the
@@ -118,8 +200,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const insertEntry = sqlite.prepare("INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) VALUES (?, ?, 'j', ?, ?, ?, ?)")
   const commitOne = sqlite.transaction((commit: TransitionCommit) => {
     // The fence and the head update are one statement: a superseded driver changes no row.
-    const changed = update('runs', commit.head, 'id = ? AND lease_token = ?', [commit.runId, commit.leaseToken])
-    if (changed === 0) throw new LeaseLostError({ runId: commit.runId })
+    if (writeHead(commit) === 0) throw new LeaseLostError({ runId: commit.runId })
     // A step inserted and given its results in one commit is one INSERT (compact-writes.ts).
     for (const write of compactWrites(commit.writes)) apply(write)
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
@@ -279,10 +360,8 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   }
 }
 
-/** What a row of `run_log` is (docs/durability.md, "How a run is stored"). */
-type LogKind = 'a' | 's' | 'j' | 't'
-
-const STEP_DEFAULTS = { prompt_summary: '', text: '', tool_calls_json: '[]', tokens_in: 0, tokens_out: 0 } as const
+/** An optional text column bound: NULL when absent, else encoded (text-codec.ts). */
+const textOrNull = (text: string | null | undefined): string | null => (text === undefined || text === null ? null : encodeText(text))
 
 // The reads of `run_log` by its key `(run_id, step, kind, n)`, with the columns the old tables had.
 const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
