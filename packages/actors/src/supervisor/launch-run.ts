@@ -8,7 +8,7 @@ import { runPolicyOf } from '../approval/run-policy.js'
 import { childRunRow } from '../children/child-contract.js'
 import { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { causeLine } from '../loop/survive.js'
-import { machineInput, runMachine } from '../machine/run-machine.js'
+import { machineInput, type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
@@ -180,6 +180,17 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
 
+/**
+ * An input's cache key: every field of `RunMachineInput`. A field added to the input and not
+ * here does not compile (`rest` must be empty), so two inputs never share a first snapshot.
+ */
+const inputKey = (input: RunMachineInput): string => {
+  const { maxSteps, maxRetries, dispatchCeiling, providerCount, timeoutMs, ...rest } = input
+  const nothingElse: Record<string, never> = rest
+  void nothingElse
+  return `${maxSteps} ${maxRetries} ${dispatchCeiling} ${providerCount} ${timeoutMs}`
+}
+
 /** How many distinct machine inputs (limits, provider count) keep their first snapshot. */
 const INITIAL_SNAPSHOTS = 64
 
@@ -200,7 +211,7 @@ const freshActors = (options: SupervisorOptions): ((contract: TaskContract) => A
   const firstSnapshots = new Map<string, Snapshot<unknown>>()
   return (contract) => {
     const input = machineInput(contract)
-    const key = `${input.maxSteps} ${input.maxRetries} ${input.dispatchCeiling} ${input.providerCount} ${input.timeoutMs}`
+    const key = inputKey(input)
     const first = firstSnapshots.get(key)
     if (first === undefined) {
       const actor = createActor(runMachine, { input }).start()
