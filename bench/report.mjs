@@ -59,7 +59,7 @@ const rows = [
     'KB RSS per idle run (1,000 runs waiting in a model call)',
     f.rssPerRunKb.median,
     spread(f.rssPerRunKb),
-    '< 50',
+    '≤ 40',
     yes(r.met.rssPerRun),
     "per run (JS heap ~35 KB): three Effect fibers with their stacks (the run, its drive, the forked model call: ~15 KB), an XState actor with its own actor system (~4 KB), the driver's closures (~2.5 KB), the parsed contract (~2.5 KB here) and conversation, the compiled policy, the provider; the rest of the RSS is malloc and V8 page overhead"
   ],
@@ -67,7 +67,7 @@ const rows = [
     'ms to resume 1,000 interrupted runs',
     f.resume1000Ms.median,
     spread(f.resume1000Ms),
-    '< 2,000',
+    '< 1,000',
     yes(r.met.resume),
     'each resume reads the run, its last journal entry and steps and takes its lease with prepared statements (one transaction each), decoding the stored JSON through its Schemas; the remembered-rules query goes through Kysely; workspace realpath; all on one thread'
   ],

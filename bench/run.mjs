@@ -204,8 +204,8 @@ const results = {
     perStepOverFloorWithToolMax: 1.3,
     langgraphOverAgentvisorMin: 3,
     concurrentStepsPerSecMin: 6000,
-    rssPerRunKbMax: 50,
-    resume1000MsMax: 2000,
+    rssPerRunKbMax: 40,
+    resume1000MsMax: 1000,
     cliColdStartMsMax: 400,
     postgresPerStepMsMax: 1,
     postgresSaverOverAgentvisorMin: 4
@@ -227,7 +227,7 @@ results.met = {
   postgresSaver: results.ratios.postgresSaverOverAgentvisor >= t.postgresSaverOverAgentvisorMin,
   concurrent: results.concurrentStepsPerSec >= t.concurrentStepsPerSecMin,
   rssPerRun: results.rssPerRunKb <= t.rssPerRunKbMax,
-  resume: results.resume1000Ms <= t.resume1000MsMax,
+  resume: results.resume1000Ms < t.resume1000MsMax,
   cli: results.cliColdStartMs <= t.cliColdStartMsMax,
   childOverhead: null // no target
 }
