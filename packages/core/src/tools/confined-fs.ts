@@ -105,7 +105,7 @@ const walkFolders = (
         closeFolder(current)
         return resolved
       }
-      const next = openFolderIn(target, current, name)
+      const next = openFolderIn(target, current, name, false, seen.size)
       closeFolder(current)
       current = next
     }

@@ -79,6 +79,8 @@ export interface PinnedFolder {
   readonly anchored: boolean
   /** The run's held workspace root (root-handle.ts): its owner closes it, never a call. */
   readonly held?: true
+  /** Its size as the `lstat` of the walk that opened it saw it, where one did. */
+  readonly size?: number | undefined
 }
 
 /** What the caller needs: the root the path must stay in and how to refuse. */
@@ -240,9 +242,9 @@ export const pinRoot = (target: PinTarget): PinnedFolder | undefined => {
  * Opens folder `name` inside the pinned `parent`, creating it first when asked and missing; a
  * symlink there is refused. The caller closes both.
  */
-export const openFolderIn = (target: PinTarget, parent: PinnedFolder, name: string, create = false): PinnedFolder => {
+export const openFolderIn = (target: PinTarget, parent: PinnedFolder, name: string, create = false, size?: number): PinnedFolder => {
   const fd = openChildFolder(target, parent, name, create)
-  return { fd, via: `${target.options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`, real: path.join(parent.real, name), anchored: true }
+  return { fd, via: `${target.options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`, real: path.join(parent.real, name), anchored: true, size }
 }
 
 /**
@@ -477,9 +479,13 @@ const listingOf = (target: PinTarget, dir: PinnedFolder, entries: Dirent[], max:
 export const listPinnedNow = (target: PinTarget, real: string, max: number): Eventually<PinnedListing | PinnedMissing> =>
   missingAsValue(() => withFolder(target, componentsOf(target.root, real), false, (dir) => listFolderNow(target, dir, max)))
 
-/** Lists the pinned folder `dir`: at once, unless it is large: then with a promise. */
+/**
+ * Lists the pinned folder `dir`: at once, unless it is large: then with a promise. The size
+ * only picks the way, so the walk's `lstat` of the folder, where it made one, is as good as an
+ * `fstat` of the opened fd (a folder can grow between either look and the listing).
+ */
 export const listFolderNow = (target: PinTarget, dir: PinnedFolder, max: number): Eventually<PinnedListing> => {
-  if (fs.fstatSync(dir.fd).size <= SYNC_LIST_MAX_FOLDER_BYTES) {
+  if ((dir.size ?? fs.fstatSync(dir.fd).size) <= SYNC_LIST_MAX_FOLDER_BYTES) {
     return listingOf(target, dir, fs.readdirSync(dir.via, { withFileTypes: true }), max)
   }
   return fs.promises.readdir(dir.via, { withFileTypes: true }).then((entries) => listingOf(target, dir, entries, max))
