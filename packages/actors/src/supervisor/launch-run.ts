@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto'
-import { DEFAULT_RETRY_POLICY, makeProvider, makeSecretSet, openWorkspace, type TaskContract, type Workspace, type WorkspaceError } from '@agentvisor/core'
+import {
+  DEFAULT_RETRY_POLICY,
+  makeProvider,
+  makeSecretSet,
+  openWorkspace,
+  type TaskContract,
+  type Workspace,
+  type WorkspaceError,
+  withRootHandle
+} from '@agentvisor/core'
 import { type Database, getRun, type LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Clock, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
@@ -77,7 +86,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // A run whose policy cannot be built never runs permissively: it does not run.
       if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
       const policy = loaded.right
-      const workspace = opened ?? (yield* openWorkspace(contract.workspace))
+      // Its root held open while the run's fiber runs (supervise.ts), closed when it lets go.
+      const { workspace, handle: rootHandle } = withRootHandle(opened ?? (yield* openWorkspace(contract.workspace)))
       const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
       const observers = observersOf(startOptions)
       // Known before the first step: a fallback's key can be printed by a tool before that
@@ -111,7 +121,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const stop = makeStopSignal(runId)
       driving += 1
       const fiber = yield* runFibers.fork(
-        supervise({ runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh: createdWithToken !== undefined })
+        supervise({ runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh: createdWithToken !== undefined, rootHandle })
       )
       return handleOf(runId, fiber, stop)
     })

@@ -1,4 +1,4 @@
-import type { SecretSet } from '@agentvisor/core'
+import type { RootHandle, SecretSet } from '@agentvisor/core'
 import { LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
 import { Cause, Clock, Effect, Fiber } from 'effect'
 import type { Actor } from 'xstate'
@@ -35,6 +35,8 @@ export interface Supervised {
   readonly cancelRequested: boolean
   /** Created by this very call: nothing of it can have been left in flight, so nothing to recover. */
   readonly fresh: boolean
+  /** The run's workspace root: held from the fiber's start until it lets go (docs/task-file.md). */
+  readonly rootHandle: RootHandle
 }
 
 /** Why a drive stopped without its run ending: another driver took it over, or the store failed. */
@@ -48,10 +50,13 @@ export const makeSupervise =
   (deps: SuperviseDeps) =>
   (run: Supervised): Effect.Effect<RunResult> => {
     const { writer, leases, secrets, warn, ended } = deps
-    const { runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh } = run
+    const { runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh, rootHandle } = run
     let stoppedBy: LetGo | undefined
     const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
     const drive = Effect.gen(function* () {
+      // Held here, inside the `ensuring` below, not at launch: a fiber interrupted before it
+      // starts never holds it, and one that started always lets go of it.
+      rootHandle.hold()
       // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
       // that comes later reaches the driver through the lease keeper.
       if (cancelRequested) {
@@ -87,6 +92,7 @@ export const makeSupervise =
     })
     const letGo = Effect.ensuring(
       Effect.suspend(() => {
+        rootHandle.release()
         unwatch()
         stop.dispose()
         actor.stop()

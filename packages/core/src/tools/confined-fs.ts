@@ -1,6 +1,6 @@
 import * as fs from 'node:fs'
 import {
-  closeQuietly,
+  closeFolder,
   confirmHandle,
   type Eventually,
   entryOf,
@@ -29,8 +29,9 @@ import { followLinkInside, lexicalComponents, resolveInsideNow, type Workspace, 
  * pinned-fs.ts done together, so a call costs the system calls of the walk and no more.
  *
  * The root is real (`openWorkspace` resolved it once) and is opened and checked as pinned-fs.ts
- * does. Below it each component is looked at (`lstat` through the pinned parent) before it is
- * opened with O_NOFOLLOW: while none is a symlink, the lexical path is its own real path, so
+ * does (where the run holds it open, root-handle.ts, its held handle is checked instead). Below
+ * it each component is looked at (`lstat` through the pinned parent) before it is opened with
+ * O_NOFOLLOW: while none is a symlink, the lexical path is its own real path, so
  * it is the resolved path and the walk is the pinned walk of it. A missing component answers
  * `missing` at once, without an exception (no error object with a stack is built for the
  * answer a check of a file not yet written gives every step). The first symlink met ends the
@@ -54,7 +55,8 @@ const NO_FD_LINKS: unique symbol = Symbol('no fd links')
 const targetOf = (ws: Workspace, requested: string, options: PinOptions | undefined): PinTarget => ({
   root: ws.root,
   refuse: () => workspaceEscape(requested),
-  options
+  options,
+  held: ws.held
 })
 
 /**
@@ -95,23 +97,23 @@ const walkFolders = (
       const name = components[i]!
       const seen = lookAt(target, entryOf(current, name))
       if (seen === undefined || !(seen.isDirectory() || seen.isSymbolicLink())) {
-        closeQuietly(current.fd)
+        closeFolder(current)
         return seen === undefined ? MISSING : NOT_A_FOLDER
       }
       if (seen.isSymbolicLink()) {
         const resolved = followLink(ws, target, requested, current, name, components.slice(i + 1))
-        closeQuietly(current.fd)
+        closeFolder(current)
         return resolved
       }
-      const next = openFolderIn(target, current, name)
-      closeQuietly(current.fd)
+      const next = openFolderIn(target, current, name, false, seen.size)
+      closeFolder(current)
       current = next
     }
     // A folder renamed out of the workspace while it was held open is caught here.
     if (current !== root) confirmHandle(target, current.fd, current.real, true)
     return current
   } catch (error) {
-    closeQuietly(current.fd)
+    closeFolder(current)
     throw error
   }
 }

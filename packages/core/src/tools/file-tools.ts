@@ -71,7 +71,7 @@ export const writeFileTool = (ws: Workspace, args: WriteFileArgs): ToolOutcome |
     () => {
       const real = resolveInsideNow(ws, args.path)
       if (typeof real !== 'string') throw real
-      writePinnedNow({ root: ws.root, refuse: () => workspaceEscape(args.path) }, real, args.content)
+      writePinnedNow({ root: ws.root, refuse: () => workspaceEscape(args.path), held: ws.held }, real, args.content)
     },
     () => succeeded(`Wrote ${Buffer.byteLength(args.content, 'utf8')} bytes to ${args.path}`),
     (cause) => failed(fsErrorCode(cause) === 'EISDIR' ? `Cannot write ${args.path}: it is a folder` : `Cannot write ${args.path}: ${describeFsError(cause)}`)

@@ -77,6 +77,10 @@ export interface PinnedFolder {
   readonly real: string
   /** Whether `via` is a magic link to `fd` (Linux) rather than a path string. */
   readonly anchored: boolean
+  /** The run's held workspace root (root-handle.ts): its owner closes it, never a call. */
+  readonly held?: true
+  /** Its size as the `lstat` of the walk that opened it saw it, where one did. */
+  readonly size?: number | undefined
 }
 
 /** What the caller needs: the root the path must stay in and how to refuse. */
@@ -84,6 +88,15 @@ export interface PinTarget {
   readonly root: string
   readonly refuse: () => WorkspaceEscapeError
   readonly options?: PinOptions | undefined
+  /** The workspace root the run holds open (root-handle.ts), if it holds one. */
+  readonly held?: HeldRootFolder | undefined
+}
+
+/** The part of a run's held root (root-handle.ts) a walk reads: `fd` is -1 while none is held. */
+export interface HeldRootFolder {
+  readonly fd: number
+  /** `/proc/self/fd/<fd>` while held. */
+  readonly via: string
 }
 
 export const entryOf = (dir: PinnedFolder, name: string): string => `${dir.via}/${name}`
@@ -99,9 +112,17 @@ const orUndefined = <A>(run: () => A): A | undefined => {
   }
 }
 
+/** The path the fd link `link` stands for, or undefined where it does not exist. */
+export const linkTarget = (link: string): string | undefined => {
+  try {
+    return fs.readlinkSync(link)
+  } catch {
+    return undefined
+  }
+}
+
 /** The path `fd` stands for, or undefined where the fd links do not exist. */
-const fdPath = (fd: number, options: PinOptions | undefined): string | undefined =>
-  orUndefined(() => fs.readlinkSync(`${options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`))
+const fdPath = (fd: number, options: PinOptions | undefined): string | undefined => linkTarget(`${options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`)
 
 /**
  * Checks an opened fd against the real path it was meant to be: anchored, the kernel's own
@@ -127,6 +148,11 @@ export const closeQuietly = (fd: number): void => {
   } catch {
     // Closing can only fail on an fd that is already gone: nothing is left to release.
   }
+}
+
+/** Closes a folder a call opened; the run's held root stays open for the next call. */
+export const closeFolder = (dir: PinnedFolder): void => {
+  if (dir.held !== true) closeQuietly(dir.fd)
 }
 
 /** Whether `entry` is now a symlink: an open that failed on it means it was swapped after the check. */
@@ -186,9 +212,19 @@ const makeFoldersByPath = (target: PinTarget, components: readonly string[]): vo
 /**
  * The workspace root held open and checked to be the root (its own path could have been
  * redirected on the way to it: a workspace folder replaced under a run), or undefined where
- * there are no fd links (not Linux). The caller closes it.
+ * there are no fd links (not Linux). The caller closes it with `closeFolder`.
+ *
+ * A run that holds its root (root-handle.ts) has it checked with one `readlink`, where opening
+ * it takes an open, a `readlink` and a close: the kernel must still name the held folder the
+ * workspace. One that it no longer does (the folder moved away, replaced, removed) is not used:
+ * the root is opened by its path and checked as without a held one, so a call sees what a run
+ * that holds nothing would see.
  */
 export const pinRoot = (target: PinTarget): PinnedFolder | undefined => {
+  const held = target.held
+  if (held !== undefined && held.fd >= 0 && target.options?.fdLinks === undefined && linkTarget(held.via) === target.root) {
+    return { fd: held.fd, via: held.via, real: target.root, anchored: true, held: true }
+  }
   const rootFd = fs.openSync(target.root, constants.O_RDONLY | constants.O_DIRECTORY)
   const rootLink = fdPath(rootFd, target.options)
   if (rootLink === undefined) {
@@ -206,9 +242,9 @@ export const pinRoot = (target: PinTarget): PinnedFolder | undefined => {
  * Opens folder `name` inside the pinned `parent`, creating it first when asked and missing; a
  * symlink there is refused. The caller closes both.
  */
-export const openFolderIn = (target: PinTarget, parent: PinnedFolder, name: string, create = false): PinnedFolder => {
+export const openFolderIn = (target: PinTarget, parent: PinnedFolder, name: string, create = false, size?: number): PinnedFolder => {
   const fd = openChildFolder(target, parent, name, create)
-  return { fd, via: `${target.options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`, real: path.join(parent.real, name), anchored: true }
+  return { fd, via: `${target.options?.fdLinks ?? DEFAULT_FD_LINKS}/${fd}`, real: path.join(parent.real, name), anchored: true, size }
 }
 
 /**
@@ -242,7 +278,7 @@ const pinFolder = (target: PinTarget, components: readonly string[], create: boo
   try {
     for (const name of components) {
       const next = openFolderIn(target, current, name, create)
-      closeQuietly(current.fd)
+      closeFolder(current)
       current = next
     }
     // A folder renamed out of the workspace while it was held open is caught here (the root
@@ -250,7 +286,7 @@ const pinFolder = (target: PinTarget, components: readonly string[], create: boo
     if (current !== root) confirmHandle(target, current.fd, current.real, true)
     return current
   } catch (error) {
-    closeQuietly(current.fd)
+    closeFolder(current)
     throw error
   }
 }
@@ -271,11 +307,11 @@ export const usingFolder = <A>(dir: PinnedFolder, use: (dir: PinnedFolder) => Ev
   try {
     result = use(dir)
   } catch (error) {
-    closeQuietly(dir.fd)
+    closeFolder(dir)
     throw error
   }
-  if (result instanceof Promise) return result.finally(() => closeQuietly(dir.fd))
-  closeQuietly(dir.fd)
+  if (result instanceof Promise) return result.finally(() => closeFolder(dir))
+  closeFolder(dir)
   return result
 }
 
@@ -443,9 +479,13 @@ const listingOf = (target: PinTarget, dir: PinnedFolder, entries: Dirent[], max:
 export const listPinnedNow = (target: PinTarget, real: string, max: number): Eventually<PinnedListing | PinnedMissing> =>
   missingAsValue(() => withFolder(target, componentsOf(target.root, real), false, (dir) => listFolderNow(target, dir, max)))
 
-/** Lists the pinned folder `dir`: at once, unless it is large: then with a promise. */
+/**
+ * Lists the pinned folder `dir`: at once, unless it is large: then with a promise. The size
+ * only picks the way, so the walk's `lstat` of the folder, where it made one, is as good as an
+ * `fstat` of the opened fd (a folder can grow between either look and the listing).
+ */
 export const listFolderNow = (target: PinTarget, dir: PinnedFolder, max: number): Eventually<PinnedListing> => {
-  if (fs.fstatSync(dir.fd).size <= SYNC_LIST_MAX_FOLDER_BYTES) {
+  if ((dir.size ?? fs.fstatSync(dir.fd).size) <= SYNC_LIST_MAX_FOLDER_BYTES) {
     return listingOf(target, dir, fs.readdirSync(dir.via, { withFileTypes: true }), max)
   }
   return fs.promises.readdir(dir.via, { withFileTypes: true }).then((entries) => listingOf(target, dir, entries, max))

@@ -2,7 +2,7 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { Effect } from 'effect'
 import { WorkspaceError, WorkspaceEscapeError } from '../errors.js'
-import { isInside } from './pinned-fs.js'
+import { type HeldRootFolder, isInside } from './pinned-fs.js'
 
 /**
  * The folder a run's tools are confined to. `root` is a real path (symlinks resolved), so every
@@ -10,6 +10,8 @@ import { isInside } from './pinned-fs.js'
  */
 export interface Workspace {
   readonly root: string
+  /** The root folder the run holds open while it runs (root-handle.ts); without it each call opens the root. */
+  readonly held?: HeldRootFolder | undefined
 }
 
 /** Whether a tool means to read an existing path or to create/replace one. */
