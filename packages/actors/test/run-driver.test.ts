@@ -6,7 +6,7 @@ import { Effect, Either } from 'effect'
 import { createActor } from 'xstate'
 import { DEFAULT_RETRY_POLICY, openWorkspace, parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { makeScriptedProvider, type ScriptedStep } from '@agentvisor/core/testing'
-import { makeRunWriter, openStore, type RunWriter, type Store } from '@agentvisor/store'
+import { LeaseLostError, makeRunWriter, openStore, type RunWriter, type Store } from '@agentvisor/store'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../src/supervisor/circuit-breaker.js'
 import { openingMessages } from '../src/supervisor/conversation.js'
 import { makeRunDriver } from '../src/supervisor/run-driver.js'
@@ -64,12 +64,17 @@ const countingWriter = (writer: RunWriter, calls: StoreCall[]): RunWriter => ({
  * One run driven by `makeRunDriver` itself on a real SQLite store, the way the supervisor drives
  * it (without its cancel and lease watching), with `entryWork` standing in for the machine's table.
  */
-const driveRun = async (steps: ReadonlyArray<ScriptedStep>, entryWork: EntryWorkTable = ENTRY_WORK) => {
+const driveRun = async (
+  steps: ReadonlyArray<ScriptedStep>,
+  entryWork: EntryWorkTable = ENTRY_WORK,
+  /** How the store answers the driver's commits (a test may make it answer later, or refuse). */
+  wrap: (writer: RunWriter) => RunWriter = (writer) => writer
+) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'av-run-driver-'))
   const store = await openStore(path.join(dir, 'av.db'))
   stores.push(store)
   const calls: StoreCall[] = []
-  const writer = countingWriter(makeRunWriter(store), calls)
+  const writer = wrap(countingWriter(makeRunWriter(store), calls))
   const parsed = parseTaskContract(
     { goal: 'g', workspace: path.join(dir, 'ws'), approval: 'auto', providers: [{ name: 'primary', kind: 'scripted', steps: [] }] },
     dir
@@ -114,11 +119,13 @@ const driveRun = async (steps: ReadonlyArray<ScriptedStep>, entryWork: EntryWork
     },
     entryWork
   )
-  await Effect.runPromise(driver.drive)
+  const outcome = await Effect.runPromise(Effect.either(driver.drive))
   actor.stop()
   const sqlite = store.sqlite!
   return {
     calls,
+    /** What stopped the drive, when it failed. */
+    failure: Either.isLeft(outcome) ? outcome.left : undefined,
     provider,
     ws: path.join(dir, 'ws'),
     run: sqlite.prepare('SELECT status, state, error_json FROM runs WHERE id = ?').get(runId) as { status: string; state: string; error_json: string | null },
@@ -207,5 +214,30 @@ describe('the run driver', () => {
       // Step 3 (no tools) and the end of the run: one commit.
       { call: 'commit', transitions: ['dispatching>verifying', 'verifying>finished.succeeded'], writes: ['settleAttempt 3', 'insertStep 3'] }
     ])
+  })
+
+  it("goes on only once a commit the store answers later is durable, and stops with the store's error at the first one it refuses, keeping nothing past it", async () => {
+    const steps = (): ReadonlyArray<ScriptedStep> => [{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, { text: 'done' }]
+    const deferred = (writer: RunWriter): RunWriter => ({
+      ...writer,
+      commit: (commit, options) => Promise.resolve().then(() => writer.commit(commit, options))
+    })
+    const later = await driveRun(steps(), ENTRY_WORK, deferred)
+    const now = await driveRun(steps())
+    expect(later.failure).toBeUndefined()
+    expect(later.run.status).toBe('succeeded')
+    expect(later.transitions).toEqual(now.transitions)
+
+    let commits = 0
+    const refusing = (writer: RunWriter): RunWriter => ({
+      ...writer,
+      commit: (commit, options) =>
+        ++commits === 2 ? Promise.reject(new LeaseLostError({ runId: commit.runId })) : Promise.resolve(writer.commit(commit, options))
+    })
+    const refused = await driveRun(steps(), ENTRY_WORK, refusing)
+    expect(refused.failure).toBeInstanceOf(LeaseLostError)
+    // Only the first commit (step 1 and its tool) is in the store; step 2's reply never is.
+    expect(refused.transitions).toEqual(now.transitions.slice(0, 3))
+    expect(refused.run.status).toBe('running')
   })
 })

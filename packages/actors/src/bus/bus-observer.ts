@@ -1,15 +1,14 @@
-import { type Database, lastStepText } from '@agentvisor/store'
 import { Effect } from 'effect'
-import type { Kysely } from 'kysely'
 import type { RunObserver } from '../supervisor/run-observer.js'
 import type { Bus } from './bus.js'
 import { PROTOCOL_VERSION } from './messages.js'
 
 /**
  * Publishes a run's transitions on `agentvisor.runs.<id>.events` and its end on `.done` (with
- * the run's last answer as `result`). Publishing is best effort and never slows the run down.
+ * the run's last answer as `result`, read by `lastText`: the store's `lastStepTextOf`).
+ * Publishing is best effort and never slows the run down.
  */
-export const busObserver = (bus: Bus, db: Kysely<Database>): RunObserver => ({
+export const busObserver = (bus: Bus, lastText: (runId: string) => Promise<string | undefined>): RunObserver => ({
   onTransition: (t) => {
     const publish = bus.publishEvent({ v: PROTOCOL_VERSION, runId: t.runId, seq: t.seq, from: t.from, event: t.event, to: t.to, at: t.at })
     // The in-process bus has delivered already (as it was called): nothing to run for it.
@@ -17,7 +16,7 @@ export const busObserver = (bus: Bus, db: Kysely<Database>): RunObserver => ({
   },
   onFinished: (result) => {
     Effect.runFork(
-      Effect.tryPromise(() => lastStepText(db, result.runId)).pipe(
+      Effect.tryPromise(() => lastText(result.runId)).pipe(
         Effect.orElseSucceed(() => undefined),
         Effect.flatMap((text) =>
           bus.publishDone({

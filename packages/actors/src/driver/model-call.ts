@@ -15,7 +15,7 @@ import { type Admission, type CallOutcome, circuitKey } from '../supervisor/circ
 import { stepMessages, summarizePrompt } from '../supervisor/conversation.js'
 import { attemptWithin } from '../supervisor/deadline.js'
 import { iso, store } from '../supervisor/driver-io.js'
-import { type AttemptSettled, notify } from '../supervisor/run-observer.js'
+import { type AttemptSettled, listens, notify } from '../supervisor/run-observer.js'
 import type { Drive } from './drive.js'
 import { later, type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
@@ -75,7 +75,8 @@ const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
   const { deps, journal } = drive
   const { runId, observers } = deps
   const { provider, config, key, admission, startedAt } = call
-  notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
+  if (listens(observers, 'onDispatch'))
+    notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
   // The live conversation, not a copy: the driver only appends to it once the answer is in.
   const answer = provider.chat({ messages: deps.messages, tools: drive.offeredTools })
   if (Exit.isExit(answer)) {
@@ -182,15 +183,17 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
       // Nobody can have decided or journalled anything for this step yet (tool-execution.ts).
       drive.freshStep = ctx.step
     },
-    notice: () =>
-      notify(observers, 'onAttemptSettled', {
-        ...attemptOf(drive, ctx),
-        outcome: 'ok',
-        latencyMs: latency,
-        ttftMs: reply.timeToFirstTokenMs,
-        tokensIn: reply.usage?.inputTokens,
-        tokensOut: reply.usage?.outputTokens
-      })
+    notice: !listens(observers, 'onAttemptSettled')
+      ? undefined
+      : () =>
+          notify(observers, 'onAttemptSettled', {
+            ...attemptOf(drive, ctx),
+            outcome: 'ok',
+            latencyMs: latency,
+            ttftMs: reply.timeToFirstTokenMs,
+            tokensIn: reply.usage?.inputTokens,
+            tokensOut: reply.usage?.outputTokens
+          })
   } satisfies Work
 }
 

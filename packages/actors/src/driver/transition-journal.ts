@@ -221,10 +221,15 @@ export class TransitionJournal {
       this.durableNow(batch)
       return undefined
     }
+    // One `async` for the wait, not `tryPromise` matched: a group commit is every step of every
+    // run when many run at once, and each wrapper is one more Effect step per step.
+    const pending = result
     return Effect.uninterruptible(
-      Effect.matchEffect(Effect.tryPromise({ try: () => result as Promise<void>, catch: (cause) => failure('commit transition', cause) }), {
-        onFailure: (error) => this.failed(error),
-        onSuccess: () => Effect.sync(() => this.durableNow(batch))
+      Effect.async<void, StoreError | LeaseLostError>((resume) => {
+        pending.then(
+          () => resume(Effect.sync(() => this.durableNow(batch))),
+          (cause: unknown) => resume(Effect.suspend(() => this.failed(failure('commit transition', cause))))
+        )
       })
     )
   }

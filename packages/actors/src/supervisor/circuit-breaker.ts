@@ -34,8 +34,18 @@ export interface CircuitBreakers {
 }
 
 /** The endpoint identity a circuit belongs to: two tasks naming the same server share it. */
-export const circuitKey = (config: ProviderConfig): string =>
-  config.kind === 'scripted' ? `scripted:${config.name}` : `${config.kind}:${config.baseUrl ?? ''}:${config.model ?? ''}`
+export const circuitKey = (config: ProviderConfig): string => {
+  let key = circuitKeys.get(config)
+  if (key === undefined) {
+    key = config.kind === 'scripted' ? `scripted:${config.name}` : `${config.kind}:${config.baseUrl ?? ''}:${config.model ?? ''}`
+    circuitKeys.set(config, key)
+  }
+  return key
+}
+
+// Asked at every dispatch of every run: a key built anew is a fresh string to hash for the
+// circuits' map each time. A contract's provider configs are never changed, so each keeps its key.
+const circuitKeys = new WeakMap<ProviderConfig, string>()
 
 export const makeCircuitBreakers = (policy: CircuitBreakerPolicy = DEFAULT_CIRCUIT_BREAKER): CircuitBreakers => {
   const circuits = new Map<string, Circuit>()

@@ -86,6 +86,15 @@ const report = (observer: RunObserver, hook: keyof RunObserver, error: unknown, 
 const stderrLine = (line: string): void => void process.stderr.write(`agentvisor: ${line}\n`)
 
 /**
+ * Whether any of `observers` has `hook`: a payload nobody reads is not built (an attempt's
+ * settlement at every step, for a runtime whose observers have no such hook).
+ */
+export const listens = (observers: ReadonlyArray<RunObserver>, hook: keyof RunObserver): boolean => {
+  for (const observer of observers) if (observer[hook] !== undefined) return true
+  return false
+}
+
+/**
  * Calls one hook of several observers. One that throws does not change the run, nor stop the
  * others: its error is logged on `log` (default stderr), once per observer and hook.
  */

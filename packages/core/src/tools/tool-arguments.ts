@@ -96,32 +96,43 @@ const optionalTimerMs = (fields: Fields, name: string): Either.Either<number | u
   return Either.right(value)
 }
 
+// The decoders below are plain code, not `Either.gen`: one runs at every tool call of every step,
+// and a generator with its adapter costs ten times the decoding itself (docs/architecture.md,
+// "The hot path").
+
 /** `{path}`. */
-export const decodeReadFileArgs = (raw: string): Either.Either<ReadFileArgs, string> =>
-  Either.gen(function* () {
-    const fields = yield* decodeArgumentsObject(raw)
-    return { path: yield* requiredString(fields, 'path') }
-  })
+export const decodeReadFileArgs = (raw: string): Either.Either<ReadFileArgs, string> => {
+  const fields = parseArgumentsObject(raw)
+  if (typeof fields === 'string') return Either.left(fields)
+  const path = requiredString(fields, 'path')
+  return Either.isLeft(path) ? Either.left(path.left) : Either.right({ path: path.right })
+}
 
 /** `{path, content}`. */
-export const decodeWriteFileArgs = (raw: string): Either.Either<WriteFileArgs, string> =>
-  Either.gen(function* () {
-    const fields = yield* decodeArgumentsObject(raw)
-    return { path: yield* requiredString(fields, 'path'), content: yield* requiredString(fields, 'content') }
-  })
+export const decodeWriteFileArgs = (raw: string): Either.Either<WriteFileArgs, string> => {
+  const fields = parseArgumentsObject(raw)
+  if (typeof fields === 'string') return Either.left(fields)
+  const path = requiredString(fields, 'path')
+  if (Either.isLeft(path)) return Either.left(path.left)
+  const content = requiredString(fields, 'content')
+  return Either.isLeft(content) ? Either.left(content.left) : Either.right({ path: path.right, content: content.right })
+}
 
 /** `{path?}`, the workspace root when omitted. */
-export const decodeListDirArgs = (raw: string): Either.Either<ListDirArgs, string> =>
-  Either.gen(function* () {
-    const fields = yield* decodeArgumentsObject(raw)
-    return { path: yield* optionalString(fields, 'path', '.') }
-  })
+export const decodeListDirArgs = (raw: string): Either.Either<ListDirArgs, string> => {
+  const fields = parseArgumentsObject(raw)
+  if (typeof fields === 'string') return Either.left(fields)
+  const path = optionalString(fields, 'path', '.')
+  return Either.isLeft(path) ? Either.left(path.left) : Either.right({ path: path.right })
+}
 
 /** `{command, timeoutMs?}`; an empty command is refused rather than run as a no-op. */
-export const decodeExecArgs = (raw: string): Either.Either<ExecArgs, string> =>
-  Either.gen(function* () {
-    const fields = yield* decodeArgumentsObject(raw)
-    const command = yield* requiredString(fields, 'command')
-    if (command.trim() === '') return yield* Either.left('field "command" must not be empty')
-    return { command, timeoutMs: yield* optionalTimerMs(fields, 'timeoutMs') }
-  })
+export const decodeExecArgs = (raw: string): Either.Either<ExecArgs, string> => {
+  const fields = parseArgumentsObject(raw)
+  if (typeof fields === 'string') return Either.left(fields)
+  const command = requiredString(fields, 'command')
+  if (Either.isLeft(command)) return Either.left(command.left)
+  if (command.right.trim() === '') return Either.left('field "command" must not be empty')
+  const timeoutMs = optionalTimerMs(fields, 'timeoutMs')
+  return Either.isLeft(timeoutMs) ? Either.left(timeoutMs.left) : Either.right({ command: command.right, timeoutMs: timeoutMs.right })
+}
