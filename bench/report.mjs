@@ -12,7 +12,7 @@ const rows = [
     spread(f.noToolPerStep),
     `≤ 1.5× floor (${ratio(r.ratios.noToolOverFloor)})`,
     yes(r.met.noTool ?? null),
-    'one commit a step (the reply settles the receipt, the step row with its feedback folded in, the journal entry of 3 transitions with one snapshot, the next receipt, the run head): in a CPU profile of this run (2026-12-01) the commit is ~29% of a step, the verification of a missing file ~13% (its path check and pinned open fail with ENOENT, and the failure is built as a typed error with a stack), the three XState sends ~13%; the rest the driver, Effect for the verification, GC'
+    'one commit a step of 5 statements on 3 B-trees (the run head; in `run_log`, the receipt settled, the step row with its feedback folded in, the next receipt, the journal entry of 2 transitions with one snapshot, and its key index; the floor: 3 INSERTs on 2): in a CPU profile of the final build (2026-12-01 16:30) the commit is ~55% of a step (raw, the same statements without the driver take ~105 µs against the floor transaction\'s ~90), XState\'s two transitions ~29%, the verification of a missing file ~9% (two system calls on the run\'s held workspace root); single runs of this scenario measured 152–219 µs in that profile (1.0–1.5× its floor), so read the spread'
   ],
   [
     'µs per step, raw floor (xstate + 1 prepared INSERT per transition, 1 tx per step)',
@@ -28,7 +28,7 @@ const rows = [
     spread(f.perStep),
     `≤ 1.3× (floor + the same tool) (${ratio(r.ratios.perStepOverFloorWithTool)})`,
     yes(r.met.perStep),
-    `one commit a step, like the floor, but of 4–5 rows on as many B-trees (the floor: 3 rows on one): the journal entry (3 transitions, one snapshot), the receipt settled and the next one inserted, the step row with its results, the run head. In a CPU profile (2026-12-01): the commit ~28% of a step, XState's three sends ~19%, the tool ~7%, Effect's run loop for the tool step ~5%, the rest the driver's JS and GC`
+    `one commit a step, like the floor, of 5 statements on 3 B-trees (the floor: 3 INSERTs on 2): the run head, and in \`run_log\` the receipt settled, the step row with its results, the next receipt, the journal entry (3 transitions, one snapshot). In a CPU profile of the final build (2026-12-01 16:30): the commit ~40% of a step, XState's three transitions ~25%, the tool ~14% (without an Effect: its answer is settled at once), the driver's JS and GC the rest`
   ],
   [
     'µs per step, floor + the same `list_dir` in its loop',
@@ -52,7 +52,7 @@ const rows = [
     spread(f.concurrentStepsPerSec),
     '≥ 6,000',
     yes(r.met.concurrent),
-    "one thread and one SQLite writer: commits of concurrent runs share a transaction (group commit), but with 1,000 runs interleaved every run's rows land on other B-tree pages, so a group commit dirties thousands of pages (in a CPU profile: the statements ~30% of the time, GC ~15%); each run's start costs ~1.8 ms of its own (the contract decoded through Effect Schema ~0.8 ms, the remembered-rules query through Kysely, two workspace opens): about a tenth of each 10-step run's budget at this rate; every step of every run runs on one core"
+    "one thread and one SQLite writer: every commit of a step goes through the group commit (measured: 11 batches of exactly 1,000 commits for 1,000 runs in lockstep), but with 1,000 runs interleaved every run's rows land on other B-tree pages of `run_log`, its index and `runs`, so a batch dirties thousands of pages. In a CPU profile (2026-12-01): the writer ~17%, GC ~12%, each run's start ~11% (its row and first receipt in two transactions of their own, its actor, its contract checked, its workspace opened, one Effect fiber), XState ~10%; ~0.9 ms of CPU a step all counted, against the ~170 µs this rate allows; every step of every run runs on one core"
   ],
   ['peak RSS (MB), same', f.concurrentPeakRssMb.median, spread(f.concurrentPeakRssMb), '', '', ''],
   [
@@ -61,7 +61,7 @@ const rows = [
     spread(f.rssPerRunKb),
     '≤ 40',
     yes(r.met.rssPerRun),
-    "per run (JS heap ~35 KB): three Effect fibers with their stacks (the run, its drive, the forked model call: ~15 KB), an XState actor with its own actor system (~4 KB), the driver's closures (~2.5 KB), the parsed contract (~2.5 KB here) and conversation, the compiled policy, the provider; the rest of the RSS is malloc and V8 page overhead"
+    "per run: three Effect fibers with their stacks (the run, its drive, the forked model call), an XState actor with its own actor system (started from a copy of the input's first snapshot), the driver's closures, the parsed contract and conversation, the compiled policy, the provider, the held workspace root; the rest of the RSS is malloc and V8 page overhead"
   ],
   [
     'ms to resume 1,000 interrupted runs',
@@ -69,7 +69,7 @@ const rows = [
     spread(f.resume1000Ms),
     '< 1,000',
     yes(r.met.resume),
-    'each resume reads the run, its last journal entry and steps and takes its lease with prepared statements (one transaction each), decoding the stored JSON through its Schemas; the remembered-rules query goes through Kysely; workspace realpath; all on one thread'
+    'each resume reads the run, its last journal entry (one index seek in `run_log`) and steps and takes its lease with prepared statements (one transaction each); the stored contract is checked by hand on its common shapes (contract-check.ts, the Schema for anything else); the workspace opened with two synchronous system calls; all on one thread'
   ],
   [
     'ms per step, agentvisor on PostgreSQL, one `list_dir` a step',
@@ -109,13 +109,13 @@ const rows = [
 // Why a target is missed, for those this run missed (the figures say by how much).
 const WHY = {
   noTool:
-    "- **The no-tool step against the floor.** The floor is one XState send and one INSERT per transition in one transaction a step; agentvisor's step also writes the receipt (before the call, so a crash never loses the fact that a call went out), the reply's step row with the verification's feedback, and the run head, and its verification reads the workspace through the confined walk (here of a file that does not exist: the pinned root and one look, answered as a value).",
+    "- **The no-tool step against the floor.** The floor is one XState send and one INSERT per transition in one transaction a step; agentvisor's step also settles the receipt and writes the next one before the call (so a crash never loses the fact that a call went out), the reply's step row with the verification's feedback, and the run head, and its verification reads the workspace through the confined walk (two system calls on the run's held root). Measured what is left (2026-12-01): the same statements without the driver cost ~105 µs against the floor transaction's ~90 (the run head's fenced UPDATE ~15 of it: it would become a read, with every reader taking state, steps and `updatedAt` from the run's last journal entry); XState's transition function ~30 µs a transition through the library's own algorithm; the writer's JS ~10 µs.",
   perStep:
-    "- **The tool step against the floor with the same tool.** Both sides run the same `list_dir`; what agentvisor adds, measured: its commit of 4–5 rows on as many B-trees (the floor's: 3 rows on one), XState's three sends through a machine of guarded, assigning transitions (the floor's machine has neither), the tool's policy check, and Effect's run loop around the tool. Reaching 1.3× would take folding the receipts and the step row into the journal entry (one row a step, a store format change) and a tool path without Effect.",
+    "- **The tool step against the floor with the same tool.** Both sides run the same `list_dir`; what agentvisor adds, measured: its commit of 5 statements on 3 B-trees (the floor's: 3 INSERTs on 2), XState's three transitions through a machine of guarded, assigning transitions (the floor's machine has neither), the tool's policy check and its journal's bookkeeping. The next levers: the run head written only when the status changes (the fence a read), and the step row, the next receipt and the journal entry as one multi-row INSERT.",
   langgraph:
     "- **Against LangGraph.js + SqliteSaver.** LangGraph's SqliteSaver writes one checkpoint per step and nothing else; agentvisor writes receipts, step rows and three transitions a step.",
   concurrent:
-    '- **6,000 steps/s in one process.** The statements of a step, with 1,000 runs interleaved, cost most of the 200 µs a step that rate allows (see the throughput row); more throughput comes from more processes (`agentvisor worker`s, PostgreSQL) rather than from one.',
+    '- **6,000 steps/s in one process.** That rate allows ~170 µs of one core a step, start-up included; measured ~0.9 ms of CPU a step at 1,000 runs (see the throughput row): the statements of 1,000 interleaved runs on scattered pages, GC, and each run\'s own start. More throughput comes today from more processes (`agentvisor worker`s, PostgreSQL) rather than from one; in one process the next levers are the run head written only on a status change, each run\'s row and first receipt inside the group commit, and less allocation a step.',
   rssPerRun: '- **Idle RSS per run.** See the row: fibers, the actor system, the parsed contract and the conversation of each run.',
   resume: '- **Resume of 1,000 runs.** Each resume is a few reads and a lease acquisition on one thread.',
   cli: '- **CLI cold start.** Most of it is Node’s own start-up (see the row).',
@@ -242,8 +242,19 @@ What a step costs, and what was done about it (docs/architecture notes in the co
 - **One pass through the machine.** The driver sends each event once and compares snapshots,
   instead of asking \`can\` first (a second transition computation).
 - **No full-state rewrite.** The contract lives in \`run_contracts\`, so the run row updated at
-  every commit is a few hundred bytes; the per-step tables are \`WITHOUT ROWID\` (one B-tree, so
-  one WAL frame per row instead of two); the snapshot holds counters only (~400 bytes).
+  every commit is a few hundred bytes; on SQLite a run's receipts, steps, journal entries and
+  tool effects are the rows of one table kept in commit order (\`run_log\`, docs/durability.md,
+  "How a run is stored"), so a step's commit writes the end of one table and one index leaf
+  instead of the leaves of four tables; its CHECKs are \`=\` comparisons, not \`IN\` lists (SQLite
+  builds a temporary index for an \`IN\` list of three or more at every statement); the snapshot
+  holds counters only (~400 bytes).
+- **Fixed statements.** Each kind of step write is one prepared statement naming every column it
+  may set: no SQL text is built or looked up per write (a no-tool step's commit: 127 → 89 µs of
+  CPU, measured A/B in one process, 2026-12-01).
+- **Tools and checks answered at once.** \`read_file\`, \`list_dir\` and a verification of workspace
+  files answer as plain values (no Effect, no fiber); a missing file is an answer, never an
+  exception with a stack; a run holds its workspace root open for its life, so a check of a
+  missing file is two system calls.
 - **Checkpoints off the hot path.** The writer's connection turns SQLite's automatic checkpoint
   off; a worker thread with its own connection runs PASSIVE checkpoints every 500 ms.
 - **Group commit.** With more than one run driven in a process, commits arriving in one turn of
