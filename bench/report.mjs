@@ -12,7 +12,7 @@ const rows = [
     spread(f.noToolPerStep),
     `≤ 1.5× floor (${ratio(r.ratios.noToolOverFloor)})`,
     yes(r.met.noTool ?? null),
-    'one commit a step of 5 statements on 3 B-trees (the run head; in `run_log`, the receipt settled, the step row with its feedback folded in, the next receipt, the journal entry of 2 transitions with one snapshot, and its key index; the floor: 3 INSERTs on 2): in a CPU profile of the final build (2026-12-01 16:30) the commit is ~55% of a step (raw, the same statements without the driver take ~105 µs against the floor transaction\'s ~90), XState\'s two transitions ~29%, the verification of a missing file ~9% (two system calls on the run\'s held workspace root); single runs of this scenario measured 152–219 µs in that profile (1.0–1.5× its floor), so read the spread'
+    "one commit a step of 5 statements on 3 B-trees (the run head; in `run_log`, the receipt settled, the step row with its feedback folded in, the next receipt, the journal entry of 2 transitions with one snapshot, and its key index; the floor: 3 INSERTs on 2): in a CPU profile of the final build (2026-12-01 16:30) the commit is ~55% of a step (raw, the same statements without the driver take ~105 µs against the floor transaction's ~90), XState's two transitions ~29%, the verification of a missing file ~9% (two system calls on the run's held workspace root); single runs of this scenario measured 152–219 µs in that profile (1.0–1.5× its floor), so read the spread"
   ],
   [
     'µs per step, raw floor (xstate + 1 prepared INSERT per transition, 1 tx per step)',
@@ -115,7 +115,7 @@ const WHY = {
   langgraph:
     "- **Against LangGraph.js + SqliteSaver.** LangGraph's SqliteSaver writes one checkpoint per step and nothing else; agentvisor writes receipts, step rows and three transitions a step.",
   concurrent:
-    '- **6,000 steps/s in one process.** That rate allows ~170 µs of one core a step, start-up included; measured ~0.9 ms of CPU a step at 1,000 runs (see the throughput row): the statements of 1,000 interleaved runs on scattered pages, GC, and each run\'s own start. More throughput comes today from more processes (`agentvisor worker`s, PostgreSQL) rather than from one; in one process the next levers are the run head written only on a status change, each run\'s row and first receipt inside the group commit, and less allocation a step.',
+    "- **6,000 steps/s in one process.** That rate allows ~170 µs of one core a step, start-up included; measured ~0.9 ms of CPU a step at 1,000 runs (see the throughput row): the statements of 1,000 interleaved runs on scattered pages, GC, and each run's own start. More throughput comes today from more processes (`agentvisor worker`s, PostgreSQL) rather than from one; in one process the next levers are the run head written only on a status change, each run's row and first receipt inside the group commit, and less allocation a step.",
   rssPerRun: '- **Idle RSS per run.** See the row: fibers, the actor system, the parsed contract and the conversation of each run.',
   resume: '- **Resume of 1,000 runs.** Each resume is a few reads and a lease acquisition on one thread.',
   cli: '- **CLI cold start.** Most of it is Node’s own start-up (see the row).',
