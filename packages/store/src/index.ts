@@ -47,7 +47,7 @@ export {
   lastJournalEntry,
   type JournalHead
 } from './repositories/journal-entries.repository.js'
-export { insertStep, setStepResults, setStepFeedback, listSteps, lastStepText, lastStepTextOf } from './repositories/steps.repository.js'
+export { insertStep, setStepResults, setStepFeedback, listSteps, lastStepText } from './repositories/steps.repository.js'
 export {
   insertAttempt,
   settleAttempt,

@@ -12,6 +12,8 @@ import {
   listToolEffects,
   listTransitions,
   getRun,
+  insertRun,
+  insertStep,
   type RunWriter,
   postgresRunWriter,
   sqliteRunWriter,
@@ -78,6 +80,19 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
       ['write', 'b.txt', 'deny']
     ])
     expect(await writer.rememberedRules('/nowhere')).toEqual([])
+  })
+
+  it("reads a run's last step that answered with text as it was written, and nothing for a run without one", async () => {
+    const { db, writer } = await setup()
+    await insertRun(db, run({ id: 'run-2' }))
+    const odd = 'last \u0000 \u0010 \ud800 answer'
+    await insertStep(db, step({ step: 1, text: 'first' }))
+    await insertStep(db, step({ step: 2, text: odd }))
+    await insertStep(db, step({ step: 3, text: '' }))
+    await insertStep(db, step({ run_id: 'run-2', step: 1, text: '' }))
+    expect(await writer.lastStepText('run-1')).toBe(odd)
+    expect(await writer.lastStepText('run-2')).toBeUndefined()
+    expect(await writer.lastStepText('ghost')).toBeUndefined()
   })
 
   it('commits transitions, their step data and the head in one transaction, in order', async () => {
@@ -303,6 +318,23 @@ describe('the SQLite checkpointer', () => {
     expect(statSync(store.file).size).toBeGreaterThan(before + 300 * 1000)
     await writer.close()
     expect(store.sqlite!.pragma('wal_autocheckpoint', { simple: true })).toBe(1000)
+  })
+})
+
+describe('the SQLite run writer, with a Kysely transaction open', () => {
+  it('reads the last text only once the transaction holding the connection has ended', async () => {
+    const store = await tempStore('sqlite')
+    const { db } = store
+    await insertRun(db, run())
+    await insertStep(db, step({ step: 1, text: 'before' }))
+    const writer = sqliteRunWriter(db, store.sqlite!)
+    let pending: Promise<string | undefined> | undefined
+    await db.transaction().execute(async (trx) => {
+      pending = Promise.resolve(writer.lastStepText('run-1'))
+      await insertStep(trx, step({ step: 2, text: 'inside the transaction' }))
+    })
+    expect(await pending).toBe('inside the transaction')
+    await writer.close()
   })
 })
 

@@ -1,5 +1,5 @@
 import type { ContractError, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract } from '@agentvisor/core'
-import { lastStepTextOf, makeRunWriter } from '@agentvisor/store'
+import { makeRunWriter } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 import type { InspectionEvent } from 'xstate'
 import type { Bus } from '../bus/bus.js'
@@ -101,7 +101,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         ...(options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]),
         ...(options.observers ?? [])
       ]
-      const trailing: ReadonlyArray<RunObserver> = options.bus !== undefined ? [busObserver(options.bus, lastStepTextOf(storeService))] : []
+      const trailing: ReadonlyArray<RunObserver> = options.bus !== undefined ? [busObserver(options.bus, writer.lastStepText)] : []
       const shared: ReadonlyArray<RunObserver> = [...leading, ...trailing]
       const observersOf = (startOptions: StartOptions): ReadonlyArray<RunObserver> =>
         startOptions.observers === undefined || startOptions.observers.length === 0 ? shared : [...leading, ...startOptions.observers, ...trailing]

@@ -15,7 +15,7 @@ import { decodeStepRow } from '../tables/steps.columns.js'
 import type { StoredStepRow } from '../tables/steps.table.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
-import { decodeRow, decodeRows, encodeJsonText, encodeText } from '../text-codec.js'
+import { decodeRow, decodeRows, decodeText, encodeJsonText, encodeText } from '../text-codec.js'
 
 /** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
 const LEASE_LOST = 'AVL01'
@@ -127,6 +127,14 @@ export function postgresRunWriter(pool: Pool): RunWriter {
           encodeText(workspace)
         ])
       ),
+    lastStepText: async (runId) => {
+      const [row] = await query<{ text: string }>(
+        'agentvisor_last_step_text',
+        "SELECT text FROM steps WHERE run_id = $1 AND text != '' ORDER BY step DESC LIMIT 1",
+        [encodeText(runId)]
+      )
+      return row === undefined ? undefined : decodeText(row.text)
+    },
     toolEffects: async (runId, step) =>
       decodeRows(
         await query<StoredToolEffectRow>('agentvisor_tool_effects', 'SELECT * FROM tool_effects WHERE run_id = $1 AND step = $2 ORDER BY step, position', [

@@ -1,8 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3'
-import type { Kysely } from 'kysely'
-import type { Database } from '../database.js'
 import type { Executor } from '../executor.js'
-import { decodeText, encodeText } from '../text-codec.js'
 import { UPDATED } from './attempts.repository.js'
 import { decodeStepRow } from '../tables/steps.columns.js'
 import type { NewStep, StepRow } from '../tables/steps.table.js'
@@ -49,29 +45,4 @@ export async function lastStepText(db: Executor, runId: string): Promise<string 
     .limit(1)
     .executeTakeFirst()
   return row?.text
-}
-
-/**
- * `lastStepText` of one store, as a function of the run: on SQLite one prepared statement, read
- * at once, since every run's end asks it (its `done` message) and Kysely builds, locks and
- * prepares the query anew each time, ~0.4 ms a run with 1,000 runs at once. While a Kysely
- * transaction holds the connection, the read waits for it through Kysely, as before.
- */
-export function lastStepTextOf(store: {
-  readonly db: Kysely<Database>
-  readonly sqlite: BetterSqlite3.Database | undefined
-}): (runId: string) => Promise<string | undefined> {
-  const { db, sqlite } = store
-  if (sqlite === undefined) return (runId) => lastStepText(db, runId)
-  let prepared: BetterSqlite3.Statement | undefined
-  return (runId) => {
-    if (sqlite.inTransaction) return lastStepText(db, runId)
-    try {
-      prepared ??= sqlite.prepare("SELECT text FROM steps WHERE run_id = ? AND text != '' ORDER BY step DESC LIMIT 1").pluck()
-      const text = prepared.get(encodeText(runId)) as string | undefined
-      return Promise.resolve(text === undefined ? undefined : decodeText(text))
-    } catch (cause) {
-      return Promise.reject(cause)
-    }
-  }
 }

@@ -17,7 +17,7 @@ import type { NewRun, RunStatus, RunWithContract } from '../tables/runs.table.js
 import type { SettledAttemptOutcome } from '../tables/attempts.table.js'
 import type { StepRow } from '../tables/steps.table.js'
 import { getRun } from '../repositories/runs.repository.js'
-import { listSteps } from '../repositories/steps.repository.js'
+import { lastStepText, listSteps } from '../repositories/steps.repository.js'
 import { acquireLease, type LeaseAcquisition, releaseLease } from '../repositories/leases.repository.js'
 import { settlePendingAttempts } from '../repositories/attempts.repository.js'
 import type { ToolEffectRow } from '../tables/tool-effects.table.js'
@@ -83,6 +83,11 @@ export interface RunWriter {
   /** Stops what the writer runs in the background (SQLite's checkpointer); the store stays open. */
   /** The decisions remembered for a workspace, as `listRememberedRules` orders them (a run's start reads them). */
   readonly rememberedRules: (workspace: string) => Eventually<RememberedRuleRow[]>
+  /**
+   * The text of the run's last step that answered with text (its `done` message's `result`), or
+   * undefined: one row read, whatever the run's length (every run's end asks it).
+   */
+  readonly lastStepText: (runId: string) => Eventually<string | undefined>
   readonly close: () => Promise<void>
 }
 
@@ -168,6 +173,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
         return settlePendingAttempts(trx, runId, outcome, at)
       }),
     rememberedRules: (workspace) => listRememberedRules(db, workspace),
+    lastStepText: (runId) => lastStepText(db, runId),
     close: async () => undefined
   }
 }

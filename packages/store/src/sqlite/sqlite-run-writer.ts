@@ -16,7 +16,7 @@ import { decodeApprovalRow } from '../tables/approvals.columns.js'
 import { decodeRunWithContract } from '../tables/runs.columns.js'
 import { decodeStepRow } from '../tables/steps.columns.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
-import { decodeRow, decodeRows, encodeParams, encodeText } from '../text-codec.js'
+import { decodeRow, decodeRows, decodeText, encodeParams, encodeText } from '../text-codec.js'
 import { startCheckpointer } from './checkpointer.js'
 
 type Params = ReadonlyArray<string | number | bigint | null>
@@ -351,6 +351,12 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       decodeRows(
         statement('SELECT * FROM remembered_rules WHERE workspace = ? ORDER BY created_at, act, pattern').all(encodeText(workspace)) as RememberedRuleRow[]
       ),
+    // Through `whenFree`: a Kysely transaction still open may yet roll back what it wrote.
+    lastStepText: (runId) =>
+      whenFree(() => {
+        const row = statement(LAST_STEP_TEXT).get(encodeText(runId)) as { text: string } | undefined
+        return row === undefined ? undefined : decodeText(row.text)
+      }),
     toolEffects: (runId, step) => decodeRows(statement(TOOL_EFFECTS).all(runId, step) as StoredToolEffectRow[]).map(decodeToolEffectRow),
     close: async () => {
       if (checkpointer === undefined) return
@@ -367,6 +373,7 @@ const textOrNull = (text: string | null | undefined): string | null => (text ===
 const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
 const STEPS =
   "SELECT run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at FROM run_log WHERE run_id = ? AND kind = 's' ORDER BY step"
+const LAST_STEP_TEXT = "SELECT text FROM run_log WHERE run_id = ? AND kind = 's' AND text != '' ORDER BY step DESC LIMIT 1"
 const TOOL_EFFECTS =
   "SELECT run_id, step, n AS position, tool_call_id, name, arguments, status, result_json, started_at, completed_at FROM run_log WHERE run_id = ? AND step = ? AND kind = 't' ORDER BY n"
 
