@@ -6,7 +6,7 @@ import type { SpawnPlan } from '../children/child-runs.js'
 import type { RunContext } from '../machine/run-machine.js'
 import type { ToolResultRecord } from '../supervisor/conversation.js'
 import { iso, store } from '../supervisor/driver-io.js'
-import { notify } from '../supervisor/run-observer.js'
+import { listens, notify } from '../supervisor/run-observer.js'
 import { planSpawns, spawnWork } from './children.js'
 import type { Drive } from './drive.js'
 import { LATER, later, type Now, thenNow, valueNow } from './now.js'
@@ -169,12 +169,12 @@ const resultOf = (run: StepRun, position: number, item: CallPlan): Now<Journalle
   const call = item.requested
   const { journal } = drive
   const step = ctx.step
-  if (observers.length > 0) {
+  if (listens(observers, 'onToolCall')) {
     const toolCall = { runId, step, name: call.name, target: toolTarget(call) }
     journal.whenDurable(() => notify(observers, 'onToolCall', toolCall))
   }
   return thenNow(perform(drive, step, position, item.call, item.tool, run.interrupted.get(position), item.note), (result) => {
-    if (observers.length > 0) {
+    if (listens(observers, 'onToolResult')) {
       const toolResult = { runId, step, name: call.name, ok: result.ok, output: result.output }
       journal.whenDurable(() => notify(observers, 'onToolResult', toolResult))
     }

@@ -5,7 +5,7 @@ import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js
 import { isFinalPath, type RunStatePath, runStatePath, statusOfState } from '../machine/run-state.js'
 import { encodeRunSnapshot, type RunSnapshot, type RunStep, runStepOf } from '../machine/run-snapshot.js'
 import { failure, iso, nowMs, store } from '../supervisor/driver-io.js'
-import { notify, type RunObserver } from '../supervisor/run-observer.js'
+import { listens, notify, type RunObserver } from '../supervisor/run-observer.js'
 
 /** A state's entry work result: the event to send, and the step data to commit with its transition. */
 export interface Work {
@@ -84,6 +84,9 @@ export class TransitionJournal {
    */
   readonly flush: Effect.Effect<void, StoreError | LeaseLostError>
 
+  /** Whether any observer has `onTransition` (no payload is built for nobody). */
+  private readonly hearsTransitions: boolean
+
   constructor(
     private readonly writer: RunWriter,
     private readonly runId: string,
@@ -95,6 +98,7 @@ export class TransitionJournal {
   ) {
     this.seq = seq
     this.durableSeq = seq
+    this.hearsTransitions = listens(observers, 'onTransition')
     this.snapshot = actor.getSnapshot()
     this.at = runStatePath(this.snapshot.value)
     this.next =
@@ -146,8 +150,8 @@ export class TransitionJournal {
     staged.transitions.push({ seq, from, event: work.event, to, at })
     staged.last = after
     if (work.notice !== undefined) staged.notices.push(work.notice)
-    const observers = this.observers
-    if (observers.length > 0) {
+    if (this.hearsTransitions) {
+      const observers = this.observers
       const transition = { runId: this.runId, seq, from, event: work.event.type, to, at }
       staged.notices.push(() => notify(observers, 'onTransition', transition))
     }
