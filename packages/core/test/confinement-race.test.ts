@@ -109,32 +109,36 @@ const race = (calls: ReadonlyArray<() => Promise<ToolOutcome>>): Promise<ToolOut
 const MAX_ROUNDS = 40
 
 /**
- * Plays `round` until `live` says both sides of the swap were met (so the calls really raced it),
- * at most MAX_ROUNDS times; returns every round's results, each to be checked.
+ * Plays `round` (given its index) until `live` says both sides of the swap were met (so the calls
+ * really raced it), at most MAX_ROUNDS times; returns every round's results, each to be checked.
  */
-const raceUntil = async <A>(round: () => Promise<A[]>, live: (all: A[]) => boolean): Promise<A[][]> => {
+const raceUntil = async <A>(round: (index: number) => Promise<A[]>, live: (all: A[]) => boolean): Promise<A[][]> => {
   const rounds: A[][] = []
-  while (rounds.length < MAX_ROUNDS && !live(rounds.flat())) rounds.push(await round())
+  while (rounds.length < MAX_ROUNDS && !live(rounds.flat())) rounds.push(await round(rounds.length))
   return rounds
 }
 
 /** Whether some calls acted and some were refused: both states of the swap were met. */
 const bothSides = (outcomes: ToolOutcome[]): boolean => outcomes.some((o) => o.ok) && outcomes.some((o) => o.refusal !== undefined)
 
+/** A write's file in one round of the folder race: each round writes files of its own. */
+const written = (round: number, i: number) => ({ name: `w-${round}-${i}.txt`, payload: `payload-${round}-${i}` })
+
 /** One round of the folder race: every call acted inside, failed, or was refused; none outside. */
-const checkFolderRound = (all: ToolOutcome[], inside: string[]): void => {
+const checkFolderRound = (all: ToolOutcome[], inside: string[], round: number): void => {
   const outcomes = {
     writes: all.filter((_, i) => i % 3 === 0),
     reads: all.filter((_, i) => i % 3 === 1),
     lists: all.filter((_, i) => i % 3 === 2)
   }
   outcomes.writes.forEach((outcome, i) => {
-    const requested = `link/w-${i}.txt`
+    const { name, payload } = written(round, i)
+    const requested = `link/${name}`
     if (outcome.ok) {
-      expect(outcome.output).toBe(`Wrote ${`payload-${i}`.length} bytes to ${requested}`)
-      const written = inside.filter((file) => path.basename(file) === `w-${i}.txt`)
-      expect(written).toHaveLength(1)
-      expect(readFileSync(written[0]!, 'utf8')).toBe(`payload-${i}`)
+      expect(outcome.output).toBe(`Wrote ${payload.length} bytes to ${requested}`)
+      const files = inside.filter((file) => path.basename(file) === name)
+      expect(files).toHaveLength(1)
+      expect(readFileSync(files[0]!, 'utf8')).toBe(payload)
     } else if (outcome.refusal === undefined) {
       // A folder the swapper removed under a write: it failed and acted nowhere.
       expect(outcome.output.startsWith(`Cannot write ${requested}: `), outcome.output).toBe(true)
@@ -161,13 +165,14 @@ describe('file tools racing a symlink swap', () => {
     const swapper = await startSwapper('folder', outside)
     let rounds: ToolOutcome[][]
     try {
-      const calls = Array.from({ length: CALLS }, (_, i) => [
-        () => call('write_file', { path: `link/w-${i}.txt`, content: `payload-${i}` }),
-        () => call('read_file', { path: 'link/secret.txt' }),
-        () => call('list_dir', { path: 'link' })
-      ]).flat()
+      const calls = (round: number) =>
+        Array.from({ length: CALLS }, (_, i) => [
+          () => call('write_file', { path: `link/${written(round, i).name}`, content: written(round, i).payload }),
+          () => call('read_file', { path: 'link/secret.txt' }),
+          () => call('list_dir', { path: 'link' })
+        ]).flat()
       rounds = await raceUntil(
-        () => race(calls),
+        (round) => race(calls(round)),
         (all) => [0, 1].every((kind) => bothSides(all.filter((_, i) => i % 3 === kind)))
       )
       // The race was live for every call, not over before they started.
@@ -183,7 +188,7 @@ describe('file tools racing a symlink swap', () => {
     expect(inside.filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
     // Both sides of the swap were seen, so the calls really raced it.
     expect([0, 1].map((kind) => bothSides(rounds.flat().filter((_, i) => i % 3 === kind)))).toEqual([true, true])
-    for (const all of rounds) checkFolderRound(all, inside)
+    rounds.forEach((all, round) => checkFolderRound(all, inside, round))
   })
 
   it(`never return outside content nor change the outside file while ${CALLS} reads and writes go through a file flipped with a symlink to it`, async () => {
