@@ -188,7 +188,7 @@ describe('file tools racing a symlink swap', () => {
     expect(inside.filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
     // Both sides of the swap were seen, so the calls really raced it.
     expect([0, 1].map((kind) => bothSides(rounds.flat().filter((_, i) => i % 3 === kind)))).toEqual([true, true])
-    rounds.forEach((all, round) => checkFolderRound(all, inside, round))
+    for (const [round, all] of rounds.entries()) checkFolderRound(all, inside, round)
   })
 
   it(`never return outside content nor change the outside file while ${CALLS} reads and writes go through a file flipped with a symlink to it`, async () => {
