@@ -20,91 +20,124 @@ const filesBelow = (dir: string): string[] =>
     return lstatSync(full).isDirectory() ? filesBelow(full) : [full]
   })
 
+const MAX_RUNS = 5
+
+/** A written file's name in one run: each run writes files of its own. */
+const fileName = (round: number, step: number, i: number) => `r${round}-s${step}-${i}.txt`
+
+/** One run's script: each step writes and reads through `link`, half and half. */
+const roundSteps = (round: number) =>
+  Array.from({ length: STEPS }, (_, step) => ({
+    toolCalls: Array.from({ length: CALLS_PER_STEP }, (_, i) =>
+      i % 2 === 0
+        ? { name: 'write_file', arguments: { path: `link/${fileName(round, step, i)}`, content: `payload-${round}-${step}-${i}` } }
+        : { name: 'read_file', arguments: { path: 'link/secret.txt' } }
+    )
+  }))
+
+/**
+ * Checks one run's stored results: every call acted inside, failed, or was refused, never outside,
+ * and every refusal is in the audit trail as a sandbox refusal. Returns how many were refused.
+ */
+const checkRun = async (db: string, runId: string, round: number, ws: string): Promise<number> => {
+  const inside = filesBelow(ws)
+  const store = await openStore(db)
+  try {
+    const rows = await listSteps(store.db, runId)
+    const results = rows.slice(0, STEPS).flatMap((row): ReadonlyArray<ToolResultRecord> => row.results ?? [])
+    expect(results).toHaveLength(STEPS * CALLS_PER_STEP)
+    let refused = 0
+    for (const [index, result] of results.entries()) {
+      const step = Math.floor(index / CALLS_PER_STEP)
+      const i = index % CALLS_PER_STEP
+      const requested = result.name === 'write_file' ? `link/${fileName(round, step, i)}` : 'link/secret.txt'
+      expect(result.output).not.toContain(OUTSIDE)
+      if (result.output === `Path escapes the workspace boundary: ${requested}`) {
+        refused += 1
+      } else if (result.ok && result.name === 'write_file') {
+        // The file is inside, in whichever folder `link` was when it was written.
+        const written = inside.filter((file) => path.basename(file) === fileName(round, step, i))
+        expect(written).toHaveLength(1)
+        expect(readFileSync(written[0]!, 'utf8')).toBe(`payload-${round}-${step}-${i}`)
+      } else if (result.ok) {
+        expect(result.output).toBe(INSIDE)
+      } else {
+        // `link` was between two states: nothing there, so nothing was read or written.
+        expect(result.output).toMatch(/^(No such file: link\/secret\.txt|Cannot write link\/r\d+-s\d+-\d+\.txt: .+)$/)
+      }
+    }
+    const refusals = (await listPolicyEvents(store.db, runId)).filter((event) => event.kind === 'refusal')
+    expect(refusals).toHaveLength(refused)
+    for (const event of refusals) expect(`${event.rule}/${event.layer}`).toBe('workspace/sandbox')
+    return refused
+  } finally {
+    await store.close()
+  }
+}
+
+/** Starts the swapper flipping `<ws>/link` between the folder inside and `outside`; resolves once it is flipping. */
+const startSwapper = async (ws: string, outside: string) => {
+  const swapper = spawn(process.execPath, [SWAPPER, 'folder', ws, outside, '50000000', '60000'], {
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  let output = ''
+  const exited = new Promise<void>((resolve) => swapper.once('exit', () => resolve()))
+  await new Promise<void>((resolve, reject) => {
+    swapper.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      if (output.includes('"ready"')) resolve()
+    })
+    void exited.then(() => reject(new Error(`swapper exited before it was ready: ${output}`)))
+  })
+  return {
+    /** Stops it and returns what it printed. */
+    stop: async () => {
+      swapper.kill('SIGTERM')
+      await exited
+      return output
+    }
+  }
+}
+
 describe('a run whose workspace folder is swapped for a symlink to outside while it works', () => {
   it('writes and reads only inside, and records each refused call as a sandbox refusal', async () => {
     const dir = tempDir()
-    const ws = path.join(dir, 'ws')
     const outside = path.join(dir, 'outside')
-    mkdirSync(path.join(ws, 'link'), { recursive: true })
     mkdirSync(outside)
     writeFileSync(path.join(outside, 'secret.txt'), OUTSIDE)
-    writeFileSync(path.join(ws, 'link', 'secret.txt'), INSIDE)
-    const steps = Array.from({ length: STEPS }, (_, step) => ({
-      toolCalls: Array.from({ length: CALLS_PER_STEP }, (_, i) =>
-        i % 2 === 0
-          ? { name: 'write_file', arguments: { path: `link/s${step}-${i}.txt`, content: `payload-${step}-${i}` } }
-          : { name: 'read_file', arguments: { path: 'link/secret.txt' } }
-      )
-    }))
-    const swapper = spawn(process.execPath, [SWAPPER, 'folder', ws, outside, '50000000', '60000'], {
-      stdio: ['ignore', 'pipe', 'inherit']
-    })
-    let swapperOutput = ''
-    const exited = new Promise<void>((resolve) => swapper.once('exit', () => resolve()))
-    await new Promise<void>((resolve, reject) => {
-      swapper.stdout.on('data', (chunk: Buffer) => {
-        swapperOutput += chunk.toString()
-        if (swapperOutput.includes('"ready"')) resolve()
-      })
-      void exited.then(() => reject(new Error(`swapper exited before it was ready: ${swapperOutput}`)))
-    })
     const db = path.join(dir, 'av.db')
     const av = await Agentvisor.open({ db })
-    let runId: string
+    // Which side of the swap each call meets is up to the scheduler: a run whose calls all met the
+    // folder proves nothing about refusals, so runs are played (each in a workspace of its own, the
+    // swapper stopped before its files are checked) until a call was refused, at most MAX_RUNS.
+    let refused = 0
     try {
-      const result = await av.run({
-        goal: 'write notes through link',
-        workspace: ws,
-        approval: 'auto',
-        limits: { maxSteps: STEPS + 1 },
-        providers: [{ name: 'p', kind: 'scripted', steps: [...steps, { text: 'done' }] }]
-      })
-      expect(result.status).toBe('succeeded')
-      runId = result.runId
-      expect(swapperOutput).not.toMatch(/"done"|"error"/)
+      for (let round = 0; round < MAX_RUNS && refused === 0; round += 1) {
+        const ws = path.join(dir, `ws-${round}`)
+        mkdirSync(path.join(ws, 'link'), { recursive: true })
+        writeFileSync(path.join(ws, 'link', 'secret.txt'), INSIDE)
+        const swapper = await startSwapper(ws, outside)
+        let result: Awaited<ReturnType<typeof av.run>>
+        try {
+          result = await av.run({
+            goal: 'write notes through link',
+            workspace: ws,
+            approval: 'auto',
+            limits: { maxSteps: STEPS + 1 },
+            providers: [{ name: 'p', kind: 'scripted', steps: [...roundSteps(round), { text: 'done' }] }]
+          })
+        } finally {
+          expect(await swapper.stop()).not.toMatch(/"done"|"error"/)
+        }
+        expect(result.status).toBe('succeeded')
+        expect(filesBelow(ws).filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
+        refused += await checkRun(db, result.runId, round, ws)
+      }
     } finally {
       await av.close()
-      swapper.kill('SIGTERM')
-      await exited
     }
-
+    expect(refused).toBeGreaterThan(0)
     expect(readdirSync(outside)).toEqual(['secret.txt'])
     expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE)
-    const inside = filesBelow(ws)
-    expect(inside.filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
-
-    const store = await openStore(db)
-    try {
-      const rows = await listSteps(store.db, runId)
-      const results = rows.slice(0, STEPS).flatMap((row): ReadonlyArray<ToolResultRecord> => row.results ?? [])
-      expect(results).toHaveLength(STEPS * CALLS_PER_STEP)
-      let refused = 0
-      for (const [index, result] of results.entries()) {
-        const step = Math.floor(index / CALLS_PER_STEP)
-        const i = index % CALLS_PER_STEP
-        const requested = result.name === 'write_file' ? `link/s${step}-${i}.txt` : 'link/secret.txt'
-        expect(result.output).not.toContain(OUTSIDE)
-        if (result.output === `Path escapes the workspace boundary: ${requested}`) {
-          refused += 1
-        } else if (result.ok && result.name === 'write_file') {
-          // The file is inside, in whichever folder `link` was when it was written.
-          const written = inside.filter((file) => path.basename(file) === `s${step}-${i}.txt`)
-          expect(written).toHaveLength(1)
-          expect(readFileSync(written[0]!, 'utf8')).toBe(`payload-${step}-${i}`)
-        } else if (result.ok) {
-          expect(result.output).toBe(INSIDE)
-        } else {
-          // `link` was between two states: nothing there, so nothing was read or written.
-          expect(result.output).toMatch(/^(No such file: link\/secret\.txt|Cannot write link\/s\d+-\d+\.txt: .+)$/)
-        }
-      }
-      // Which side of the swap each call met is up to the scheduler; packages/core's race tests
-      // play rounds until both were met. Here every refusal must be in the audit trail.
-      const refusals = (await listPolicyEvents(store.db, runId)).filter((event) => event.kind === 'refusal')
-      expect(refusals).toHaveLength(refused)
-      expect(new Set(refusals.map((event) => `${event.rule}/${event.layer}`))).toEqual(new Set(['workspace/sandbox']))
-    } finally {
-      await store.close()
-    }
   })
 })
