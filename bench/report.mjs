@@ -134,11 +134,14 @@ const md = `# Benchmarks
 (\`bench/package.json\`, not a workspace), so LangGraph.js and its SQLite and PostgreSQL checkpointers
 are installed only there. Every scripted provider answers at once, so only orchestration is measured. Each
 figure is the median of several repetitions (spread: min–max, and half the range over the
-median); ratios are against baselines measured in the same process run. All figures are in
-\`bench/results.json\`.
+median); ratios are against baselines measured in the same process run. The single-run figures
+(floor, no-tool step, \`list_dir\` step, LangGraph.js) are measured interleaved, one repetition of
+each in turn, and each ratio of a target is the median of the ratios of the pairs measured one
+right after the other (\`figures.ratioPairs\` in the results): a change of the machine's load
+between two scenarios moves both sides of a pair. All figures are in \`bench/results.json\`.
 
 Machine of the figures below: ${m.cpu}, ${m.nproc} cores (\`nproc\`), ${m.memTotalGb} GiB RAM, Node ${m.node}, ${m.platform}.
-Measured ${r.at}, in ${r.durationS} s, with ${r.repetitions.light} repetitions (floor: ${r.repetitions.light + 2}) of the
+Measured ${r.at}, in ${r.durationS} s, with ${r.repetitions.pairs ?? r.repetitions.light} interleaved repetitions of the
 ${r.repetitions.steps}-step runs and ${r.repetitions.heavy} of the ${r.repetitions.runs}-run throughput (${r.repetitions.heavy + 1} of idle/resume),
 to stay within ~10 minutes. Load average while it ran: ${r.loadAverage?.start ?? '?'} at the start, ${r.loadAverage?.end ?? '?'} at the end
 (on ${m.nproc} cores); other jobs shared the machine, so absolute figures are noisy: read the spreads.

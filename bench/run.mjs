@@ -1,7 +1,7 @@
 // `npm run bench`: every scenario of the benchmark suite; results in bench/results.json.
 // Each figure is the median of several repetitions, with its spread; ratios are against
 // baselines measured in this same process run. Environment: BENCH_REPS (default 3),
-// BENCH_HEAVY_REPS for the 1,000-run scenarios (default 2), BENCH_STEPS (1000), BENCH_RUNS (1000),
+// BENCH_PAIR_REPS for section 1's interleaved pairs (default 5), BENCH_HEAVY_REPS for the 1,000-run scenarios (default 2), BENCH_STEPS (1000), BENCH_RUNS (1000),
 // BENCH_CHILDREN for the NATS fan-out (100). The PostgreSQL scenario starts a server of its own
 // (initdb and postgres on PATH or in /usr/lib/postgresql/*/bin).
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -17,6 +17,8 @@ import { cliColdStartMs, makeRunsDb, nodeStartMs } from './scenarios/cli.mjs'
 import { rm } from './lib.mjs'
 
 const REPS = Number(process.env.BENCH_REPS ?? 3)
+// Section 1's scenarios are short (a second or two each) and their ratios are the targets: more pairs.
+const PAIR_REPS = Number(process.env.BENCH_PAIR_REPS ?? 5)
 const HEAVY = Number(process.env.BENCH_HEAVY_REPS ?? 2)
 const STEPS = Number(process.env.BENCH_STEPS ?? 1000)
 const RUNS = Number(process.env.BENCH_RUNS ?? 1000)
@@ -45,32 +47,43 @@ const figures = {}
 
 // 1. One run of STEPS steps against the raw floor, without a tool and with the same tool in the
 // floor's loop; 5. the same loop in LangGraph.js.
-log(`1. floor and agentvisor, ${STEPS} steps, ${REPS} repetitions`)
+log(`1. floor and agentvisor, ${STEPS} steps, ${PAIR_REPS} interleaved repetitions`)
 floorPerStepUs(100) // warm-up (JIT, module load)
 await floorWithToolPerStepUs(100)
 await agentvisorPerStepUs(20)
 await noToolPerStepUs(20)
-const floor = stats(await repeat(REPS + 2, () => floorPerStepUs(STEPS).us))
-const floorTx = stats(await repeat(REPS + 2, () => floorPerTransitionTxUs(STEPS).us))
-const floorTool = stats(await repeat(REPS + 2, async () => (await floorWithToolPerStepUs(STEPS)).us))
-const work = stats(await repeat(REPS + 2, async () => (await toolWorkPerStepUs(STEPS)).us))
-const noTool = stats(
-  await repeat(REPS, async (i) => {
-    const r = await noToolPerStepUs(STEPS)
-    log(`   agentvisor no-tool rep ${i + 1}: ${round(r.us)} µs/step`)
-    return r.us
-  })
-)
-const av = stats(
-  await repeat(REPS, async (i) => {
-    const r = await agentvisorPerStepUs(STEPS)
-    log(`   agentvisor rep ${i + 1}: ${round(r.us)} µs/step`)
-    return r.us
-  })
-)
-log(`5. LangGraph.js, ${STEPS} steps`)
+// Interleaved, repetition by repetition: each ratio is taken between figures measured one right
+// after the other, so that a change of the machine's load between scenarios (other processes,
+// the CPU's clock) moves both sides of it; the ratios of record are the medians of those pairs.
+const pairs = { floor: [], floorTx: [], floorTool: [], work: [], noTool: [], av: [], lg: [] }
 await langgraphPerStepUs(20)
-const lg = stats(await repeat(REPS, () => langgraphPerStepUs(STEPS).then((r) => r.us)))
+for (let i = 0; i < PAIR_REPS; i++) {
+  pairs.floor.push(floorPerStepUs(STEPS).us)
+  pairs.noTool.push((await noToolPerStepUs(STEPS)).us)
+  pairs.floorTool.push((await floorWithToolPerStepUs(STEPS)).us)
+  pairs.av.push((await agentvisorPerStepUs(STEPS)).us)
+  pairs.work.push((await toolWorkPerStepUs(STEPS)).us)
+  pairs.floorTx.push(floorPerTransitionTxUs(STEPS).us)
+  pairs.lg.push((await langgraphPerStepUs(STEPS)).us)
+  log(
+    `   rep ${i + 1}: floor ${round(pairs.floor[i])}, no-tool ${round(pairs.noTool[i])} (${round(pairs.noTool[i] / pairs.floor[i])}x); floor+tool ${round(pairs.floorTool[i])}, list_dir ${round(pairs.av[i])} (${round(pairs.av[i] / pairs.floorTool[i])}x); LangGraph ${round(pairs.lg[i])} µs/step`
+  )
+}
+const pairRatios = (a, b) => stats(pairs[a].map((x, i) => x / pairs[b][i]))
+figures.ratioPairs = {
+  noToolOverFloor: pairRatios('noTool', 'floor'),
+  perStepOverFloorWithTool: pairRatios('av', 'floorTool'),
+  perStepOverFloor: pairRatios('av', 'floor'),
+  perStepOverFloorOneTxPerTransition: pairRatios('av', 'floorTx'),
+  langgraphOverAgentvisor: pairRatios('lg', 'av')
+}
+const floor = stats(pairs.floor)
+const floorTx = stats(pairs.floorTx)
+const floorTool = stats(pairs.floorTool)
+const work = stats(pairs.work)
+const noTool = stats(pairs.noTool)
+const av = stats(pairs.av)
+const lg = stats(pairs.lg)
 figures.perStep = av
 figures.toolWorkPerStep = work
 // What agentvisor adds to the step's own work (the tool's fs calls), repetition by repetition.
@@ -191,12 +204,12 @@ const results = {
   cliColdStartMs: m(figures.cliColdStart),
   nodeColdStartMs: m(figures.nodeColdStart),
   ratios: {
-    noToolOverFloor: round(m(figures.noToolPerStep) / m(figures.floorPerStep)),
-    perStepOverFloorWithTool: round(m(figures.perStep) / m(figures.floorWithToolPerStep)),
-    perStepOverFloor: round(m(figures.perStep) / m(figures.floorPerStep)),
+    noToolOverFloor: m(figures.ratioPairs.noToolOverFloor),
+    perStepOverFloorWithTool: m(figures.ratioPairs.perStepOverFloorWithTool),
+    perStepOverFloor: m(figures.ratioPairs.perStepOverFloor),
     orchestrationOverFloor: round(m(figures.orchestrationPerStep) / m(figures.floorPerStep)),
-    perStepOverFloorOneTxPerTransition: round(m(figures.perStep) / m(figures.floorPerStepTxPerTransition)),
-    langgraphOverAgentvisor: round(m(figures.langgraphPerStep) / m(figures.perStep)),
+    perStepOverFloorOneTxPerTransition: m(figures.ratioPairs.perStepOverFloorOneTxPerTransition),
+    langgraphOverAgentvisor: m(figures.ratioPairs.langgraphOverAgentvisor),
     postgresSaverOverAgentvisor: round(m(figures.postgresSaverPerStepMs) / m(figures.postgresPerStepMs))
   },
   targets: {
@@ -211,7 +224,7 @@ const results = {
     postgresSaverOverAgentvisorMin: 4
   },
   figures,
-  repetitions: { light: REPS, heavy: HEAVY, steps: STEPS, runs: RUNS, cliRuns: CLI_RUNS, children: CHILDREN },
+  repetitions: { light: REPS, pairs: PAIR_REPS, heavy: HEAVY, steps: STEPS, runs: RUNS, cliRuns: CLI_RUNS, children: CHILDREN },
   machine: machine(),
   at: new Date().toISOString(),
   durationS: round((Date.now() - t0) / 1000),

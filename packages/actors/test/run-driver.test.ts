@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { Effect, Either } from 'effect'
+import { Effect, Either, TestContext } from 'effect'
 import { createActor } from 'xstate'
 import { DEFAULT_RETRY_POLICY, openWorkspace, parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { makeScriptedProvider, type ScriptedStep } from '@agentvisor/core/testing'
@@ -68,7 +68,9 @@ const driveRun = async (
   steps: ReadonlyArray<ScriptedStep>,
   entryWork: EntryWorkTable = ENTRY_WORK,
   /** How the store answers the driver's commits (a test may make it answer later, or refuse). */
-  wrap: (writer: RunWriter) => RunWriter = (writer) => writer
+  wrap: (writer: RunWriter) => RunWriter = (writer) => writer,
+  /** `test`: the drive's Clock stands still (TestClock), so every commit is at one instant. */
+  clock: 'live' | 'test' = 'live'
 ) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'av-run-driver-'))
   const store = await openStore(path.join(dir, 'av.db'))
@@ -119,7 +121,7 @@ const driveRun = async (
     },
     entryWork
   )
-  const outcome = await Effect.runPromise(Effect.either(driver.drive))
+  const outcome = await Effect.runPromise(Effect.either(clock === 'test' ? Effect.provide(driver.drive, TestContext.TestContext) : driver.drive))
   actor.stop()
   const sqlite = store.sqlite!
   return {
@@ -128,7 +130,12 @@ const driveRun = async (
     failure: Either.isLeft(outcome) ? outcome.left : undefined,
     provider,
     ws: path.join(dir, 'ws'),
-    run: sqlite.prepare('SELECT status, state, error_json FROM runs WHERE id = ?').get(runId) as { status: string; state: string; error_json: string | null },
+    run: sqlite.prepare('SELECT status, state, steps, error_json FROM runs WHERE id = ?').get(runId) as {
+      status: string
+      state: string
+      steps: number
+      error_json: string | null
+    },
     attempts: sqlite.prepare('SELECT attempt, outcome FROM attempts WHERE run_id = ? ORDER BY step, attempt').all(runId) as Array<{
       attempt: number
       outcome: string
@@ -186,6 +193,24 @@ describe('the run driver', () => {
     expect(error.message).toContain('CHILDREN_DONE')
     expect(error.message).toContain('dispatching')
     expect(result.transitions).toEqual(['dispatching -FAIL-> finished.failed'])
+  })
+
+  it("leaves the run's row for later at every commit that changes no status within HEAD_REFRESH_MS of its last write, and writes it at the others", async () => {
+    const deferred: boolean[] = []
+    const recording = (writer: RunWriter): RunWriter => ({
+      ...writer,
+      commit: (commit, options) => {
+        deferred.push(commit.headDeferred === true)
+        return writer.commit(commit, options)
+      }
+    })
+    const listDir: ScriptedStep = { toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }
+    // The drive's clock stands still: every commit is within HEAD_REFRESH_MS of the first.
+    const result = await driveRun([...Array.from({ length: 8 }, () => listDir), { text: 'done' }], ENTRY_WORK, recording, 'test')
+    expect(result.run).toMatchObject({ status: 'succeeded', state: 'finished.succeeded', steps: 9 })
+    // The first commit writes the status `running`, the last `succeeded`; the 7 between leave the row.
+    expect(deferred).toEqual([false, ...Array.from({ length: 7 }, () => true), false])
+    expect(result.transitions).toHaveLength(26)
   })
 
   it('costs one commit for a step whose tools only read, and two for a write_file step: its reply with the journal entry "started", then its completed and results with the next receipt', async () => {

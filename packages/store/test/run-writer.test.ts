@@ -223,6 +223,29 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await getRun(db, 'run-1')).toMatchObject({ state: 'dispatching', lease_owner: 'other' })
   })
 
+  it("leaves the run's row for a later refresh when a commit defers its head, still fenced, and refreshes it without the status", async () => {
+    const { db, writer, token } = await setup()
+    // A writer without `refreshHead` writes the head at every commit (and is never handed a deferred one).
+    if (writer.refreshHead === undefined) return expect(name).not.toBe('prepared statements on sqlite')
+    await writer.commit(commitOf(token, 1, { head: head('acting'), writes: [{ op: 'insertStep', row: step() }] }))
+    const deferred = { ...head('verifying', '2026-11-29T12:00:02.000Z'), status: undefined, steps: 2 }
+    await writer.commit(
+      commitOf(token, 2, { head: deferred, headDeferred: true, transitions: [journalTransition({ seq: 2, from: 'acting', to: 'verifying' })] })
+    )
+    // The journal has the transition; the row is as the first commit left it.
+    expect((await listTransitions(db, 'run-1')).map((t) => t.to_state)).toEqual(['acting', 'verifying'])
+    expect(await getRun(db, 'run-1')).toMatchObject({ status: 'running', state: 'acting', steps: 1, updated_at: '2026-11-29T12:00:01.000Z' })
+    await writer.refreshHead('run-1', token, { ...deferred, status: 'succeeded' })
+    // The refresh writes the head's columns and never the status (a status change is a commit's).
+    expect(await getRun(db, 'run-1')).toMatchObject({ status: 'running', state: 'verifying', steps: 2, updated_at: '2026-11-29T12:00:02.000Z' })
+    // Both stay fenced: a superseded driver's deferred commit and refresh write nothing.
+    expect(await acquireLease(db, { runId: 'run-1', owner: 'other', now: 9000, ttlMs: 500, isAbandoned: never })).toEqual({ token: 2 })
+    await expect(Promise.resolve().then(() => writer.commit(commitOf(token, 3, { head: deferred, headDeferred: true })))).rejects.toBeInstanceOf(LeaseLostError)
+    await expect(Promise.resolve().then(() => writer.refreshHead?.('run-1', token, head('acting', 'z')))).rejects.toBeInstanceOf(LeaseLostError)
+    expect((await listTransitions(db, 'run-1')).map((t) => t.seq)).toEqual([1, 2])
+    expect(await getRun(db, 'run-1')).toMatchObject({ state: 'verifying', updated_at: '2026-11-29T12:00:02.000Z' })
+  })
+
   it('loads what a resume restores and tells whether an attempt was recorded', async () => {
     const { writer, token } = await setup()
     await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])

@@ -6,6 +6,7 @@ import { isFinalPath, type RunStatePath, runStatePath, statusOfState } from '../
 import { encodeRunSnapshot, type RunSnapshot, type RunStep, runStepOf } from '../machine/run-snapshot.js'
 import { failure, iso, nowMs, store } from '../supervisor/driver-io.js'
 import { listens, notify, type RunObserver } from '../supervisor/run-observer.js'
+import { stderrLog } from '../loop/survive.js'
 
 /** A state's entry work result: the event to send, and the step data to commit with its transition. */
 export interface Work {
@@ -26,9 +27,19 @@ interface Staged {
   last: RunSnapshot | undefined
   /** What observers are told once the commit is durable, in the order it happened. */
   readonly notices: Array<() => void>
+  /** When the last transition was staged (the drive's clock), set with `head`. */
+  atMs: number
 }
 
-const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, last: undefined, notices: [] })
+const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, last: undefined, notices: [], atMs: 0 })
+
+/**
+ * How long the run's row may lag its journal (docs/durability.md, "The run's row"): a commit
+ * that changes no status leaves the row's `state`, `steps` and `updated_at` alone when they were
+ * written less than this ago (the writer fences with a read instead), and a timer writes them
+ * this long after such a commit if nothing has since. A status change is always written at once.
+ */
+export const HEAD_REFRESH_MS = 50
 
 /** Where the store has the run: what a drive stopped by a failing store reports (docs/durability.md). */
 export interface DurableHead {
@@ -87,6 +98,14 @@ export class TransitionJournal {
   /** Whether any observer has `onTransition` (no payload is built for nobody). */
   private readonly hearsTransitions: boolean
 
+  /** The drive-clock time of the last durable commit that wrote the run's row. */
+  private headWrittenAtMs = Number.NEGATIVE_INFINITY
+  /** The head of the last durable commit when it was left for later (see HEAD_REFRESH_MS), else undefined. */
+  private staleHead: { readonly head: RunHead; readonly atMs: number } | undefined
+  private refreshTimer: ReturnType<typeof setTimeout> | undefined
+  /** Commits handed to the writer and not yet settled: the timer never writes an older head past them. */
+  private inFlight = 0
+
   constructor(
     private readonly writer: RunWriter,
     private readonly runId: string,
@@ -94,7 +113,8 @@ export class TransitionJournal {
     readonly actor: Actor<typeof runMachine>,
     private readonly observers: ReadonlyArray<RunObserver>,
     seq: number,
-    private readonly concurrentRuns: (() => number) | undefined
+    private readonly concurrentRuns: (() => number) | undefined,
+    private readonly warn: (line: string) => void = stderrLog
   ) {
     this.seq = seq
     this.durableSeq = seq
@@ -149,6 +169,7 @@ export class TransitionJournal {
     // machine replays the others from the events (time travel).
     staged.transitions.push({ seq, from, event: work.event, to, at })
     staged.last = after
+    staged.atMs = atMs
     if (work.notice !== undefined) staged.notices.push(work.notice)
     if (this.hearsTransitions) {
       const observers = this.observers
@@ -208,13 +229,23 @@ export class TransitionJournal {
     if (batch.transitions.length === 0 && batch.writes.length === 0) return undefined
     this.staged = emptyStage()
     const { writer, runId, leaseToken } = this
+    const { head } = batch
+    const deferred = head !== undefined && this.defers(head, batch.atMs)
     let result: Eventually<void>
     try {
       result =
-        batch.head === undefined
+        head === undefined
           ? writer.write(runId, leaseToken, batch.writes)
           : writer.commit(
-              { runId, leaseToken, writes: batch.writes, transitions: batch.transitions, snapshot: encodeRunSnapshot(batch.last!), head: batch.head },
+              {
+                runId,
+                leaseToken,
+                writes: batch.writes,
+                transitions: batch.transitions,
+                snapshot: encodeRunSnapshot(batch.last!),
+                head,
+                headDeferred: deferred
+              },
               // Alone, a run commits at once; among others, its commit may share their transaction.
               { batch: (this.concurrentRuns?.() ?? 1) > 1 }
             )
@@ -222,20 +253,85 @@ export class TransitionJournal {
       return this.failed(failure('commit transition', cause))
     }
     if (!(result instanceof Promise)) {
-      this.durableNow(batch)
+      this.durableNow(batch, deferred)
       return undefined
     }
     // One `async` for the wait, not `tryPromise` matched: a group commit is every step of every
     // run when many run at once, and each wrapper is one more Effect step per step.
     const pending = result
+    this.inFlight += 1
     return Effect.uninterruptible(
       Effect.async<void, StoreError | LeaseLostError>((resume) => {
         pending.then(
-          () => resume(Effect.sync(() => this.durableNow(batch))),
-          (cause: unknown) => resume(Effect.suspend(() => this.failed(failure('commit transition', cause))))
+          () => {
+            this.inFlight -= 1
+            resume(Effect.sync(() => this.durableNow(batch, deferred)))
+          },
+          (cause: unknown) => {
+            this.inFlight -= 1
+            resume(Effect.suspend(() => this.failed(failure('commit transition', cause))))
+          }
         )
       })
     )
+  }
+
+  /**
+   * Whether this commit may leave the run's row for later: the writer can, the status, error and
+   * end do not change, and the row was written less than HEAD_REFRESH_MS ago.
+   */
+  private defers(head: RunHead, atMs: number): boolean {
+    return (
+      this.writer.refreshHead !== undefined &&
+      head.status === undefined &&
+      head.error_json === null &&
+      head.ended_at === null &&
+      atMs - this.headWrittenAtMs < HEAD_REFRESH_MS
+    )
+  }
+
+  /** Writes the head a commit left for later, HEAD_REFRESH_MS after it, unless a commit has since. */
+  private armRefresh(): void {
+    if (this.refreshTimer !== undefined) return
+    this.refreshTimer = setTimeout(() => this.refreshHead(), HEAD_REFRESH_MS)
+    // A pending refresh never keeps a process alive: the journal holds the run either way.
+    this.refreshTimer.unref?.()
+  }
+
+  private refreshHead(): void {
+    this.refreshTimer = undefined
+    const stale = this.staleHead
+    if (stale === undefined) return
+    // A commit still on its way may carry a newer head (or a status): it goes first.
+    if (this.inFlight > 0) {
+      this.armRefresh()
+      return
+    }
+    this.staleHead = undefined
+    this.headWrittenAtMs = stale.atMs
+    const { state, steps, updated_at } = stale.head
+    const failed = (cause: unknown): void => {
+      // A superseded driver's refresh writes nothing, rightly; its run's next commit finds out.
+      if ((cause as { _tag?: unknown } | null)?._tag === 'LeaseLostError') return
+      this.warn(`run ${this.runId}: the run's row was not refreshed (${failure('refresh run head', cause).message}); its next commit writes it`)
+    }
+    try {
+      const result = this.writer.refreshHead?.(this.runId, this.leaseToken, { state, steps, updated_at, error_json: null, ended_at: null })
+      if (result instanceof Promise) result.catch(failed)
+    } catch (cause) {
+      failed(cause)
+    }
+  }
+
+  /**
+   * The drive is over: a head left for later is written now (a commit still on its way wrote a
+   * newer one, or failed and ended the drive), and no timer stays behind.
+   */
+  endRefresh(): void {
+    if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer)
+    this.refreshTimer = undefined
+    if (this.inFlight > 0) this.staleHead = undefined
+    this.refreshHead()
   }
 
   private failed(error: StoreError | LeaseLostError): Effect.Effect<never, StoreError | LeaseLostError> {
@@ -243,11 +339,19 @@ export class TransitionJournal {
     return Effect.fail(error)
   }
 
-  private durableNow(batch: Staged): void {
+  private durableNow(batch: Staged, deferred: boolean): void {
     this.durableSeq = this.seq
-    if (batch.head !== undefined) {
-      this.durable = { state: batch.head.state, steps: batch.head.steps }
-      if (batch.head.status !== undefined) this.writtenStatus = batch.head.status
+    const { head } = batch
+    if (head !== undefined) {
+      this.durable = { state: head.state, steps: head.steps }
+      if (head.status !== undefined) this.writtenStatus = head.status
+      if (deferred) {
+        this.staleHead = { head, atMs: batch.atMs }
+        this.armRefresh()
+      } else {
+        this.headWrittenAtMs = batch.atMs
+        this.staleHead = undefined
+      }
     }
     for (const notice of batch.notices) notice()
   }

@@ -19,7 +19,7 @@ export type { Approver, RunDriverDeps } from '../driver/drive.js'
  */
 export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = ENTRY_WORK) => {
   const { db, runId, contract, actor, messages, observers } = deps
-  const journal = new TransitionJournal(deps.writer, runId, deps.leaseToken, actor, observers, deps.seq, deps.concurrentRuns)
+  const journal = new TransitionJournal(deps.writer, runId, deps.leaseToken, actor, observers, deps.seq, deps.concurrentRuns, deps.warn)
   const children = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => drive.toolCalls, endUndriven: deps.endUndrivenChild, warn: deps.warn })
   const tools = deps.tools ?? builtinCatalogue
   const drive: Drive = {
@@ -44,8 +44,14 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     step: journal.context().step
   })
   // The supervisor stops the actor whenever it lets go of the run (finished, paused, lease lost,
-  // runtime closed): the one signal every way out of a drive shares.
-  actor.subscribe({ complete: () => notify(observers, 'onDriveEnded', { runId }) })
+  // runtime closed): the one signal every way out of a drive shares. A run's row left for later
+  // is written then (docs/durability.md, "The run's row").
+  actor.subscribe({
+    complete: () => {
+      journal.endRefresh()
+      notify(observers, 'onDriveEnded', { runId })
+    }
+  })
 
   /**
    * Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the

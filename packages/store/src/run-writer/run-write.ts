@@ -55,4 +55,12 @@ export interface TransitionCommit {
   readonly snapshot: string
   /** The run's head after the last of them. */
   readonly head: RunHead
+  /**
+   * The run's row is left as it is by this commit, to be refreshed by a later one (only for a
+   * writer that `defersHead`, and never when the status changes): the fence is then a read of
+   * the lease token under the write lock. The journal holds every transition either way; the
+   * row's `state`, `steps` and `updated_at` lag it by at most the refresh interval
+   * (docs/durability.md, "The run's row").
+   */
+  readonly headDeferred?: boolean
 }

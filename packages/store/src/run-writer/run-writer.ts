@@ -21,7 +21,7 @@ import { lastStepText, listSteps } from '../repositories/steps.repository.js'
 import { acquireLease, type LeaseAcquisition, releaseLease } from '../repositories/leases.repository.js'
 import { settlePendingAttempts } from '../repositories/attempts.repository.js'
 import type { ToolEffectRow } from '../tables/tool-effects.table.js'
-import type { RunWrite, TransitionCommit } from './run-write.js'
+import type { RunHead, RunWrite, TransitionCommit } from './run-write.js'
 
 /** The fencing token of a run created with its lease (the next acquisition bumps it). */
 export const FIRST_LEASE_TOKEN = 1
@@ -59,6 +59,13 @@ export interface RunWriter {
    * commits of other runs; it is durable when the result settles either way.
    */
   readonly commit: (commit: TransitionCommit, options?: { readonly batch?: boolean }) => Eventually<void>
+  /**
+   * Writes the run's head alone, fenced (`state`, `steps`, `updated_at`; never the status). A
+   * writer that has it takes commits that leave the head for a later refresh
+   * (`TransitionCommit.headDeferred`): one B-tree page and one UPDATE less at each commit that
+   * changes no status (SQLite). A writer without it writes the head at every commit.
+   */
+  readonly refreshHead?: (runId: string, leaseToken: number, head: RunHead) => Eventually<void>
   /**
    * Creates a run already leased to `owner` (fencing token 1): a new run needs no separate
    * acquisition, since nobody else can know its id yet. Returns the token.

@@ -181,7 +181,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const updateHeadAndStatus = sqlite.prepare(
     'UPDATE runs SET status = ?, state = ?, steps = ?, updated_at = ?, error_json = ?, ended_at = ? WHERE id = ? AND lease_token = ?'
   )
-  const writeHead = (commit: TransitionCommit): number => {
+  const writeHead = (commit: Pick<TransitionCommit, 'runId' | 'leaseToken' | 'head'>): number => {
     const { head } = commit
     const rest = [
       encodeText(head.state),
@@ -199,8 +199,10 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   // rows of the step the run is at (docs/durability.md, "How a run is stored").
   const insertEntry = sqlite.prepare("INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) VALUES (?, ?, 'j', ?, ?, ?, ?)")
   const commitOne = sqlite.transaction((commit: TransitionCommit) => {
-    // The fence and the head update are one statement: a superseded driver changes no row.
-    if (writeHead(commit) === 0) throw new LeaseLostError({ runId: commit.runId })
+    // The fence and the head update are one statement: a superseded driver changes no row. A
+    // commit that leaves the head for later reads the token instead, under the same write lock.
+    if (commit.headDeferred === true) fence(commit.runId, commit.leaseToken)
+    else if (writeHead(commit) === 0) throw new LeaseLostError({ runId: commit.runId })
     // A step inserted and given its results in one commit is one INSERT (compact-writes.ts).
     for (const write of compactWrites(commit.writes)) apply(write)
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
@@ -260,9 +262,9 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       if (queue.length === 1) setImmediate(() => void whenFreeAsync(flushQueue))
     })
 
+  const selectToken = sqlite.prepare('SELECT lease_token FROM runs WHERE id = ?').pluck()
   const fence = (runId: string, leaseToken: number): void => {
-    const row = statement('SELECT lease_token FROM runs WHERE id = ?').get(runId) as { lease_token: number } | undefined
-    if (row?.lease_token !== leaseToken) throw new LeaseLostError({ runId })
+    if (selectToken.get(encodeText(runId)) !== leaseToken) throw new LeaseLostError({ runId })
   }
 
   const writeNow = sqlite
@@ -342,6 +344,10 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       whenFree(() => void update('runs', { lease_owner: null, lease_expires_at: null }, 'id = ? AND lease_token = ?', [runId, leaseToken])),
     settlePending: (runId, leaseToken, outcome, at) => whenFree(() => settleNow(runId, leaseToken, outcome, at)),
     commit: (commit, options) => (options?.batch === true ? enqueue(commit) : whenFree(() => commitNow(commit))),
+    refreshHead: (runId, leaseToken, head) =>
+      whenFree(() => {
+        if (writeHead({ runId, leaseToken, head: { ...head, status: undefined } }) === 0) throw new LeaseLostError({ runId })
+      }),
     write: (runId, leaseToken, writes) => whenFree(() => writeNow(runId, leaseToken, writes)),
     approvals: (runId, step) =>
       decodeRows(
