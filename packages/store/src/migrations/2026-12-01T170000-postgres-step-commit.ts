@@ -13,7 +13,7 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely'
 //   commit has no such write), then any other writes as the `jsonb` array of the 2026-12-01T150000
 //   function (null when there are none), then the journal entry. Each of the three is one plain
 //   statement of parameters: no `jsonb` is parsed at the call nor taken apart by
-//   `jsonb_populate_record` per write (about a third of the server's time per commit). The run
+//   `jsonb_populate_record` per write (about a quarter of the server's time per commit). The run
 //   writer (`postgres/postgres-run-writer.ts`) sends the writes in these groups only when they
 //   come in this order, first in the commit: the function applies them first, then the array, so
 //   the order of every write is the commit's. A settled receipt keeps a column the settlement
