@@ -120,7 +120,7 @@ const WHY = {
   resume: '- **Resume of 1,000 runs.** Each resume is a few reads and a lease acquisition on one thread.',
   cli: '- **CLI cold start.** Most of it is Node’s own start-up (see the row).',
   postgresPerStep:
-    '- **1 ms a step on PostgreSQL.** A step is one round trip to the server and the server’s work on the rows of the step; measured on the bench’s server (2026-12-01, per commit, the backend’s own CPU time): the call with the head’s fenced UPDATE and its transaction about a third, each of the four row writes (the settled receipt, the step, the next receipt, the journal entry: their index entries, their WAL, a foreign-key check for each insert) about a sixth, the `jsonb` of the writes about 5%. On a shared 2-core machine the round trip also waits for a core twice, the server’s backend then the bench process, which on a loaded machine costs more than the server’s work. Below that takes fewer rows a step (a store format change).',
+    '- **1 ms a step on PostgreSQL.** A step is one round trip to the server and the server’s work on the rows of the step. The run’s driver costs what it costs on SQLite (the `list_dir` row); the `pg` client ~70–100 µs of CPU a commit (48 parameters written, the reply read). The server, measured after migration 2026-12-01T170000 (a profile of the backend over 1,000 commits of this run, 2026-12-01): the executor’s start of the five statements (the head’s fenced UPDATE, the settlement, the step, the next receipt, the journal entry) about a fifth, the foreign-key check of each of the three inserts (a query on the run’s row) a quarter (dropping them took ~100 of ~400 µs of the backend’s CPU a commit), the transaction’s commit a tenth, the reply and the WAL writer’s wake-up a tenth; the rest is the rows’ heap, index and WAL writes. On a shared 2-core machine the round trip also waits for a core twice, the server’s backend then the bench process, which on a loaded machine costs more than the server’s work. Below that takes per-step tables without foreign keys (a change of what the store enforces) or fewer rows a step (a store format change).',
   postgresSaver:
     '- **Against LangGraph.js + PostgresSaver.** The lead over PostgresSaver is bounded by what both pay alike: the same tool call, and a round trip to the same server a step.'
 }
@@ -216,13 +216,17 @@ What a step costs, and what was done about it (docs/architecture notes in the co
 - **One statement a commit on PostgreSQL.** The PostgreSQL \`RunWriter\`
   (\`packages/store/src/postgres/postgres-run-writer.ts\`) sends a commit to \`agentvisor_commit\`, a
   PL/pgSQL function the store's migrations install: the head's UPDATE under the fencing token (the
-  fence), every write, the transitions, in one statement and one round trip, on raw \`pg\` with
-  named (prepared) statements. The head and the journal entry go as typed arguments and the writes
-  as one \`jsonb\` array walked by index, a step's three writes in the function itself: against
-  one \`jsonb\` document for the whole commit, 8% less server CPU a commit (paired, on the bench's
-  server, 2026-12-01). Through Kysely the same commit was a transaction of
-  a fenced SELECT, a statement per row and the head: about a dozen round trips. The same interface
-  and the same tests as the SQLite writer.
+  fence), every write, the journal entry, in one statement and one round trip, on raw \`pg\` with
+  named (prepared) statements. The head, the writes every step makes (the settled receipt, the
+  step row, the next receipt) and the journal entry go as typed arguments, each write one plain
+  statement of parameters; any other write follows as one \`jsonb\` array. The status, reason and
+  outcome rules are domains (a table CHECK is re-read and re-planned at every statement that
+  writes the table) and a receipt's settlement updates it in place (no index on its outcome).
+  Against the writes as \`jsonb\` taken apart by \`jsonb_populate_record\`, the CHECKs and that
+  index (migration 2026-12-01T170000): ~40% less server CPU a step (paired, one process, on the
+  bench's server on a loaded 2-core machine, 2026-12-01). Through Kysely the same commit was a
+  transaction of a fenced SELECT, a statement per row and the head: about a dozen round trips.
+  The same interface and the same tests as the SQLite writer.
 - **A synchronous driver loop.** While nothing waits, the driver's loop is plain code: an entry
   work done at once returns its value, a commit SQLite makes at once is no Effect step, a provider
   that answers at once (a settled \`Exit\`) costs no fiber and no timer; Effect runs only where

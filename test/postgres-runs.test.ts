@@ -3,6 +3,9 @@ import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { migrationProvider } from '@agentvisor/store'
+import { Kysely, Migrator, PostgresDialect } from 'kysely'
+import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase, gaplessTransitions } from './support/pg.js'
@@ -141,6 +144,56 @@ describe('the CLI on PostgreSQL', () => {
     expect(await gaplessTransitions(db)).toEqual(new Map([[runId, 4]]))
     const transitions = await db.query<{ event: string }>('select event from transitions where run_id = $1 order by seq', [runId])
     expect(transitions.map((t) => t.event)).toEqual(['DISPATCH_LOST', 'PROVIDER_OK', 'TOOLS_DONE', 'VERIFY_PASSED'])
+  })
+})
+
+// docs/durability.md, "How a run is stored": the 2026-12-01T170000 migration changes how a commit
+// reaches the tables and how their rules are checked, not what they hold.
+describe('a PostgreSQL store written before the step-commit migration', () => {
+  it('opens, shows a run killed mid-dispatch as it was, and resumes it, settling the lost attempt unknown', async () => {
+    const { dir, file, ws } = await setup([{ delayMs: 60_000, text: 'lost' }, writeDone])
+    const db = await freshDatabase()
+    let pid = 0
+    let announced: string | undefined
+    const first = cli(dir, ['run', file, '--json'], db.url, {
+      onSpawn: (p) => (pid = p),
+      onStderr: (text) => (announced ??= /run (\S+) started/.exec(text)?.[1])
+    })
+    const runId = await waitFor(() => announced, 'the run id')
+    await waitFor(async () => {
+      const rows = await db.query('select outcome from attempts where run_id = $1 and step = 1 and attempt = 0', [runId])
+      return rows[0]?.['outcome'] === 'pending' && mock!.requests.length === 1 ? true : undefined
+    }, 'the pending attempt of the slow dispatch')
+    process.kill(pid, 'SIGKILL')
+    expect((await first).code).toBe(null)
+    // The schema as the version before the migration left it, under the rows the run wrote.
+    const kysely = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url, max: 1 }) }) })
+    try {
+      expect((await new Migrator({ db: kysely, provider: migrationProvider }).migrateTo('2026-12-01T160000-run-log')).error).toBeUndefined()
+    } finally {
+      await kysely.destroy()
+    }
+    expect(await db.query("select indexname from pg_indexes where indexname = 'attempts_pending_idx'")).toHaveLength(1)
+
+    const shown = await cli(dir, ['show', runId, '--json'], db.url)
+    expect(shown.code, shown.stderr).toBe(0)
+    const trace = lastJson<Trace>(shown)
+    expect(trace.run).toMatchObject({ id: runId, status: 'running' })
+    expect(trace.receipts).toMatchObject([{ step: 1, attempts: [{ provider: 'primary', reason: 'initial', outcome: 'pending' }], winner: null }])
+    expect(await db.query("select count(*)::int as n from kysely_migration where name = '2026-12-01T170000-postgres-step-commit'")).toEqual([{ n: 1 }])
+
+    const resumed = await cli(dir, ['resume', runId, '--json'], db.url)
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1 })
+    expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE\n')
+    expect(await db.query('select attempt, reason, outcome from attempts where run_id = $1 order by attempt', [runId])).toEqual([
+      { attempt: 0, reason: 'initial', outcome: 'unknown' },
+      { attempt: 1, reason: 'retry', outcome: 'ok' }
+    ])
+    expect(await gaplessTransitions(db)).toEqual(new Map([[runId, 4]]))
+    const after = lastJson<Trace>(await cli(dir, ['show', runId, '--json'], db.url))
+    expect(after.run.status).toBe('succeeded')
+    expect(after.transitions.map((t) => t.event)).toEqual(['DISPATCH_LOST', 'PROVIDER_OK', 'TOOLS_DONE', 'VERIFY_PASSED'])
   })
 })
 

@@ -4,9 +4,21 @@ import BetterSqlite3 from 'better-sqlite3'
 import { Kysely, Migrator, NO_MIGRATIONS, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { getRun, insertRun, lastTransition, listJournalEntries, listTransitions, migrationProvider, migrations, openStore } from '@agentvisor/store'
+import {
+  getRun,
+  insertRun,
+  lastTransition,
+  listAttempts,
+  listJournalEntries,
+  listSteps,
+  listTransitions,
+  migrationProvider,
+  migrations,
+  openStore,
+  postgresRunWriter
+} from '@agentvisor/store'
 import { postgresSchema, sqliteSchema } from './support/schema-dump.js'
-import { attempt, CONTRACT, DIALECTS, run, tempDir, tempLocation, tempStore } from './support/temp-store.js'
+import { attempt, CONTRACT, DIALECTS, SNAPSHOT, journalTransition, run, step, tempDir, tempLocation, tempStore } from './support/temp-store.js'
 
 const fixture = <A>(name: string): A => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as A
 
@@ -203,7 +215,7 @@ describe('the run log migration on SQLite', () => {
     const rows = {
       attempts: [
         receipt({ step: 1 }),
-        receipt({ step: 2, attempt: 1, outcome: 'failed', settled_at: 't2', error_kind: 'server', http_status: 503, error_message: 'busy' }),
+        receipt({ step: 2, attempt: 1, outcome: 'failed', settled_at: 't2', error_kind: 'transient', http_status: 503, error_message: 'busy' }),
         receipt({ step: 2, attempt: 2, reason: 'retry', settled_at: 't3', partial_text: 'pa' }),
         receipt({ step: 3, outcome: 'pending', settled_at: null, latency_ms: null, tokens_in: null, tokens_out: null })
       ],
@@ -300,5 +312,122 @@ describe('the run log migration on SQLite', () => {
       ])
     )
     expect((await sql<{ n: number }>`select count(*) as n from transitions`.execute(db)).rows).toEqual([{ n: 0 }])
+  })
+})
+
+// docs/durability.md, "How a run is stored": on PostgreSQL a step's commit passes its writes as
+// columns, and the status, reason and outcome rules are domains (2026-12-01T170000).
+describe('the step-commit migration on PostgreSQL', () => {
+  it("keeps an older store's rows as they were, finds its pending receipts, enforces its rules and commits on from them", async () => {
+    const store = await tempStore('postgres')
+    const db = store.db as unknown as Kysely<any>
+    const pool = store.pool!
+    const migrator = new Migrator({ db, provider: migrationProvider })
+    expect((await migrator.migrateTo('2026-12-01T160000-run-log')).error).toBeUndefined()
+    const writer = postgresRunWriter(pool)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
+    // Step 1 as the writer before this migration committed it: agentvisor_commit of 2026-12-01T150000.
+    await pool.query('SELECT agentvisor_commit($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)', [
+      'run-1',
+      token,
+      null,
+      'dispatching',
+      1,
+      't1',
+      null,
+      null,
+      JSON.stringify([
+        { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'ok', settled_at: 't1', latency_ms: 4, tokens_in: 3, tokens_out: 2 } },
+        { op: 'insertStep', row: step({ text: 'hi', results_json: '[]' }) },
+        { op: 'insertAttempt', row: attempt({ step: 2, started_at: 't1' }) }
+      ]),
+      2,
+      1,
+      JSON.stringify([journalTransition({ seq: 1 }), journalTransition({ seq: 2, from: 'acting', to: 'dispatching' })]),
+      SNAPSHOT
+    ])
+    const rows = async () => ({
+      run: await getRun(store.db, 'run-1'),
+      attempts: await listAttempts(store.db, 'run-1'),
+      steps: await listSteps(store.db, 'run-1'),
+      transitions: await listTransitions(store.db, 'run-1')
+    })
+    const before = await rows()
+    expect(before.attempts.map((a) => [a.step, a.outcome])).toEqual([
+      [1, 'ok'],
+      [2, 'pending']
+    ])
+
+    expect((await migrator.migrateToLatest()).error).toBeUndefined()
+    expect(await rows()).toEqual(before)
+    // What resume reads, and the pending receipt of step 2 found without the index that went.
+    const loaded = await writer.loadRun('run-1')
+    expect({ seq: loaded?.last?.seq, steps: loaded?.steps.map((s) => s.text), status: loaded?.run.status }).toEqual({
+      seq: 2,
+      steps: ['hi'],
+      status: 'running'
+    })
+    expect(await writer.attemptRecorded('run-1', 2, 0)).toBe(true)
+    const indexes = await pool.query<{ indexname: string }>("select indexname from pg_indexes where tablename = 'attempts' order by indexname")
+    expect(indexes.rows.map((r) => r.indexname)).toEqual(['attempts_pk'])
+
+    // Step 2 committed by this version's writer, from the receipt the older one wrote.
+    await writer.commit({
+      runId: 'run-1',
+      leaseToken: token,
+      writes: [
+        {
+          op: 'settleAttempt',
+          runId: 'run-1',
+          step: 2,
+          attempt: 0,
+          patch: { outcome: 'failed', settled_at: 't2', error_kind: 'transient', http_status: 503, error_message: 'busy', partial_text: 'pa' }
+        },
+        { op: 'insertAttempt', row: attempt({ step: 2, attempt: 1, reason: 'retry', started_at: 't2' }) }
+      ],
+      transitions: [journalTransition({ seq: 3, from: 'dispatching', to: 'dispatching' })],
+      snapshot: SNAPSHOT,
+      head: { state: 'dispatching', steps: 1, updated_at: 't2', error_json: null, ended_at: null }
+    })
+    expect(
+      (await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.attempt, a.reason, a.outcome, a.http_status, a.error_message, a.partial_text])
+    ).toEqual([
+      [1, 0, 'initial', 'ok', null, null, null],
+      [2, 0, 'initial', 'failed', 503, 'busy', 'pa'],
+      [2, 1, 'retry', 'pending', null, null, null]
+    ])
+    expect(await writer.settlePending('run-1', token, 'unknown', 't3')).toBe(1)
+
+    // The rules hold as they did, each failure naming its constraint.
+    const refused = (statement: string) =>
+      pool.query(statement).then(
+        () => 'written',
+        (error: { code?: string; message: string }) => `${error.code} ${/constraint "(\w+)"/.exec(error.message)?.[1]}`
+      )
+    expect(await refused("update runs set status = 'paused'")).toBe('23514 runs_status_check')
+    expect(await refused("update attempts set outcome = 'lost'")).toBe('23514 attempts_outcome_check')
+    expect(await refused("insert into attempts (run_id, step, attempt, provider, reason, started_at) values ('run-1', 9, 0, 'p', 'again', 't')")).toBe(
+      '23514 attempts_reason_check'
+    )
+    const types = await pool.query<{ table_name: string; column_name: string; data_type: string; collation_name: string }>(
+      "select table_name, column_name, data_type, collation_name from information_schema.columns where (table_name, column_name) in (('runs', 'status'), ('attempts', 'reason'), ('attempts', 'outcome')) order by 1, 2"
+    )
+    expect(types.rows.map((c) => `${c.table_name}.${c.column_name} ${c.data_type} ${c.collation_name}`)).toEqual([
+      'attempts.outcome text C',
+      'attempts.reason text C',
+      'runs.status text C'
+    ])
+
+    // And back: the table CHECKs and the index again, the rows as they were.
+    const after = await rows()
+    expect((await migrator.migrateTo('2026-12-01T160000-run-log')).error).toBeUndefined()
+    expect(await rows()).toEqual(after)
+    expect(await refused("update attempts set outcome = 'lost'")).toBe('23514 attempts_outcome_check')
+    const checks = await pool.query<{ conname: string }>(
+      "select conname from pg_constraint where contype = 'c' and conrelid in ('runs'::regclass, 'attempts'::regclass) order by conname"
+    )
+    expect(checks.rows.map((r) => r.conname)).toEqual(['attempts_outcome_check', 'attempts_reason_check', 'runs_status_check'])
+    expect((await pool.query("select 1 from pg_indexes where indexname = 'attempts_pending_idx'")).rowCount).toBe(1)
   })
 })

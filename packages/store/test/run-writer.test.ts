@@ -431,4 +431,75 @@ describe('the PostgreSQL run writer', () => {
     await expect(olderCommit(token + 1, 3)).rejects.toMatchObject({ code: 'AVL01' })
     expect(await listSteps(store.db, 'run-1')).toHaveLength(2)
   })
+
+  it('still commits, fenced, for a host not yet upgraded that calls agentvisor_commit with the writes as one jsonb array', async () => {
+    const store = await tempStore('postgres')
+    const writer = postgresRunWriter(store.pool!)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    // The call the writer of the 2026-12-01T150000 migration makes, as it made it.
+    const olderCommit = (leaseToken: number, seq: number) =>
+      store.pool!.query('SELECT agentvisor_commit($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)', [
+        'run-1',
+        leaseToken,
+        null,
+        'dispatching',
+        seq,
+        't',
+        null,
+        null,
+        JSON.stringify([
+          { op: 'insertStep', row: step({ step: seq }) },
+          { op: 'insertAttempt', row: attempt({ step: seq + 1 }) }
+        ]),
+        seq,
+        seq,
+        JSON.stringify([journalTransition({ seq })]),
+        SNAPSHOT
+      ])
+    await olderCommit(token, 1)
+    await writer.commit(
+      commitOf(token, 2, {
+        writes: [
+          { op: 'settleAttempt', runId: 'run-1', step: 2, attempt: 0, patch: { outcome: 'ok', settled_at: 't' } },
+          { op: 'insertStep', row: step({ step: 2 }) }
+        ]
+      })
+    )
+    expect((await listSteps(store.db, 'run-1')).map((s) => s.step)).toEqual([1, 2])
+    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome])).toEqual([[2, 'ok']])
+    await expect(olderCommit(token + 1, 3)).rejects.toMatchObject({ code: 'AVL01' })
+    expect(await listSteps(store.db, 'run-1')).toHaveLength(2)
+  })
+
+  it("applies a commit's writes in their order when they do not come as a step's settlement, step and next receipt", async () => {
+    const store = await tempStore('postgres')
+    const writer = postgresRunWriter(store.pool!)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    await writer.createRun(run({ id: 'run-2' }), { owner: 'me', expiresAt: 5000 })
+    await writer.commit(
+      commitOf(token, 1, {
+        writes: [
+          // A receipt settled by the commit that writes it: settled after it is written.
+          { op: 'insertAttempt', row: attempt({ step: 1 }) },
+          {
+            op: 'settleAttempt',
+            runId: 'run-1',
+            step: 1,
+            attempt: 0,
+            patch: { outcome: 'failed', settled_at: 't', error_kind: 'transient', http_status: 500 }
+          },
+          { op: 'insertStep', row: step({ step: 1, text: 'one' }) },
+          // A write for another run goes as it is too.
+          { op: 'insertStep', row: step({ run_id: 'run-2', step: 1, text: 'other' }) },
+          { op: 'insertAttempt', row: attempt({ step: 2, reason: 'retry' }) }
+        ]
+      })
+    )
+    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.reason, a.outcome, a.error_kind, a.http_status])).toEqual([
+      [1, 'initial', 'failed', 'transient', 500],
+      [2, 'retry', 'pending', null, null]
+    ])
+    expect((await listSteps(store.db, 'run-1')).map((s) => s.text)).toEqual(['one'])
+    expect((await listSteps(store.db, 'run-2')).map((s) => s.text)).toEqual(['other'])
+  })
 })

@@ -8,6 +8,7 @@ import * as compactJournal from './2026-12-01T120000-compact-journal.js'
 import * as postgresRunWriter from './2026-12-01T130000-postgres-run-writer.js'
 import * as postgresCommitArguments from './2026-12-01T150000-postgres-commit-arguments.js'
 import * as runLog from './2026-12-01T160000-run-log.js'
+import * as postgresStepCommit from './2026-12-01T170000-postgres-step-commit.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -23,7 +24,8 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-12-01T120000-compact-journal': compactJournal,
   '2026-12-01T130000-postgres-run-writer': postgresRunWriter,
   '2026-12-01T150000-postgres-commit-arguments': postgresCommitArguments,
-  '2026-12-01T160000-run-log': runLog
+  '2026-12-01T160000-run-log': runLog,
+  '2026-12-01T170000-postgres-step-commit': postgresStepCommit
 }
 
 /** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */

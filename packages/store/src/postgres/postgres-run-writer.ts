@@ -1,12 +1,10 @@
 import type { RememberedRuleRow } from '../tables/remembered-rules.table.js'
 import type { Pool, QueryResultRow } from 'pg'
 import { LeaseLostError } from '../errors.js'
-import { compactWrites } from '../run-writer/compact-writes.js'
 import type { RunWrite } from '../run-writer/run-write.js'
 import { FIRST_LEASE_TOKEN, type LeaseRequest, type LoadedRun, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
 import type { JournalHead } from '../repositories/journal-entries.repository.js'
-import { journalEntry } from '../repositories/journal-entries.repository.js'
 import { decodeApprovalRow } from '../tables/approvals.columns.js'
 import type { StoredApprovalRow } from '../tables/approvals.table.js'
 import { decodeRunWithContract } from '../tables/runs.columns.js'
@@ -15,20 +13,19 @@ import { decodeStepRow } from '../tables/steps.columns.js'
 import type { StoredStepRow } from '../tables/steps.table.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
-import { decodeRow, decodeRows, decodeText, encodeJsonText, encodeText } from '../text-codec.js'
+import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
+import { COMMIT_STEP, commitArguments, writesJson } from './postgres-commit-arguments.js'
 
 /** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
 const LEASE_LOST = 'AVL01'
 
-/** A commit: `agentvisor_commit` of the 2026-12-01T150000 migration, its arguments in its order. */
-const COMMIT = 'SELECT agentvisor_commit($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)'
-
 /**
  * The PostgreSQL `RunWriter`: every call one statement on the store's `pg` pool, one round trip.
  * A commit is a call of `agentvisor_commit`, a plpgsql function installed by the migrations
- * `2026-12-01T130000-postgres-run-writer` and `2026-12-01T150000-postgres-commit-arguments`,
- * which folds the fence into the head's UPDATE (as the SQLite writer does) and applies the
- * writes server-side; a statement is its own transaction, so
+ * `2026-12-01T130000-postgres-run-writer` and `2026-12-01T170000-postgres-step-commit`, which
+ * folds the fence into the head's UPDATE (as the SQLite writer does) and applies the writes
+ * server-side, a step's own writes as typed arguments (postgres-commit-arguments.ts); a
+ * statement is its own transaction, so
  * a superseded driver's commit writes nothing. Through Kysely the same commit was a transaction
  * of a fenced SELECT, a statement per write and per transition, and the head: about a dozen
  * round trips, each with Kysely's own cost on top.
@@ -51,8 +48,6 @@ export function postgresRunWriter(pool: Pool): RunWriter {
       throw error
     }
   }
-
-  const writesJson = (writes: ReadonlyArray<RunWrite>): string => encodeJsonText(JSON.stringify(compactWrites(writes)))
 
   const acquireLease = async (input: LeaseRequest): Promise<LeaseAcquisition | undefined> => {
     // The same decision as `acquireLease` (leases.repository.ts): a read, the decision in JS, a
@@ -81,26 +76,7 @@ export function postgresRunWriter(pool: Pool): RunWriter {
 
   return {
     commit: async (commit) => {
-      // The journal entry as the table holds it (docs/durability.md, "The journal"). The head and
-      // the entry go as typed arguments, the writes as one jsonb array (the 2026-12-01T150000
-      // migration says why).
-      const { head } = commit
-      const entry = journalEntry(commit.runId, commit.transitions, commit.snapshot)
-      await fenced(commit.runId, 'agentvisor_commit_arguments', COMMIT, [
-        encodeText(commit.runId),
-        commit.leaseToken,
-        head.status === undefined ? null : encodeText(head.status),
-        encodeText(head.state),
-        head.steps,
-        encodeText(head.updated_at),
-        head.error_json === null ? null : encodeText(head.error_json),
-        head.ended_at === null ? null : encodeText(head.ended_at),
-        writesJson(commit.writes),
-        entry.seq,
-        entry.first_seq,
-        encodeText(entry.transitions_json),
-        encodeText(entry.snapshot_json)
-      ])
+      await fenced(commit.runId, 'agentvisor_commit_step', COMMIT_STEP, commitArguments(commit))
     },
     createRun: async (row, lease) => {
       const insertRun: RunWrite = {

@@ -1,0 +1,126 @@
+import { compactWrites } from '../run-writer/compact-writes.js'
+import type { RunWrite, TransitionCommit } from '../run-writer/run-write.js'
+import { journalEntry } from '../repositories/journal-entries.repository.js'
+import { encodeJsonText, encodeText } from '../text-codec.js'
+
+/**
+ * A commit: `agentvisor_commit` of the 2026-12-01T170000 migration, its 48 arguments in its order
+ * (the head, the settled receipt, the step, the next receipt, the other writes, the entry).
+ */
+export const COMMIT_STEP = `SELECT agentvisor_commit(${Array.from({ length: 48 }, (_, i) => `$${i + 1}`).join(', ')})`
+
+/** Writes as the 2026-12-01T130000 functions take them: one `jsonb` array, text escaped (text-codec.ts). */
+export const writesJson = (writes: ReadonlyArray<RunWrite>): string => encodeJsonText(JSON.stringify(compactWrites(writes)))
+
+type Value = string | number | null
+type Write<O extends RunWrite['op']> = Extract<RunWrite, { op: O }>
+
+/**
+ * The arguments of `COMMIT_STEP` for `commit`. The writes every step makes (the receipt it
+ * settles, the step row, the next receipt) go as columns when they come first in the commit and
+ * in that order, for the commit's own run; everything from the first write that does not goes in
+ * the `jsonb` array, which the function applies after them: so the order of every write is the
+ * commit's (the migration says why the columns). Text is encoded as the SQLite writer encodes it;
+ * `*_json` columns hold `JSON.stringify` output, which the encoding never changes.
+ */
+export const commitArguments = (commit: TransitionCommit): Value[] => {
+  const { head, runId } = commit
+  const writes = compactWrites(commit.writes)
+  let at = 0
+  const settle = take(writes, at, 'settleAttempt', (w) => w.runId === runId)
+  if (settle !== undefined) at++
+  const step = take(writes, at, 'insertStep', (w) => w.row.run_id === runId)
+  if (step !== undefined) at++
+  const next = take(writes, at, 'insertAttempt', (w) => w.row.run_id === runId)
+  if (next !== undefined) at++
+  const entry = journalEntry(runId, commit.transitions, commit.snapshot)
+  const values: Value[] = [
+    encodeText(runId),
+    commit.leaseToken,
+    // The head (docs/durability.md, "How a run is stored"): a status left out did not change.
+    head.status === undefined ? null : encodeText(head.status),
+    encodeText(head.state),
+    head.steps,
+    encodeText(head.updated_at),
+    head.error_json === null ? null : encodeText(head.error_json),
+    head.ended_at === null ? null : encodeText(head.ended_at)
+  ]
+  if (settle === undefined) pushNulls(values, 12)
+  else {
+    const { patch } = settle
+    values.push(
+      settle.step,
+      settle.attempt,
+      patch.outcome,
+      encodeText(patch.settled_at),
+      patch.error_kind ?? null,
+      patch.http_status ?? null,
+      textOrNull(patch.error_message),
+      patch.latency_ms ?? null,
+      patch.ttft_ms ?? null,
+      patch.tokens_in ?? null,
+      patch.tokens_out ?? null,
+      textOrNull(patch.partial_text)
+    )
+  }
+  if (step === undefined) pushNulls(values, 10)
+  else {
+    // The defaults the `steps` table has for a column the row leaves out.
+    const { row } = step
+    values.push(
+      row.step,
+      encodeText(row.provider),
+      encodeText(row.prompt_summary ?? ''),
+      encodeText(row.text ?? ''),
+      row.tool_calls_json ?? '[]',
+      row.results_json ?? null,
+      textOrNull(row.feedback),
+      row.tokens_in ?? 0,
+      row.tokens_out ?? 0,
+      encodeText(row.at)
+    )
+  }
+  if (next === undefined) pushNulls(values, 13)
+  else {
+    const { row } = next
+    values.push(
+      row.step,
+      row.attempt,
+      encodeText(row.provider),
+      row.reason,
+      row.error_kind ?? null,
+      row.http_status ?? null,
+      textOrNull(row.error_message),
+      row.latency_ms ?? null,
+      row.ttft_ms ?? null,
+      row.tokens_in ?? null,
+      row.tokens_out ?? null,
+      textOrNull(row.partial_text),
+      encodeText(row.started_at)
+    )
+  }
+  values.push(
+    at === writes.length ? null : encodeJsonText(JSON.stringify(writes.slice(at))),
+    entry.seq,
+    entry.first_seq,
+    encodeText(entry.transitions_json),
+    encodeText(entry.snapshot_json)
+  )
+  return values
+}
+
+const take = <O extends 'settleAttempt' | 'insertStep' | 'insertAttempt'>(
+  writes: ReadonlyArray<RunWrite>,
+  at: number,
+  op: O,
+  own: (write: Write<O>) => boolean
+): Write<O> | undefined => {
+  const write = writes[at]
+  return write !== undefined && write.op === op && own(write as Write<O>) ? (write as Write<O>) : undefined
+}
+
+const pushNulls = (values: Value[], n: number): void => {
+  for (let i = 0; i < n; i++) values.push(null)
+}
+
+const textOrNull = (text: string | null | undefined): string | null => (text === undefined || text === null ? null : encodeText(text))
