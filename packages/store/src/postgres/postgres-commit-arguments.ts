@@ -1,6 +1,7 @@
 import { compactWrites } from '../run-writer/compact-writes.js'
 import type { RunWrite, TransitionCommit } from '../run-writer/run-write.js'
 import { journalEntry } from '../repositories/journal-entries.repository.js'
+import { type BoundValue, pushAttemptValues, pushSettlementValues, pushStepValues } from '../run-writer/bound-values.js'
 import { encodeJsonText, encodeText } from '../text-codec.js'
 
 /**
@@ -12,7 +13,7 @@ export const COMMIT_STEP = `SELECT agentvisor_commit(${Array.from({ length: 48 }
 /** Writes as the 2026-12-01T130000 functions take them: one `jsonb` array, text escaped (text-codec.ts). */
 export const writesJson = (writes: ReadonlyArray<RunWrite>): string => encodeJsonText(JSON.stringify(compactWrites(writes)))
 
-type Value = string | number | null
+type Value = BoundValue
 type Write<O extends RunWrite['op']> = Extract<RunWrite, { op: O }>
 
 /**
@@ -47,57 +48,16 @@ export const commitArguments = (commit: TransitionCommit): Value[] => {
   ]
   if (settle === undefined) pushNulls(values, 12)
   else {
-    const { patch } = settle
-    values.push(
-      settle.step,
-      settle.attempt,
-      patch.outcome,
-      encodeText(patch.settled_at),
-      patch.error_kind ?? null,
-      patch.http_status ?? null,
-      textOrNull(patch.error_message),
-      patch.latency_ms ?? null,
-      patch.ttft_ms ?? null,
-      patch.tokens_in ?? null,
-      patch.tokens_out ?? null,
-      textOrNull(patch.partial_text)
-    )
+    values.push(settle.step, settle.attempt)
+    pushSettlementValues(values, settle.patch)
   }
   if (step === undefined) pushNulls(values, 10)
   else {
-    // The defaults the `steps` table has for a column the row leaves out.
-    const { row } = step
-    values.push(
-      row.step,
-      encodeText(row.provider),
-      encodeText(row.prompt_summary ?? ''),
-      encodeText(row.text ?? ''),
-      row.tool_calls_json ?? '[]',
-      row.results_json ?? null,
-      textOrNull(row.feedback),
-      row.tokens_in ?? 0,
-      row.tokens_out ?? 0,
-      encodeText(row.at)
-    )
+    pushStepValues(values, step.row)
   }
   if (next === undefined) pushNulls(values, 13)
   else {
-    const { row } = next
-    values.push(
-      row.step,
-      row.attempt,
-      encodeText(row.provider),
-      row.reason,
-      row.error_kind ?? null,
-      row.http_status ?? null,
-      textOrNull(row.error_message),
-      row.latency_ms ?? null,
-      row.ttft_ms ?? null,
-      row.tokens_in ?? null,
-      row.tokens_out ?? null,
-      textOrNull(row.partial_text),
-      encodeText(row.started_at)
-    )
+    pushAttemptValues(values, next.row)
   }
   values.push(
     at === writes.length ? null : encodeJsonText(JSON.stringify(writes.slice(at))),
@@ -122,5 +82,3 @@ const take = <O extends 'settleAttempt' | 'insertStep' | 'insertAttempt'>(
 const pushNulls = (values: Value[], n: number): void => {
   for (let i = 0; i < n; i++) values.push(null)
 }
-
-const textOrNull = (text: string | null | undefined): string | null => (text === undefined || text === null ? null : encodeText(text))

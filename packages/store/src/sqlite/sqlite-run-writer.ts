@@ -18,6 +18,7 @@ import { decodeStepRow } from '../tables/steps.columns.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import { decodeRow, decodeRows, decodeText, encodeParams, encodeText } from '../text-codec.js'
 import { startCheckpointer } from './checkpointer.js'
+import { type BoundValue, pushAttemptValues, pushSettlementValues, pushStepValues, textOrNull } from '../run-writer/bound-values.js'
 
 type Params = ReadonlyArray<string | number | bigint | null>
 
@@ -79,65 +80,28 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     "UPDATE run_log SET status = 'completed', result_json = ?, completed_at = ? WHERE run_id = ? AND step = ? AND kind = 't' AND n = ?"
   )
 
+  /** The values of the write being bound (bound-values.ts), one array for every write. */
+  const bound: BoundValue[] = []
   const apply = (write: RunWrite): void => {
     switch (write.op) {
-      case 'insertAttempt': {
-        const { row } = write
-        insertAttempt.run(
-          encodeText(row.run_id),
-          row.step,
-          row.attempt,
-          encodeText(row.provider),
-          row.reason,
-          row.error_kind ?? null,
-          row.http_status ?? null,
-          textOrNull(row.error_message),
-          row.latency_ms ?? null,
-          row.ttft_ms ?? null,
-          row.tokens_in ?? null,
-          row.tokens_out ?? null,
-          textOrNull(row.partial_text),
-          encodeText(row.started_at)
-        )
+      case 'insertAttempt':
+        bound.length = 0
+        bound.push(encodeText(write.row.run_id))
+        pushAttemptValues(bound, write.row)
+        insertAttempt.run(bound)
         return
-      }
-      case 'settleAttempt': {
-        const { patch } = write
-        settleAttempt.run(
-          patch.outcome,
-          encodeText(patch.settled_at),
-          patch.error_kind ?? null,
-          patch.http_status ?? null,
-          textOrNull(patch.error_message),
-          patch.latency_ms ?? null,
-          patch.ttft_ms ?? null,
-          patch.tokens_in ?? null,
-          patch.tokens_out ?? null,
-          textOrNull(patch.partial_text),
-          encodeText(write.runId),
-          write.step,
-          write.attempt
-        )
+      case 'settleAttempt':
+        bound.length = 0
+        pushSettlementValues(bound, write.patch)
+        bound.push(encodeText(write.runId), write.step, write.attempt)
+        settleAttempt.run(bound)
         return
-      }
-      case 'insertStep': {
-        // The defaults the `steps` table had (a base table of several kinds has none).
-        const { row } = write
-        insertStep.run(
-          encodeText(row.run_id),
-          row.step,
-          encodeText(row.provider),
-          encodeText(row.prompt_summary ?? ''),
-          encodeText(row.text ?? ''),
-          row.tool_calls_json ?? '[]',
-          row.results_json ?? null,
-          textOrNull(row.feedback),
-          row.tokens_in ?? 0,
-          row.tokens_out ?? 0,
-          encodeText(row.at)
-        )
+      case 'insertStep':
+        bound.length = 0
+        bound.push(encodeText(write.row.run_id))
+        pushStepValues(bound, write.row)
+        insertStep.run(bound)
         return
-      }
       case 'setStepResults':
         setStepResults.run(write.resultsJson, encodeText(write.runId), write.step)
         return
@@ -371,9 +335,6 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     }
   }
 }
-
-/** An optional text column bound: NULL when absent, else encoded (text-codec.ts). */
-const textOrNull = (text: string | null | undefined): string | null => (text === undefined || text === null ? null : encodeText(text))
 
 // The reads of `run_log` by its key `(run_id, step, kind, n)`, with the columns the old tables had.
 const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
