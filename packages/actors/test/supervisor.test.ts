@@ -433,4 +433,51 @@ describe('approvals from the TypeScript API', () => {
     ])
     expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
   })
+
+  it('starts and resumes many runs at once in shared transactions: each created leased, its first receipt durable before its call, its lease taken again and given up', async () => {
+    const dir = tempDir()
+    const first = await open(dir)
+    const runs = 8
+    const task = {
+      goal: 'g',
+      workspace: path.join(dir, 'ws'),
+      approval: 'auto' as const,
+      providers: [{ name: 'p', kind: 'scripted' as const, steps: [{ text: 'late', delayMs: 60_000 }] }]
+    }
+    const started = await Promise.all(Array.from({ length: runs }, () => first.start(task)))
+    const ids = started.map((r) => r.runId)
+    const store = await openStore(path.join(dir, 'av.db'))
+    try {
+      // Every call in flight has its receipt: the group commit acknowledged it first.
+      for (let i = 0; i < 200; i++) {
+        if ((await store.db.selectFrom('attempts').select('run_id').execute()).length >= runs) break
+        await new Promise((r) => setTimeout(r, 25))
+      }
+      const receipts = await store.db.selectFrom('attempts').select(['run_id', 'outcome']).execute()
+      expect(receipts.map((r) => r.run_id).sort()).toEqual([...ids].sort())
+      expect(receipts.every((r) => r.outcome === 'pending')).toBe(true)
+      const rows = await store.db.selectFrom('runs').select(['id', 'lease_token', 'lease_owner']).execute()
+      expect(rows).toHaveLength(runs)
+      expect(rows.every((r) => r.lease_token === 1 && r.lease_owner !== null)).toBe(true)
+    } finally {
+      await store.close()
+    }
+    await first.close()
+    av = await Agentvisor.open({
+      db: path.join(dir, 'av.db'),
+      makeProvider: (config) => makeScriptedProvider({ name: config.name, steps: [{ text: 'done' }] })
+    })
+    const resumed = await Promise.all(ids.map((id) => av!.resume(id)))
+    const results = await Promise.all(resumed.map((r) => r.result))
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: runs }, () => 'succeeded'))
+    await av.close()
+    av = undefined
+    const after = await openStore(path.join(dir, 'av.db'))
+    try {
+      const rows = await after.db.selectFrom('runs').select(['lease_token', 'lease_owner', 'status']).execute()
+      expect(rows.every((r) => r.lease_token === 2 && r.lease_owner === null && r.status === 'succeeded')).toBe(true)
+    } finally {
+      await after.close()
+    }
+  })
 })

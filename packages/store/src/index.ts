@@ -77,7 +77,8 @@ export {
   type RunWriter,
   type Eventually,
   type LoadedRun,
-  type LeaseRequest
+  type LeaseRequest,
+  type BatchOption
 } from './run-writer/run-writer.js'
 export { sqliteRunWriter } from './sqlite/sqlite-run-writer.js'
 export { postgresRunWriter } from './postgres/postgres-run-writer.js'

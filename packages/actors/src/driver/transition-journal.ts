@@ -31,6 +31,9 @@ interface Staged {
   atMs: number
 }
 
+/** The option of a commit that may share a group transaction (one object for every commit). */
+const BATCH = { batch: true } as const
+
 const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, last: undefined, notices: [], atMs: 0 })
 
 /**
@@ -233,6 +236,9 @@ export class TransitionJournal {
     const deferred = head !== undefined && this.defers(head, batch.atMs)
     let result: Eventually<void>
     try {
+      // Alone, a run commits at once; among others, its commit may share their transaction. A
+      // run's first receipt (no transition yet) is written at once: waiting for the group there
+      // kept ~1 KB more of every idle run's memory, for a write a run makes once.
       result =
         head === undefined
           ? writer.write(runId, leaseToken, batch.writes)
@@ -246,8 +252,7 @@ export class TransitionJournal {
                 head,
                 headDeferred: deferred
               },
-              // Alone, a run commits at once; among others, its commit may share their transaction.
-              { batch: (this.concurrentRuns?.() ?? 1) > 1 }
+              (this.concurrentRuns?.() ?? 1) > 1 ? BATCH : undefined
             )
     } catch (cause) {
       return this.failed(failure('commit transition', cause))
