@@ -9,7 +9,7 @@ import {
   type WorkspaceError,
   withRootHandle
 } from '@agentvisor/core'
-import { type BatchOption, type Database, getRun, type LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
+import { type Database, getRun, type LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Clock, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import { type Actor, createActor, type Snapshot } from 'xstate'
@@ -61,22 +61,9 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   const secrets = makeSecretSet()
   const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
   let driving = 0
-  /** Starts and resumes not yet driven: their store calls share group commits too. */
-  let starting = 0
   // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
-  const concurrentRuns = (): number => driving + starting
-  /** Alone, a run's store call is made at once; in company (itself counted), it may join a group commit. */
-  const batchOption = (): BatchOption | undefined => (concurrentRuns() > 1 ? BATCH : undefined)
-  /** `effect`, counted in `starting` until it ends, however it ends. */
-  const whileStarting = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-    Effect.suspend(() => {
-      starting += 1
-      return Effect.ensuring(
-        effect,
-        Effect.sync(() => (starting -= 1))
-      )
-    })
-  const supervise = makeSupervise({ writer, leases: deps.leases, secrets, warn, batchOption, ended: () => (driving -= 1) })
+  const concurrentRuns = (): number => driving
+  const supervise = makeSupervise({ writer, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
   const newActor = freshActors(options)
 
   const launch = (
@@ -94,7 +81,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
     opened?: Workspace
   ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
     Effect.gen(function* () {
-      const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy, batchOption()))
+      const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
       const loaded = yield* runPolicyOf(writer, contract)
       // A run whose policy cannot be built never runs permissively: it does not run.
       if (Either.isLeft(loaded)) return yield* new RunNotResumableError({ runId, reason: loaded.left })
@@ -139,7 +126,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       return handleOf(runId, fiber, stop)
     })
 
-  const startNow = (contract: TaskContract, startOptions: StartOptions): Effect.Effect<RunHandle, LaunchError> =>
+  const start = (contract: TaskContract, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> =>
     Effect.gen(function* () {
       // A workspace that cannot be opened (a file, no permission) fails the start before
       // any row exists: a run that never began leaves nothing half made in the store.
@@ -153,15 +140,12 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const row = childRunRow(runId, parentId, contract, createdAt)
       if (parent?.root_id != null) row.root_id = parent.root_id
       const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
-      const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }, batchOption()))
+      const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
       const actor = newActor(contract)
       return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace)
     })
 
-  const start = (contract: TaskContract, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> =>
-    whileStarting(startNow(contract, startOptions))
-
-  const resumeNow = (runId: string, startOptions: StartOptions): Effect.Effect<RunHandle, LaunchError> =>
+  const resume = (runId: string, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> =>
     Effect.gen(function* () {
       const loaded = yield* storeCall(`load run ${runId}`, () => writer.loadRun(runId))
       if (loaded === undefined) return yield* new RunNotFoundError({ runId })
@@ -191,8 +175,6 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       return handle
     })
 
-  const resume = (runId: string, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> => whileStarting(resumeNow(runId, startOptions))
-
   // A child with its cancel requested and no driver ends here: resuming it writes only its
   // final transition (and ends its own children the same way). One that another driver took
   // meanwhile is that driver's to end.
@@ -205,9 +187,6 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
 
   return { start, resume }
 }
-
-/** The option of a store call that may share a group transaction (one object for every call). */
-const BATCH = { batch: true } as const
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
 

@@ -1,4 +1,4 @@
-import { type BatchOption, isAbandonedOwner, LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
+import { isAbandonedOwner, LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Cause, Chunk, Clock, Effect } from 'effect'
 import { RunNotFoundError } from '../errors.js'
 import { store } from './driver-io.js'
@@ -18,20 +18,19 @@ export const takeLease = (
   writer: RunWriter,
   runId: string,
   owner: string,
-  policy: LeasePolicy,
-  options?: BatchOption
+  policy: LeasePolicy
 ): Effect.Effect<number, LeaseConflictError | LeaseLostError | RunNotFoundError | StoreError> =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    const result = yield* store('take the lease', () => writer.acquireLease({ runId, owner, now, ttlMs: policy.ttlMs, isAbandoned: isAbandonedOwner }, options))
+    const result = yield* store('take the lease', () => writer.acquireLease({ runId, owner, now, ttlMs: policy.ttlMs, isAbandoned: isAbandonedOwner }))
     if (result === undefined) return yield* new RunNotFoundError({ runId })
     if ('holder' in result) return yield* new LeaseConflictError({ runId, owner: result.holder.owner, expiresAt: result.holder.expiresAt })
     return result.token
   })
 
 /** Gives the lease up once the driver stops (finished, paused, or cancelled). */
-export const dropLease = (writer: RunWriter, runId: string, token: number, options?: BatchOption): Effect.Effect<void> =>
-  Effect.ignore(store('release the lease', () => writer.releaseLease(runId, token, options)))
+export const dropLease = (writer: RunWriter, runId: string, token: number): Effect.Effect<void> =>
+  Effect.ignore(store('release the lease', () => writer.releaseLease(runId, token)))
 
 /** Another live driver holds the run: it is that driver's to move, nothing went wrong. */
 export const isLeaseConflict = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some((error) => error instanceof LeaseConflictError))

@@ -1,5 +1,5 @@
 import type { RootHandle, SecretSet } from '@agentvisor/core'
-import { type BatchOption, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import { LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
 import { Cause, Clock, Effect, Fiber } from 'effect'
 import type { Actor } from 'xstate'
 import { oneLine } from '../loop/one-line.js'
@@ -21,8 +21,6 @@ export interface SuperviseDeps {
   readonly warn: (line: string) => void
   /** Called once a run's fiber has let go of it (its lease dropped), however it ended. */
   readonly ended: () => void
-  /** How store calls are made now: in company, they may join a group commit. */
-  readonly batchOption: () => BatchOption | undefined
 }
 
 /** One run as `supervise` drives it: its driver and actor, and how it may stop. */
@@ -51,7 +49,7 @@ type LetGo = { readonly kind: 'lost' } | { readonly kind: 'store'; readonly erro
 export const makeSupervise =
   (deps: SuperviseDeps) =>
   (run: Supervised): Effect.Effect<RunResult> => {
-    const { writer, leases, secrets, warn, ended, batchOption } = deps
+    const { writer, leases, secrets, warn, ended } = deps
     const { runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh, rootHandle } = run
     let stoppedBy: LetGo | undefined
     const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
@@ -98,7 +96,7 @@ export const makeSupervise =
         unwatch()
         stop.dispose()
         actor.stop()
-        return dropLease(writer, runId, leaseToken, batchOption())
+        return dropLease(writer, runId, leaseToken)
       }),
       Effect.sync(ended)
     )
