@@ -1,7 +1,7 @@
 // `npm run bench`: every scenario of the benchmark suite; results in bench/results.json.
 // Each figure is the median of several repetitions, with its spread; ratios are against
 // baselines measured in this same process run. Environment: BENCH_REPS (default 3),
-// BENCH_PAIR_REPS for section 1's interleaved pairs (default 5), BENCH_HEAVY_REPS for the 1,000-run scenarios (default 2), BENCH_STEPS (1000), BENCH_RUNS (1000),
+// BENCH_PAIR_REPS for section 1's interleaved pairs (default 9), BENCH_HEAVY_REPS for the 1,000-run scenarios (default 2), BENCH_STEPS (1000), BENCH_RUNS (1000),
 // BENCH_CHILDREN for the NATS fan-out (100). The PostgreSQL scenario starts a server of its own
 // (initdb and postgres on PATH or in /usr/lib/postgresql/*/bin).
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -18,7 +18,7 @@ import { rm } from './lib.mjs'
 
 const REPS = Number(process.env.BENCH_REPS ?? 3)
 // Section 1's scenarios are short (a second or two each) and their ratios are the targets: more pairs.
-const PAIR_REPS = Number(process.env.BENCH_PAIR_REPS ?? 5)
+const PAIR_REPS = Number(process.env.BENCH_PAIR_REPS ?? 9)
 const HEAVY = Number(process.env.BENCH_HEAVY_REPS ?? 2)
 const STEPS = Number(process.env.BENCH_STEPS ?? 1000)
 const RUNS = Number(process.env.BENCH_RUNS ?? 1000)
@@ -57,14 +57,20 @@ await noToolPerStepUs(20)
 // the CPU's clock) moves both sides of it; the ratios of record are the medians of those pairs.
 const pairs = { floor: [], floorTx: [], floorTool: [], work: [], noTool: [], av: [], lg: [] }
 await langgraphPerStepUs(20)
+// Each scenario starts on a collected heap: the garbage of the one before (LangGraph's above
+// all) is not collected inside the next one's timing (run with --expose-gc; without it, as is).
+const clean = (f) => {
+  globalThis.gc?.()
+  return f()
+}
 for (let i = 0; i < PAIR_REPS; i++) {
-  pairs.floor.push(floorPerStepUs(STEPS).us)
-  pairs.noTool.push((await noToolPerStepUs(STEPS)).us)
-  pairs.floorTool.push((await floorWithToolPerStepUs(STEPS)).us)
-  pairs.av.push((await agentvisorPerStepUs(STEPS)).us)
-  pairs.work.push((await toolWorkPerStepUs(STEPS)).us)
-  pairs.floorTx.push(floorPerTransitionTxUs(STEPS).us)
-  pairs.lg.push((await langgraphPerStepUs(STEPS)).us)
+  pairs.floor.push(clean(() => floorPerStepUs(STEPS)).us)
+  pairs.noTool.push((await clean(() => noToolPerStepUs(STEPS))).us)
+  pairs.floorTool.push((await clean(() => floorWithToolPerStepUs(STEPS))).us)
+  pairs.av.push((await clean(() => agentvisorPerStepUs(STEPS))).us)
+  pairs.work.push((await clean(() => toolWorkPerStepUs(STEPS))).us)
+  pairs.floorTx.push(clean(() => floorPerTransitionTxUs(STEPS)).us)
+  pairs.lg.push((await clean(() => langgraphPerStepUs(STEPS))).us)
   log(
     `   rep ${i + 1}: floor ${round(pairs.floor[i])}, no-tool ${round(pairs.noTool[i])} (${round(pairs.noTool[i] / pairs.floor[i])}x); floor+tool ${round(pairs.floorTool[i])}, list_dir ${round(pairs.av[i])} (${round(pairs.av[i] / pairs.floorTool[i])}x); LangGraph ${round(pairs.lg[i])} µs/step`
   )
