@@ -5,6 +5,11 @@ const f = r.figures
 const spread = (x) => (x ? `${x.min}–${x.max} (±${x.spreadPct}%)` : 'n/a')
 const yes = (b) => (b === null ? 'not measured' : b ? 'yes' : '**no**')
 const ratio = (x) => (x === null || x === undefined || Number.isNaN(x) ? '?' : `${x}×`)
+/** The ratios of a target's interleaved pairs (run.mjs), lowest to highest. */
+const pairSpread = (key) => {
+  const pairs = f.ratioPairs?.[key]
+  return pairs === undefined ? 'n/a' : `${[...pairs.samples].sort((a, b) => a - b).join(', ')} (median ${pairs.median}×)`
+}
 const rows = [
   [
     'µs per step, agentvisor, no tool (the model answers text, verification fails, the next step)',
@@ -12,7 +17,7 @@ const rows = [
     spread(f.noToolPerStep),
     `≤ 1.5× floor (${ratio(r.ratios.noToolOverFloor)})`,
     yes(r.met.noTool ?? null),
-    "one commit a step of 5 statements on 3 B-trees (the run head; in `run_log`, the receipt settled, the step row with its feedback folded in, the next receipt, the journal entry of 2 transitions with one snapshot, and its key index; the floor: 3 INSERTs on 2): in a CPU profile of the final build (2026-12-01 16:30) the commit is ~55% of a step (raw, the same statements without the driver take ~105 µs against the floor transaction's ~90), XState's two transitions ~29%, the verification of a missing file ~9% (two system calls on the run's held workspace root); single runs of this scenario measured 152–219 µs in that profile (1.0–1.5× its floor), so read the spread"
+    `one commit a step of 4 statements in \`run_log\` (the receipt settled, the step row with its feedback folded in, the next receipt, the journal entry of 2 transitions with one snapshot) and its key index; on SQLite the run's row is written only when the status changes or 50 ms have passed (docs/durability.md, "The run's row"); the floor: 3 INSERTs on 2 B-trees. The ratio of each interleaved pair: ${pairSpread('noToolOverFloor')}`
   ],
   [
     'µs per step, raw floor (xstate + 1 prepared INSERT per transition, 1 tx per step)',
@@ -28,7 +33,7 @@ const rows = [
     spread(f.perStep),
     `≤ 1.3× (floor + the same tool) (${ratio(r.ratios.perStepOverFloorWithTool)})`,
     yes(r.met.perStep),
-    `one commit a step, like the floor, of 5 statements on 3 B-trees (the floor: 3 INSERTs on 2): the run head, and in \`run_log\` the receipt settled, the step row with its results, the next receipt, the journal entry (3 transitions, one snapshot). In a CPU profile of the final build (2026-12-01 16:30): the commit ~40% of a step, XState's three transitions ~25%, the tool ~14% (without an Effect: its answer is settled at once), the driver's JS and GC the rest`
+    `one commit a step, like the floor, of 4 statements in \`run_log\` and its index (the receipt settled, the step row with its results, the next receipt, the journal entry of 3 transitions, one snapshot; the run's row left for later, as above); the floor: 3 INSERTs on 2 B-trees. The ratio of each interleaved pair: ${pairSpread('perStepOverFloorWithTool')}`
   ],
   [
     'µs per step, floor + the same `list_dir` in its loop',
@@ -109,15 +114,16 @@ const rows = [
 // Why a target is missed, for those this run missed (the figures say by how much).
 const WHY = {
   noTool:
-    "- **The no-tool step against the floor.** The floor is one XState send and one INSERT per transition in one transaction a step; agentvisor's step also settles the receipt and writes the next one before the call (so a crash never loses the fact that a call went out), the reply's step row with the verification's feedback, and the run head, and its verification reads the workspace through the confined walk (two system calls on the run's held root). Measured what is left (2026-12-01): the same statements without the driver cost ~105 µs against the floor transaction's ~90 (the run head's fenced UPDATE ~15 of it: it would become a read, with every reader taking state, steps and `updatedAt` from the run's last journal entry); XState's transition function ~30 µs a transition through the library's own algorithm; the writer's JS ~10 µs.",
+    "- **The no-tool step against the floor.** The floor is one XState send and one INSERT per transition in one transaction a step; agentvisor's step also settles the receipt and writes the next one before the call (so a crash never loses the fact that a call went out), the reply's step row with the verification's feedback and the journal entry, and its verification reads the workspace through the confined walk (two system calls on the run's held root). On SQLite the run's row is no longer written at every commit (docs/durability.md, \"The run's row\"): 4.9 -> 3.9 WAL pages a commit, 13-17 µs less CPU. Measured what is left (CPU profiles, 2026-12-01): the commit about half the step (four statements on `run_log` and its index, against the floor's three INSERTs), XState's transition function about a quarter (two transitions; ~37 KB is allocated a step, ~15 KB of it in XState's macrostep: its Sets and snapshots), the verification about a tenth. The ratio moves by ±0.4 from one pair of repetitions to the next on this machine: read the pairs (`figures.ratioPairs`).",
   perStep:
-    "- **The tool step against the floor with the same tool.** Both sides run the same `list_dir`; what agentvisor adds, measured: its commit of 5 statements on 3 B-trees (the floor's: 3 INSERTs on 2), XState's three transitions through a machine of guarded, assigning transitions (the floor's machine has neither), the tool's policy check and its journal's bookkeeping. The next levers: the run head written only when the status changes (the fence a read), and the step row, the next receipt and the journal entry as one multi-row INSERT.",
+    "- **The tool step against the floor with the same tool.** Both sides run the same `list_dir`; what agentvisor adds, measured (CPU profile, 2026-12-01): its commit of 4 statements (the receipt settled, the step with its results, the next receipt, the journal entry; the run's row left for later, docs/durability.md) about a third of the step, XState's three transitions through a machine of guarded, assigning transitions (the floor's machine has neither) about a quarter, and the tool's bookkeeping around the listing (the step's policy plan, the journal's look at the call, the result records) about a seventh. A multi-row INSERT of the step, the next receipt and the entry measured no cheaper than three prepared statements (75 bound values, most NULL).",
   langgraph:
     "- **Against LangGraph.js + SqliteSaver.** LangGraph's SqliteSaver writes one checkpoint per step and nothing else; agentvisor writes receipts, step rows and three transitions a step.",
   concurrent:
-    "- **6,000 steps/s in one process.** That rate allows ~170 µs of one core a step, start-up included; measured ~0.9 ms of CPU a step at 1,000 runs (see the throughput row): the statements of 1,000 interleaved runs on scattered pages, GC, and each run's own start. More throughput comes today from more processes (`agentvisor worker`s, PostgreSQL) rather than from one; in one process the next levers are the run head written only on a status change, each run's row and first receipt inside the group commit, and less allocation a step.",
+    "- **6,000 steps/s in one process.** That rate allows ~170 µs of one core a step, start-up included; measured ~390–470 µs of CPU a step at 1,000 runs (a profile of the timed window, 2026-12-01): XState ~14% (three transitions a step), the group commit's SQL ~14% (1,000 interleaved runs write to scattered pages of `run_log`, its index and `runs`), GC ~12% (each run's state waits a round of 1,000 runs and survives into the old generation), the Effect runtime ~10%, each run's start ~9% (contract decoding 3.4%), the tool ~7%. With the commits' statements skipped entirely (the most a writer thread could give) a step's CPU fell ~25%. Grouping each run's creation and lease calls into the group commit too (the store can) measured no throughput gain above this machine's noise and kept 4–5 KB more of every idle run, so the supervisor does not. More throughput comes from more processes (`agentvisor worker`s, PostgreSQL).",
   rssPerRun: '- **Idle RSS per run.** See the row: fibers, the actor system, the parsed contract and the conversation of each run.',
-  resume: '- **Resume of 1,000 runs.** Each resume is a few reads and a lease acquisition on one thread.',
+  resume:
+    '- **Resume of 1,000 runs.** Each resume is a few reads (the run, its contract, its last journal entry, its steps), a lease acquisition and a machine restored, on one thread; the figure moves between ~0.75 and ~1.4 s from one repetition to the next on this machine (see the spread) with the same code.',
   cli: '- **CLI cold start.** Most of it is Node’s own start-up (see the row).',
   postgresPerStep:
     '- **1 ms a step on PostgreSQL.** A step is one round trip to the server and the server’s work on the rows of the step. The run’s driver costs what it costs on SQLite (the `list_dir` row); the `pg` client ~70–100 µs of CPU a commit (48 parameters written, the reply read). The server, measured after migration 2026-12-01T170000 (a profile of the backend over 1,000 commits of this run, 2026-12-01): the executor’s start of the five statements (the head’s fenced UPDATE, the settlement, the step, the next receipt, the journal entry) about a fifth, the foreign-key check of each of the three inserts (a query on the run’s row) a quarter (dropping them took ~100 of ~400 µs of the backend’s CPU a commit), the transaction’s commit a tenth, the reply and the WAL writer’s wake-up a tenth; the rest is the rows’ heap, index and WAL writes. On a shared 2-core machine the round trip also waits for a core twice, the server’s backend then the bench process, which on a loaded machine costs more than the server’s work. Below that takes per-step tables without foreign keys (a change of what the store enforces) or fewer rows a step (a store format change).',

@@ -108,6 +108,8 @@ export class TransitionJournal {
   private refreshTimer: ReturnType<typeof setTimeout> | undefined
   /** Commits handed to the writer and not yet settled: the timer never writes an older head past them. */
   private inFlight = 0
+  /** Set once the drive is over (`endRefresh`). */
+  private ended = false
 
   constructor(
     private readonly writer: RunWriter,
@@ -297,6 +299,11 @@ export class TransitionJournal {
 
   /** Writes the head a commit left for later, HEAD_REFRESH_MS after it, unless a commit has since. */
   private armRefresh(): void {
+    // After the drive (a commit that was on its way when it ended): written now, no timer left behind.
+    if (this.ended) {
+      this.refreshHead()
+      return
+    }
     if (this.refreshTimer !== undefined) return
     this.refreshTimer = setTimeout(() => this.refreshHead(), HEAD_REFRESH_MS)
     // A pending refresh never keeps a process alive: the journal holds the run either way.
@@ -333,6 +340,7 @@ export class TransitionJournal {
    * newer one, or failed and ended the drive), and no timer stays behind.
    */
   endRefresh(): void {
+    this.ended = true
     if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer)
     this.refreshTimer = undefined
     if (this.inFlight > 0) this.staleHead = undefined
