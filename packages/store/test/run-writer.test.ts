@@ -320,28 +320,6 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await listTransitions(db, 'run-2')).toHaveLength(1)
   })
 
-  it('group-commits new runs, lease acquisitions and releases with commits, where a stale commit and a duplicate run fail alone', async () => {
-    const { db, writer, token } = await setup()
-    await writer.createRun(run({ id: 'run-3' }), { owner: 'me', expiresAt: 5000 })
-    const results = await Promise.allSettled([
-      writer.createRun(run({ id: 'run-2' }), { owner: 'me', expiresAt: 5000 }, { batch: true }),
-      writer.commit(commitOf(token + 1, 1, { writes: [{ op: 'insertAttempt', row: attempt() }] }), { batch: true }),
-      writer.createRun(run({ id: 'run-1' }), { owner: 'me', expiresAt: 5000 }, { batch: true }),
-      writer.commit(commitOf(token, 1, { writes: [{ op: 'insertAttempt', row: attempt({ attempt: 1 }) }] }), { batch: true }),
-      writer.acquireLease({ runId: 'run-3', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: (o) => o === 'me' }, { batch: true }),
-      writer.releaseLease('run-1', token, { batch: true })
-    ])
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled'])
-    expect((results[0] as PromiseFulfilledResult<number>).value).toBe(1)
-    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError)
-    expect((results[4] as PromiseFulfilledResult<unknown>).value).toEqual({ token: 2 })
-    expect(await getRun(db, 'run-2')).toMatchObject({ lease_owner: 'me', lease_expires_at: 5000, lease_token: 1 })
-    expect(await getRun(db, 'run-3')).toMatchObject({ lease_owner: 'b', lease_expires_at: 1500, lease_token: 2 })
-    expect((await listAttempts(db, 'run-1')).map((a) => a.attempt)).toEqual([1])
-    expect(await getRun(db, 'run-1')).toMatchObject({ state: 'acting', goal: 'Write DONE into out.txt', lease_owner: null, lease_token: 1 })
-    expect(await listTransitions(db, 'run-1')).toHaveLength(1)
-  })
-
   it('waits for a Kysely transaction in flight instead of writing inside it', async () => {
     const { db, writer, token } = await setup()
     let release!: () => void

@@ -73,10 +73,9 @@ export interface RunWriter {
   readonly refreshHead?: (runId: string, leaseToken: number, head: RunHead) => Eventually<void>
   /**
    * Creates a run already leased to `owner` (fencing token 1): a new run needs no separate
-   * acquisition, since nobody else can know its id yet. Returns the token. With `batch`, as
-   * for `commit`: the run may share the transaction of other runs' commits.
+   * acquisition, since nobody else can know its id yet. Returns the token.
    */
-  readonly createRun: (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }, options?: BatchOption) => Eventually<number>
+  readonly createRun: (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }) => Eventually<number>
   /** Fenced writes outside a transition (a receipt before its dispatch, tool journal entries). */
   readonly write: (runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => Eventually<void>
   /** The approval requests of one step, as `listApprovals` orders them. */
@@ -85,12 +84,12 @@ export interface RunWriter {
   readonly toolEffects: (runId: string, step: number) => Eventually<ToolEffectRow[]>
   /** A run with its contract, last journal entry and steps: what a resume restores. */
   readonly loadRun: (runId: string) => Eventually<LoadedRun | undefined>
-  /** `acquireLease` (see leases.repository.ts), in one transaction. With `batch`, as for `commit`. */
-  readonly acquireLease: (input: LeaseRequest, options?: BatchOption) => Eventually<LeaseAcquisition | undefined>
+  /** `acquireLease` (see leases.repository.ts), in one transaction. */
+  readonly acquireLease: (input: LeaseRequest) => Eventually<LeaseAcquisition | undefined>
   /** Whether the receipt of this attempt exists (in whatever outcome). */
   readonly attemptRecorded: (runId: string, step: number, attempt: number) => Eventually<boolean>
-  /** `releaseLease`: gives the lease up if this token still holds it. With `batch`, as for `commit`. */
-  readonly releaseLease: (runId: string, leaseToken: number, options?: BatchOption) => Eventually<void>
+  /** `releaseLease`: gives the lease up if this token still holds it. */
+  readonly releaseLease: (runId: string, leaseToken: number) => Eventually<void>
   /** Settles the run's pending receipts (`settlePendingAttempts`), fenced; returns how many. */
   readonly settlePending: (runId: string, leaseToken: number, outcome: SettledAttemptOutcome, at: string) => Eventually<number>
   /** Stops what the writer runs in the background (SQLite's checkpointer); the store stays open. */

@@ -189,57 +189,54 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const fence = (runId: string, leaseToken: number): void => {
     if (selectToken.get(encodeText(runId)) !== leaseToken) throw new LeaseLostError({ runId })
   }
-  const writeBody = (runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>): void => {
-    fence(runId, leaseToken)
-    for (const write of writes) apply(write)
-  }
-  const createBody = (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }): number => {
-    apply({ op: 'insertRun', row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN } })
-    return FIRST_LEASE_TOKEN
-  }
+  const writeNow = sqlite
+    .transaction((runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => {
+      fence(runId, leaseToken)
+      for (const write of writes) apply(write)
+    })
+    .immediate.bind(null)
 
-  // Group commit: what many runs write in one turn of the event loop (commits, new runs, lease
-  // acquisitions and releases) shares one transaction, one log write, each run's
-  // part in its own savepoint so that one fenced-out run rolls back alone (docs/durability.md,
-  // "Group commit").
+  // Group commit: the commits many runs make in one turn of the event loop share one transaction,
+  // one log write; one fenced-out run, or one whose write fails, rolls back alone
+  // (docs/durability.md, "Group commit").
   interface Queued {
-    /** The part's writes, run inside the group's transaction; its value settles `resolve`. */
-    readonly part: () => unknown
-    readonly resolve: (value: never) => void
+    readonly commit: TransitionCommit
+    readonly resolve: () => void
     readonly reject: (error: unknown) => void
   }
-  /** What became of each part: its value, or the error that rolled it back. */
-  type Outcome = { readonly value: unknown } | { readonly error: unknown }
+  /** What became of each commit: undefined when it holds, else the error that rolled it back. */
+  type Outcome = { readonly error: unknown } | undefined
   let queue: Queued[] = []
-  const enqueue = <A>(part: () => A): Promise<A> =>
-    new Promise<A>((resolve, reject) => {
-      queue.push({ part, resolve, reject })
+  const enqueue = (commit: TransitionCommit): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      queue.push({ commit, resolve, reject })
       if (queue.length === 1) setImmediate(() => void whenFreeAsync(flushQueue))
     })
-  // Each part in a savepoint: whatever fails in it rolls back alone.
-  const performAlone = sqlite.transaction((queued: Queued) => queued.part())
+  // Each commit in a savepoint (`commitOne` nested in a transaction): whatever fails in it rolls back alone.
   const commitEach = sqlite
     .transaction((batch: ReadonlyArray<Queued>): Outcome[] =>
       batch.map((queued) => {
         try {
-          return { value: performAlone(queued) }
+          commitOne(queued.commit)
+          return undefined
         } catch (error) {
           return { error }
         }
       })
     )
     .immediate.bind(null)
-  // The common case, without the two savepoint statements a part costs: a commit's fence is its
+  // The common case, without the two savepoint statements a commit costs: a commit's fence is its
   // first statement (the head update, or the read of the token for a commit that leaves the head
-  // for later), so a part fenced out has written nothing and needs no
-  // undo. Any other failure may have left half a part: the whole
-  // transaction is thrown away and done again part by part in savepoints (`commitEach`).
+  // for later), so a commit fenced out has written nothing and needs no undo. Any other failure
+  // may have left half a commit: the whole transaction is thrown away and done again commit by
+  // commit in savepoints (`commitEach`).
   class NeedsSavepoints extends Error {}
   const commitFenced = sqlite
     .transaction((batch: ReadonlyArray<Queued>): Outcome[] =>
       batch.map((queued) => {
         try {
-          return { value: queued.part() }
+          commitBody(queued.commit)
+          return undefined
         } catch (error) {
           if (error instanceof LeaseLostError) return { error }
           throw new NeedsSavepoints()
@@ -266,14 +263,11 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       return
     }
     for (let i = 0; i < batch.length; i++) {
-      const queued = batch[i]!
-      const outcome = outcomes[i]!
-      if ('error' in outcome) queued.reject(outcome.error)
-      else queued.resolve(outcome.value as never)
+      const outcome = outcomes[i]
+      if (outcome === undefined) batch[i]!.resolve()
+      else batch[i]!.reject(outcome.error)
     }
   }
-
-  const writeNow = sqlite.transaction(writeBody).immediate.bind(null)
 
   // Checkpoints move off the hot path into a worker thread (see checkpointer.ts).
   const onDisk = sqlite.name !== '' && sqlite.name !== ':memory:' && !sqlite.memory
@@ -290,28 +284,32 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     }
   }
 
-  const createNow = sqlite.transaction(createBody).immediate.bind(null)
+  const createNow = sqlite
+    .transaction((row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }) => {
+      apply({ op: 'insertRun', row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN } })
+      return FIRST_LEASE_TOKEN
+    })
+    .immediate.bind(null)
 
-  const acquireBody = (input: LeaseRequest): LeaseAcquisition | undefined => {
-    // The same decision as `acquireLease`, made while holding the write lock.
-    const run = statement('SELECT lease_owner, lease_expires_at, lease_token FROM runs WHERE id = ?').get(input.runId) as
-      | { lease_owner: string | null; lease_expires_at: number | null; lease_token: number }
-      | undefined
-    if (run === undefined) return undefined
-    const held = run.lease_owner !== null && run.lease_expires_at !== null && run.lease_expires_at > input.now
-    if (held && run.lease_owner !== input.owner && !input.isAbandoned(run.lease_owner!)) {
-      return { holder: { owner: run.lease_owner!, expiresAt: run.lease_expires_at! } }
-    }
-    const token = run.lease_token + 1
-    update('runs', { lease_owner: input.owner, lease_expires_at: input.now + input.ttlMs, lease_token: token }, 'id = ? AND lease_token = ?', [
-      input.runId,
-      run.lease_token
-    ])
-    return { token }
-  }
-  const acquireNow = sqlite.transaction(acquireBody).immediate.bind(null)
-  const releaseBody = (runId: string, leaseToken: number): void =>
-    void update('runs', { lease_owner: null, lease_expires_at: null }, 'id = ? AND lease_token = ?', [runId, leaseToken])
+  const acquireNow = sqlite
+    .transaction((input: LeaseRequest): LeaseAcquisition | undefined => {
+      // The same decision as `acquireLease`, made while holding the write lock.
+      const run = statement('SELECT lease_owner, lease_expires_at, lease_token FROM runs WHERE id = ?').get(input.runId) as
+        | { lease_owner: string | null; lease_expires_at: number | null; lease_token: number }
+        | undefined
+      if (run === undefined) return undefined
+      const held = run.lease_owner !== null && run.lease_expires_at !== null && run.lease_expires_at > input.now
+      if (held && run.lease_owner !== input.owner && !input.isAbandoned(run.lease_owner!)) {
+        return { holder: { owner: run.lease_owner!, expiresAt: run.lease_expires_at! } }
+      }
+      const token = run.lease_token + 1
+      update('runs', { lease_owner: input.owner, lease_expires_at: input.now + input.ttlMs, lease_token: token }, 'id = ? AND lease_token = ?', [
+        input.runId,
+        run.lease_token
+      ])
+      return { token }
+    })
+    .immediate.bind(null)
 
   const settleNow = sqlite
     .transaction((runId: string, leaseToken: number, outcome: string, at: string): number => {
@@ -321,7 +319,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     .immediate.bind(null)
 
   return {
-    createRun: (row, lease, options) => (options?.batch === true ? enqueue(() => createBody(row, lease)) : whenFree(() => createNow(row, lease))),
+    createRun: (row, lease) => whenFree(() => createNow(row, lease)),
     loadRun: (runId) => {
       const run = statement('SELECT runs.*, run_contracts.contract_json FROM runs JOIN run_contracts ON run_contracts.run_id = runs.id WHERE runs.id = ?').get(
         runId
@@ -334,13 +332,13 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       // "Corrupt rows"); a corrupt one throws StoreError. Writes are never re-validated.
       return { run: decodeRunWithContract(decodeRow(run)), last: decodeRow(last), steps: decodeRows(steps).map(decodeStepRow) }
     },
-    acquireLease: (input, options) => (options?.batch === true ? enqueue(() => acquireBody(input)) : whenFree(() => acquireNow(input))),
+    acquireLease: (input) => whenFree(() => acquireNow(input)),
     attemptRecorded: (runId, step, attempt) =>
       statement("SELECT 1 FROM run_log WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ?").get(runId, step, attempt) !== undefined,
-    releaseLease: (runId, leaseToken, options) =>
-      options?.batch === true ? enqueue(() => releaseBody(runId, leaseToken)) : whenFree(() => releaseBody(runId, leaseToken)),
+    releaseLease: (runId, leaseToken) =>
+      whenFree(() => void update('runs', { lease_owner: null, lease_expires_at: null }, 'id = ? AND lease_token = ?', [runId, leaseToken])),
     settlePending: (runId, leaseToken, outcome, at) => whenFree(() => settleNow(runId, leaseToken, outcome, at)),
-    commit: (commit, options) => (options?.batch === true ? enqueue(() => commitBody(commit)) : whenFree(() => commitNow(commit))),
+    commit: (commit, options) => (options?.batch === true ? enqueue(commit) : whenFree(() => commitNow(commit))),
     refreshHead: (runId, leaseToken, head) =>
       whenFree(() => {
         if (writeHead({ runId, leaseToken, head: { ...head, status: undefined } }) === 0) throw new LeaseLostError({ runId })
