@@ -43,6 +43,16 @@ const rows = [
     '',
     `the tool alone: ${f.toolWorkPerStep?.median ?? '?'} µs a call; agentvisor's step minus the tool alone: ${f.orchestrationPerStep?.median ?? '?'} µs (${ratio(r.ratios.orchestrationOverFloor)} the floor)`
   ],
+  f.coldPerStep === undefined
+    ? undefined
+    : [
+        `µs per step, the first ${f.coldPerStep.steps} steps after a full GC (no-tool; \`list_dir\`)`,
+        `${f.coldPerStep.noTool.median}; ${f.coldPerStep.listDir.median}`,
+        `${spread(f.coldPerStep.noTool)}; ${spread(f.coldPerStep.listDir)}`,
+        '(information)',
+        '',
+        `the untimed run before each timed one: ${ratio(f.coldPerStep.noToolOverFloor.median)} the floor's ${f.coldPerStep.floor.median} µs, and ${ratio(f.coldPerStep.listDirOverFloorWithTool.median)} the floor + tool's ${f.coldPerStep.floorWithTool.median} µs, over the same first steps. A full collection makes V8 drop the optimized code that held the previous run's objects (\`--trace-deopt\`: ~20 functions of the driver, the writer and XState a run, "weak objects"), and a run that starts then pays for the JIT's warm-up again; the floor's little code re-warms sooner. A process that drives runs side by side keeps them warm`
+      ],
   [
     'µs per step, LangGraph.js + SqliteSaver, the same tool',
     f.langgraphPerStep.median,
@@ -90,7 +100,7 @@ const rows = [
     spread(f.postgresSaverPerStepMs),
     `≥ 4× agentvisor on PostgreSQL (${ratio(r.ratios.postgresSaverOverAgentvisor)})`,
     yes(r.met.postgresSaver ?? null),
-    "per step PostgresSaver commits the node's writes (BEGIN, an upsert per write, COMMIT) and the checkpoint (BEGIN, an upsert per changed channel's blob, the checkpoint, COMMIT): two transactions, about ten round trips"
+    `per step PostgresSaver commits the node's writes (BEGIN, an upsert per write, COMMIT) and the checkpoint (BEGIN, an upsert per changed channel's blob, the checkpoint, COMMIT): two transactions, about ten round trips. The ratio of each interleaved pair: ${pairSpread('postgresSaverOverAgentvisor')}`
   ],
   f.childOverheadMs
     ? [
@@ -144,7 +154,9 @@ median); ratios are against baselines measured in the same process run. The sing
 (floor, no-tool step, \`list_dir\` step, LangGraph.js) are measured interleaved, one repetition of
 each in turn, and each ratio of a target is the median of the ratios of the pairs measured one
 right after the other (\`figures.ratioPairs\` in the results): a change of the machine's load
-between two scenarios moves both sides of a pair. All figures are in \`bench/results.json\`.
+between two scenarios moves both sides of a pair. Each of them starts on a collected heap, then
+runs untimed for ${f.coldPerStep?.steps ?? 300} steps of the same scenario (the JIT's warm-up after that
+collection, reported in its own row), then the timed run. All figures are in \`bench/results.json\`.
 
 Machine of the figures below: ${m.cpu}, ${m.nproc} cores (\`nproc\`), ${m.memTotalGb} GiB RAM, Node ${m.node}, ${m.platform}.
 Measured ${r.at}, in ${r.durationS} s, with ${r.repetitions.pairs ?? r.repetitions.light} interleaved repetitions of the
@@ -158,7 +170,10 @@ ${m.free}
 
 | figure | median | spread | target | met? | what limits it |
 |---|---|---|---|---|---|
-${rows.map((x) => `| ${x.join(' | ')} |`).join('\n')}
+${rows
+  .filter((x) => x !== undefined)
+  .map((x) => `| ${x.join(' | ')} |`)
+  .join('\n')}
 
 ## Scenarios
 
@@ -176,7 +191,9 @@ ${rows.map((x) => `| ${x.join(' | ')} |`).join('\n')}
    \`maxSteps: ${r.repetitions.steps}\`: every step is a text reply, a failed verification with its feedback,
    and the next dispatch, until the run ends \`step_cap\`; compared with the floor without a tool.
 2. 1,000 runs of 10 tool steps (11 model calls each) started at once in one process, embedded
-   bus: steps per second over the whole batch, peak RSS sampled every 20 ms. Idle RSS per run:
+   bus: steps per second over the whole batch, peak RSS sampled every 20 ms. Before it, in the
+   same process and store, an untimed batch of 200 such runs warms the JIT up, as a process that
+   has been serving runs is (the first batch of a fresh process measured ~15% fewer steps/s). Idle RSS per run:
    1,000 runs whose first model call waits an hour, RSS after GC minus RSS after \`open\` (each read
    a second after a full GC, once the freed pages are back with the OS), divided by 1,000 (each in
    a fresh process).
@@ -209,7 +226,9 @@ ${rows.map((x) => `| ${x.join(' | ')} |`).join('\n')}
    of one; fsync stays on). On a fresh database each: agentvisor's ${r.repetitions.steps}-step \`list_dir\` run of
    scenario 1 (\`Agentvisor.open({ db: 'postgres://…' })\`, timed after the open that migrates it), and
    the loop of scenario 5 with \`@langchain/langgraph-checkpoint-postgres\` 1.0.5 (\`PostgresSaver\`,
-   after its \`setup()\`), both calling the same \`list_dir\`, in the same process run.
+   after its \`setup()\`), both calling the same \`list_dir\`, in the same process run: interleaved, one of
+   each in turn, each after a full GC and an untimed run of ${f.coldPerStep?.steps ?? 300} steps like scenario 1's,
+   the ratio the median of the pairs'.
 
 ## The hot path
 

@@ -59,18 +59,27 @@ const pairs = { floor: [], floorTx: [], floorTool: [], work: [], noTool: [], av:
 await langgraphPerStepUs(20)
 // Each scenario starts on a collected heap: the garbage of the one before (LangGraph's above
 // all) is not collected inside the next one's timing (run with --expose-gc; without it, as is).
-const clean = (f) => {
+// A full collection also makes V8 throw away the optimized code that held the previous run's
+// objects (its closures, its maps: measured with --trace-deopt), so the run right after it runs
+// its first ~1,000 steps at up to twice the cost while the JIT warms up again; an untimed run of
+// WARM_STEPS of the same scenario on that heap re-warms it, for the floor as for agentvisor and
+// LangGraph. What those first WARM_STEPS cost is kept too (figures.coldPerStep).
+const WARM_STEPS = Number(process.env.BENCH_WARM_STEPS ?? 300)
+const cold = { floor: [], noTool: [], floorTool: [], av: [] }
+const measured = async (f, coldOf) => {
   globalThis.gc?.()
-  return f()
+  const warm = await f(WARM_STEPS)
+  coldOf?.push(warm.us)
+  return (await f(STEPS)).us
 }
 for (let i = 0; i < PAIR_REPS; i++) {
-  pairs.floor.push(clean(() => floorPerStepUs(STEPS)).us)
-  pairs.noTool.push((await clean(() => noToolPerStepUs(STEPS))).us)
-  pairs.floorTool.push((await clean(() => floorWithToolPerStepUs(STEPS))).us)
-  pairs.av.push((await clean(() => agentvisorPerStepUs(STEPS))).us)
-  pairs.work.push((await clean(() => toolWorkPerStepUs(STEPS))).us)
-  pairs.floorTx.push(clean(() => floorPerTransitionTxUs(STEPS)).us)
-  pairs.lg.push((await clean(() => langgraphPerStepUs(STEPS))).us)
+  pairs.floor.push(await measured(floorPerStepUs, cold.floor))
+  pairs.noTool.push(await measured(noToolPerStepUs, cold.noTool))
+  pairs.floorTool.push(await measured(floorWithToolPerStepUs, cold.floorTool))
+  pairs.av.push(await measured(agentvisorPerStepUs, cold.av))
+  pairs.work.push(await measured(toolWorkPerStepUs))
+  pairs.floorTx.push(await measured(floorPerTransitionTxUs))
+  pairs.lg.push(await measured(langgraphPerStepUs))
   log(
     `   rep ${i + 1}: floor ${round(pairs.floor[i])}, no-tool ${round(pairs.noTool[i])} (${round(pairs.noTool[i] / pairs.floor[i])}x); floor+tool ${round(pairs.floorTool[i])}, list_dir ${round(pairs.av[i])} (${round(pairs.av[i] / pairs.floorTool[i])}x); LangGraph ${round(pairs.lg[i])} µs/step`
   )
@@ -82,6 +91,16 @@ figures.ratioPairs = {
   perStepOverFloor: pairRatios('av', 'floor'),
   perStepOverFloorOneTxPerTransition: pairRatios('av', 'floorTx'),
   langgraphOverAgentvisor: pairRatios('lg', 'av')
+}
+const coldRatios = (a, b) => stats(cold[a].map((x, i) => x / cold[b][i]))
+figures.coldPerStep = {
+  steps: WARM_STEPS,
+  floor: stats(cold.floor),
+  noTool: stats(cold.noTool),
+  floorWithTool: stats(cold.floorTool),
+  listDir: stats(cold.av),
+  noToolOverFloor: coldRatios('noTool', 'floor'),
+  listDirOverFloorWithTool: coldRatios('av', 'floorTool')
 }
 const floor = stats(pairs.floor)
 const floorTx = stats(pairs.floorTx)
@@ -109,16 +128,17 @@ log(`7. PostgreSQL: agentvisor and LangGraph.js + PostgresSaver, ${STEPS} steps,
   try {
     await agentvisorPostgresPerStepUs(server, 20)
     await postgresSaverPerStepUs(server, 20)
-    const pgAv = await repeat(REPS, async (i) => {
-      const r = await agentvisorPostgresPerStepUs(server, STEPS)
-      log(`   agentvisor on PostgreSQL rep ${i + 1}: ${round(r.us)} µs/step`)
-      return r.us / 1000
-    })
-    const pgLg = await repeat(REPS, async (i) => {
-      const r = await postgresSaverPerStepUs(server, STEPS)
-      log(`   LangGraph.js + PostgresSaver rep ${i + 1}: ${round(r.us)} µs/step`)
-      return r.us / 1000
-    })
+    // Interleaved and warmed like section 1 (`measured`): each ratio is a pair's.
+    const pgAv = []
+    const pgLg = []
+    for (let i = 0; i < REPS; i++) {
+      pgAv.push((await measured((steps) => agentvisorPostgresPerStepUs(server, steps))) / 1000)
+      pgLg.push((await measured((steps) => postgresSaverPerStepUs(server, steps))) / 1000)
+      log(
+        `   rep ${i + 1}: agentvisor ${round(pgAv[i] * 1000)} µs/step, LangGraph.js + PostgresSaver ${round(pgLg[i] * 1000)} µs/step (${round(pgLg[i] / pgAv[i])}x)`
+      )
+    }
+    figures.ratioPairs.postgresSaverOverAgentvisor = stats(pgLg.map((x, i) => x / pgAv[i]))
     figures.postgresPerStepMs = stats(pgAv)
     figures.postgresSaverPerStepMs = stats(pgLg)
   } finally {
@@ -216,7 +236,7 @@ const results = {
     orchestrationOverFloor: round(m(figures.orchestrationPerStep) / m(figures.floorPerStep)),
     perStepOverFloorOneTxPerTransition: m(figures.ratioPairs.perStepOverFloorOneTxPerTransition),
     langgraphOverAgentvisor: m(figures.ratioPairs.langgraphOverAgentvisor),
-    postgresSaverOverAgentvisor: round(m(figures.postgresSaverPerStepMs) / m(figures.postgresPerStepMs))
+    postgresSaverOverAgentvisor: m(figures.ratioPairs.postgresSaverOverAgentvisor)
   },
   targets: {
     noToolOverFloorMax: 1.5,

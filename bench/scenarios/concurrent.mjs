@@ -26,7 +26,9 @@ try {
   // 2. Throughput: `runs` runs of `steps` steps, all started at once.
   if (phase === 'throughput') {
     const av = await Agentvisor.open({ db: join(dir, 'throughput.db'), telemetry: false })
-    gc()
+    const warm = Number(process.env.BENCH_WARM_RUNS ?? 200)
+    if (warm > 0) await Promise.all((await Promise.all(Array.from({ length: warm }, () => av.start(scriptedTask(ws, steps))))).map((r) => r.result))
+    if (process.env.BENCH_WARM_NOGC !== '1') gc()
     const base = rssKb()
     let peak = base
     const sampler = setInterval(() => {

@@ -168,6 +168,42 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ position: 0, status: 'completed' }])
   })
 
+  it('writes every receipt column it is given, and a settlement keeps what it leaves out, whatever the shape', async () => {
+    const { db, writer, token } = await setup()
+    const settledAt = '2026-11-29T12:00:01.000Z'
+    await writer.commit(
+      commitOf(token, 1, {
+        writes: [
+          // A receipt with nothing known yet, and one that already knows its tokens (a resumed call).
+          { op: 'insertAttempt', row: attempt() },
+          { op: 'insertAttempt', row: attempt({ attempt: 1, reason: 'retry', tokens_in: 7, partial_text: 'half' }) },
+          { op: 'insertAttempt', row: attempt({ attempt: 2, reason: 'fallover' }) }
+        ]
+      })
+    )
+    await writer.commit(
+      commitOf(token, 2, {
+        writes: [
+          // An answer's settlement, one that keeps the tokens and the partial text it leaves out, and a failure's.
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'ok', settled_at: settledAt, latency_ms: 5, tokens_out: 3 } },
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 1, patch: { outcome: 'ok', settled_at: settledAt, latency_ms: 6 } },
+          {
+            op: 'settleAttempt',
+            runId: 'run-1',
+            step: 1,
+            attempt: 2,
+            patch: { outcome: 'failed', settled_at: settledAt, error_kind: 'transient', http_status: 503, error_message: 'busy', latency_ms: 1 }
+          }
+        ]
+      })
+    )
+    expect(await listAttempts(db, 'run-1')).toMatchObject([
+      { attempt: 0, reason: 'initial', outcome: 'ok', latency_ms: 5, tokens_in: null, tokens_out: 3, partial_text: null, error_kind: null },
+      { attempt: 1, reason: 'retry', outcome: 'ok', latency_ms: 6, tokens_in: 7, tokens_out: null, partial_text: 'half', error_kind: null },
+      { attempt: 2, reason: 'fallover', outcome: 'failed', error_kind: 'transient', http_status: 503, error_message: 'busy', latency_ms: 1 }
+    ])
+  })
+
   it("commits a step's transitions as one journal entry with one snapshot, and lists each of them", async () => {
     const { db, writer, token } = await setup()
     const snapshot = '{"v":1,"snapshot":{"value":"dispatching","context":{"step":2}}}'

@@ -150,12 +150,13 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
   }
   const reply = redactedReply(drive, outcome.right)
   const step = { text: reply.text, toolCalls: reply.toolCalls }
+  const at = iso(settledAt)
   return {
     event: { type: 'PROVIDER_OK', hasToolCalls: reply.toolCalls.length > 0 },
     writes: [
       settle(runId, ctx, {
         outcome: 'ok',
-        settled_at: iso(settledAt),
+        settled_at: at,
         latency_ms: latency,
         ttft_ms: reply.timeToFirstTokenMs ?? null,
         tokens_in: reply.usage?.inputTokens ?? null,
@@ -173,7 +174,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
           results_json: null,
           tokens_in: reply.usage?.inputTokens ?? 0,
           tokens_out: reply.usage?.outputTokens ?? 0,
-          at: iso(settledAt)
+          at
         }
       }
     ],

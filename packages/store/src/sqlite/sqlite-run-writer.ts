@@ -5,6 +5,7 @@ import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
 import { compactWrites } from '../run-writer/compact-writes.js'
 import type { RunWrite, TransitionCommit } from '../run-writer/run-write.js'
+import type { AttemptSettlement, NewAttempt } from '../tables/attempts.table.js'
 import { FIRST_LEASE_TOKEN, type LeaseRequest, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
 import type { NewRun, StoredRunRow } from '../tables/runs.table.js'
@@ -68,6 +69,15 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const settleAttempt = sqlite.prepare(
     "UPDATE run_log SET outcome = ?, settled_at = ?, error_kind = coalesce(?, error_kind), http_status = coalesce(?, http_status), error_message = coalesce(?, error_message), latency_ms = coalesce(?, latency_ms), ttft_ms = coalesce(?, ttft_ms), tokens_in = coalesce(?, tokens_in), tokens_out = coalesce(?, tokens_out), partial_text = coalesce(?, partial_text) WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ? AND outcome = 'pending'"
   )
+  // The two receipt writes of every step in their common shapes, with only the values they have:
+  // a receipt about to be sent (nothing known yet but who, why and when), and an answer's
+  // settlement (no error columns). better-sqlite3 converts every bound value, NULLs included.
+  const insertPendingAttempt = sqlite.prepare(
+    "INSERT INTO run_log (kind, run_id, step, n, provider, reason, outcome, started_at) VALUES ('a', ?, ?, ?, ?, ?, 'pending', ?)"
+  )
+  const settleAnswered = sqlite.prepare(
+    "UPDATE run_log SET outcome = ?, settled_at = ?, latency_ms = coalesce(?, latency_ms), ttft_ms = coalesce(?, ttft_ms), tokens_in = coalesce(?, tokens_in), tokens_out = coalesce(?, tokens_out) WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ? AND outcome = 'pending'"
+  )
   const insertStep = sqlite.prepare(
     "INSERT INTO run_log (kind, n, run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at) VALUES ('s', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
   )
@@ -84,18 +94,40 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const bound: BoundValue[] = []
   const apply = (write: RunWrite): void => {
     switch (write.op) {
-      case 'insertAttempt':
+      case 'insertAttempt': {
+        const { row } = write
+        if (isPendingOnly(row)) {
+          insertPendingAttempt.run(encodeText(row.run_id), row.step, row.attempt, encodeText(row.provider), row.reason, encodeText(row.started_at))
+          return
+        }
         bound.length = 0
-        bound.push(encodeText(write.row.run_id))
-        pushAttemptValues(bound, write.row)
+        bound.push(encodeText(row.run_id))
+        pushAttemptValues(bound, row)
         insertAttempt.run(bound)
         return
-      case 'settleAttempt':
+      }
+      case 'settleAttempt': {
+        const { patch } = write
+        if (isAnswerOnly(patch)) {
+          settleAnswered.run(
+            patch.outcome,
+            encodeText(patch.settled_at),
+            patch.latency_ms ?? null,
+            patch.ttft_ms ?? null,
+            patch.tokens_in ?? null,
+            patch.tokens_out ?? null,
+            encodeText(write.runId),
+            write.step,
+            write.attempt
+          )
+          return
+        }
         bound.length = 0
-        pushSettlementValues(bound, write.patch)
+        pushSettlementValues(bound, patch)
         bound.push(encodeText(write.runId), write.step, write.attempt)
         settleAttempt.run(bound)
         return
+      }
       case 'insertStep':
         bound.length = 0
         bound.push(encodeText(write.row.run_id))
@@ -366,6 +398,21 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     }
   }
 }
+
+/** A receipt with nothing known yet but who, why and when: what every dispatch writes before its call. */
+const isPendingOnly = (row: NewAttempt): boolean =>
+  row.error_kind == null &&
+  row.http_status == null &&
+  row.error_message == null &&
+  row.latency_ms == null &&
+  row.ttft_ms == null &&
+  row.tokens_in == null &&
+  row.tokens_out == null &&
+  row.partial_text == null
+
+/** A settlement with no error columns: what an answered call writes. */
+const isAnswerOnly = (patch: AttemptSettlement): boolean =>
+  patch.error_kind == null && patch.http_status == null && patch.error_message == null && patch.partial_text == null
 
 // The reads of `run_log` by its key `(run_id, step, kind, n)`, with the columns the old tables had.
 const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
