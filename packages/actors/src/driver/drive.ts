@@ -14,7 +14,7 @@ import {
   runCommandSettings
 } from '@agentvisor/core'
 import type { Database, RunWriter } from '@agentvisor/store'
-import type { Effect } from 'effect'
+import type { Clock, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import type { Actor } from 'xstate'
 import type { ApprovalAnswer, ApprovalRequest } from '../approval/decide.js'
@@ -95,8 +95,10 @@ export interface Drive {
   freshStep: number | undefined
   /** Built on the first command: the environment without the contract's keys, and its sandbox. */
   commandSettings: CommandSettings | undefined
-  /** Epoch ms from the drive's Clock (set when the loop starts; tests move it). */
-  now: () => number
+  /** Epoch ms from the drive's Clock (tests move it): `drivenNow`, one function for every drive. */
+  readonly now: (this: Drive) => number
+  /** The drive's Clock, set when the loop starts (until then, the system's time). */
+  clock: Clock.Clock | undefined
   /** The catalogue's entry for each of `toolCalls`, looked up once a step (tool-execution.ts). */
   readonly stepTools: StepTools
 }
@@ -105,6 +107,12 @@ export interface Drive {
 export interface StepTools {
   calls: ReadonlyArray<ToolCall> | undefined
   readonly tools: Array<ToolDefinition | undefined>
+}
+
+/** A drive's time: one function for every drive, reading the drive's own Clock (no closure per run). */
+export function drivenNow(this: Drive): number {
+  const clock = this.clock
+  return clock === undefined ? Date.now() : clock.unsafeCurrentTimeMillis()
 }
 
 /** Where provider and tool text enters the run; free when no key is known. */

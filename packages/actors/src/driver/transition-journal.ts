@@ -1,12 +1,13 @@
 import type { Eventually, JournalTransition, LeaseLostError, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
-import type { Actor } from 'xstate'
+import type { Actor, ActorScope } from 'xstate'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, type RunStatePath, runStatePath, statusOfState } from '../machine/run-state.js'
-import { encodeRunSnapshot, type RunSnapshot, type RunStep, runStepOf } from '../machine/run-snapshot.js'
+import { encodeRunSnapshot, type RunSnapshot, runScopeOf, runStep } from '../machine/run-snapshot.js'
 import { failure, iso, nowMs, store } from '../supervisor/driver-io.js'
 import { listens, notify, type RunObserver } from '../supervisor/run-observer.js'
 import { stderrLog } from '../loop/survive.js'
+import { RunRowRefresh } from './run-row-refresh.js'
 
 /** A state's entry work result: the event to send, and the step data to commit with its transition. */
 export interface Work {
@@ -35,14 +36,6 @@ interface Staged {
 const BATCH = { batch: true } as const
 
 const emptyStage = (): Staged => ({ transitions: [], writes: [], head: undefined, last: undefined, notices: [], atMs: 0 })
-
-/**
- * How long the run's row may lag its journal (docs/durability.md, "The run's row"): a commit
- * that changes no status leaves the row's `state`, `steps` and `updated_at` alone when they were
- * written less than this ago (the writer fences with a read instead), and a timer writes them
- * this long after such a commit if nothing has since. A status change is always written at once.
- */
-export const HEAD_REFRESH_MS = 50
 
 /** Where the store has the run: what a drive stopped by a failing store reports (docs/durability.md). */
 export interface DurableHead {
@@ -90,8 +83,8 @@ export class TransitionJournal {
   /** The machine's snapshot after the last transition, staged or durable, and its state path. */
   private snapshot: RunSnapshot
   private at: RunStatePath
-  /** How an event moves the machine (machine/run-snapshot.ts, `runStepOf`). */
-  private readonly next: RunStep
+  /** The scope the machine is stepped under (machine/run-snapshot.ts); undefined: the actor is sent every event. */
+  private readonly scope: ActorScope<RunSnapshot, RunEvent> | undefined
   /**
    * Makes everything staged durable in one fenced transaction, then tells the observers.
    * Uninterruptible (see `flushNow`), so a cancel that lands mid-commit waits: memory and store agree.
@@ -101,15 +94,8 @@ export class TransitionJournal {
   /** Whether any observer has `onTransition` (no payload is built for nobody). */
   private readonly hearsTransitions: boolean
 
-  /** The drive-clock time of the last durable commit that wrote the run's row. */
-  private headWrittenAtMs = Number.NEGATIVE_INFINITY
-  /** The head of the last durable commit when it was left for later (see HEAD_REFRESH_MS), else undefined. */
-  private staleHead: { readonly head: RunHead; readonly atMs: number } | undefined
-  private refreshTimer: ReturnType<typeof setTimeout> | undefined
-  /** Commits handed to the writer and not yet settled: the timer never writes an older head past them. */
-  private inFlight = 0
-  /** Set once the drive is over (`endRefresh`). */
-  private ended = false
+  /** The run's row when a commit leaves it for later (run-row-refresh.ts). */
+  private readonly row: RunRowRefresh
 
   constructor(
     private readonly writer: RunWriter,
@@ -119,19 +105,15 @@ export class TransitionJournal {
     private readonly observers: ReadonlyArray<RunObserver>,
     seq: number,
     private readonly concurrentRuns: (() => number) | undefined,
-    private readonly warn: (line: string) => void = stderrLog
+    warn: (line: string) => void = stderrLog
   ) {
+    this.row = new RunRowRefresh(writer, runId, leaseToken, warn)
     this.seq = seq
     this.durableSeq = seq
     this.hearsTransitions = listens(observers, 'onTransition')
     this.snapshot = actor.getSnapshot()
     this.at = runStatePath(this.snapshot.value)
-    this.next =
-      runStepOf(actor) ??
-      ((_, event) => {
-        actor.send(event)
-        return actor.getSnapshot()
-      })
+    this.scope = runScopeOf(actor)
     this.durable = { state: this.at, steps: this.snapshot.context.completedSteps }
     this.flush = Effect.suspend(() => this.flushNow() ?? Effect.void)
   }
@@ -151,7 +133,7 @@ export class TransitionJournal {
    */
   stage(work: Work, atMs: number): void {
     const before = this.snapshot
-    const after = this.next(before, work.event)
+    const after = this.scope === undefined ? this.sent(work.event) : runStep(before, work.event, this.scope)
     const from = this.at
     // An ignored event leaves the very same snapshot (every transition of the machine targets a
     // state, so a taken one never does): one pass through the machine instead of `can` and `send`.
@@ -195,6 +177,12 @@ export class TransitionJournal {
     work.after?.()
   }
 
+  /** The actor's snapshot after it is sent `event` (an actor the Stately inspector watches). */
+  private sent(event: RunEvent): RunSnapshot {
+    this.actor.send(event)
+    return this.actor.getSnapshot()
+  }
+
   /** Adds step data to the next commit without a transition (the receipt before a dispatch). */
   stageWrite(write: RunWrite): void {
     this.staged.writes.push(write)
@@ -235,7 +223,7 @@ export class TransitionJournal {
     this.staged = emptyStage()
     const { writer, runId, leaseToken } = this
     const { head } = batch
-    const deferred = head !== undefined && this.defers(head, batch.atMs)
+    const deferred = head !== undefined && this.row.defers(head, batch.atMs)
     let result: Eventually<void>
     try {
       // Alone, a run commits at once; among others, its commit may share their transaction. A
@@ -266,16 +254,16 @@ export class TransitionJournal {
     // One `async` for the wait, not `tryPromise` matched: a group commit is every step of every
     // run when many run at once, and each wrapper is one more Effect step per step.
     const pending = result
-    this.inFlight += 1
+    this.row.started()
     return Effect.uninterruptible(
       Effect.async<void, StoreError | LeaseLostError>((resume) => {
         pending.then(
           () => {
-            this.inFlight -= 1
+            this.row.settled()
             resume(Effect.sync(() => this.durableNow(batch, deferred)))
           },
           (cause: unknown) => {
-            this.inFlight -= 1
+            this.row.settled()
             resume(Effect.suspend(() => this.failed(failure('commit transition', cause))))
           }
         )
@@ -283,68 +271,9 @@ export class TransitionJournal {
     )
   }
 
-  /**
-   * Whether this commit may leave the run's row for later: the writer can, the status, error and
-   * end do not change, and the row was written less than HEAD_REFRESH_MS ago.
-   */
-  private defers(head: RunHead, atMs: number): boolean {
-    return (
-      this.writer.refreshHead !== undefined &&
-      head.status === undefined &&
-      head.error_json === null &&
-      head.ended_at === null &&
-      atMs - this.headWrittenAtMs < HEAD_REFRESH_MS
-    )
-  }
-
-  /** Writes the head a commit left for later, HEAD_REFRESH_MS after it, unless a commit has since. */
-  private armRefresh(): void {
-    // After the drive (a commit that was on its way when it ended): written now, no timer left behind.
-    if (this.ended) {
-      this.refreshHead()
-      return
-    }
-    if (this.refreshTimer !== undefined) return
-    this.refreshTimer = setTimeout(() => this.refreshHead(), HEAD_REFRESH_MS)
-    // A pending refresh never keeps a process alive: the journal holds the run either way.
-    this.refreshTimer.unref?.()
-  }
-
-  private refreshHead(): void {
-    this.refreshTimer = undefined
-    const stale = this.staleHead
-    if (stale === undefined) return
-    // A commit still on its way may carry a newer head (or a status): it goes first.
-    if (this.inFlight > 0) {
-      this.armRefresh()
-      return
-    }
-    this.staleHead = undefined
-    this.headWrittenAtMs = stale.atMs
-    const { state, steps, updated_at } = stale.head
-    const failed = (cause: unknown): void => {
-      // A superseded driver's refresh writes nothing, rightly; its run's next commit finds out.
-      if ((cause as { _tag?: unknown } | null)?._tag === 'LeaseLostError') return
-      this.warn(`run ${this.runId}: the run's row was not refreshed (${failure('refresh run head', cause).message}); its next commit writes it`)
-    }
-    try {
-      const result = this.writer.refreshHead?.(this.runId, this.leaseToken, { state, steps, updated_at, error_json: null, ended_at: null })
-      if (result instanceof Promise) result.catch(failed)
-    } catch (cause) {
-      failed(cause)
-    }
-  }
-
-  /**
-   * The drive is over: a head left for later is written now (a commit still on its way wrote a
-   * newer one, or failed and ended the drive), and no timer stays behind.
-   */
+  /** The drive is over: a run's row left for later is written now (run-row-refresh.ts). */
   endRefresh(): void {
-    this.ended = true
-    if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer)
-    this.refreshTimer = undefined
-    if (this.inFlight > 0) this.staleHead = undefined
-    this.refreshHead()
+    this.row.end()
   }
 
   private failed(error: StoreError | LeaseLostError): Effect.Effect<never, StoreError | LeaseLostError> {
@@ -358,13 +287,7 @@ export class TransitionJournal {
     if (head !== undefined) {
       this.durable = { state: head.state, steps: head.steps }
       if (head.status !== undefined) this.writtenStatus = head.status
-      if (deferred) {
-        this.staleHead = { head, atMs: batch.atMs }
-        this.armRefresh()
-      } else {
-        this.headWrittenAtMs = batch.atMs
-        this.staleHead = undefined
-      }
+      this.row.durable(head, batch.atMs, deferred)
     }
     for (const notice of batch.notices) notice()
   }

@@ -76,9 +76,6 @@ export const persistRunSnapshot = (snapshot: RunSnapshot): PersistedRunSnapshot 
 /** The snapshot after `event`, computed by the pure machine: what the driver's actor had after sending it. */
 export const nextRunSnapshot = (snapshot: RunSnapshot, event: RunEvent): RunSnapshot => transition(runMachine, snapshot, event)[0]
 
-/** The machine's next snapshot after an event (the same snapshot when the machine ignores it). */
-export type RunStep = (snapshot: RunSnapshot, event: RunEvent) => RunSnapshot
-
 /**
  * How a drive moves its run's machine, without the actor's per-send work: the machine's own
  * `transition` under one scope made for the run (the actor's identity and system), so a send
@@ -89,19 +86,27 @@ export type RunStep = (snapshot: RunSnapshot, event: RunEvent) => RunSnapshot
  * the drive). An actor created with `inspect` (the Stately inspector, docs/inspector.md) is sent
  * every event instead, so that its inspection events go on: `undefined` then.
  */
-export const runStepOf = (actor: Actor<typeof runMachine>): RunStep | undefined => {
+export const runScopeOf = (actor: Actor<typeof runMachine>): ActorScope<RunSnapshot, RunEvent> | undefined => {
   if (actor.options.inspect !== undefined) return undefined
-  const scope: ActorScope<RunSnapshot, RunEvent> = {
+  return {
     self: actor,
     id: actor.id,
     sessionId: actor.sessionId,
     // The machine has no `log` actions; this is the default an actor gets.
     logger: console.log,
     system: actor.system,
-    defer: (fn) => fn(),
-    emit: () => undefined,
-    stopChild: () => undefined,
-    actionExecutor: (action) => action.exec?.(action.info, action.params)
+    defer: runNow,
+    emit: ignore,
+    stopChild: ignore,
+    actionExecutor: executeAction
   }
-  return (snapshot, event) => runMachine.transition(snapshot, event, scope)
 }
+
+// One of each for every run's scope, not a closure per run.
+const runNow = (fn: () => void): void => fn()
+const ignore = (): undefined => undefined
+const executeAction: ActorScope<RunSnapshot, RunEvent>['actionExecutor'] = (action) => action.exec?.(action.info, action.params)
+
+/** The snapshot after `event` under a run's scope (`runScopeOf`): what its actor would take. */
+export const runStep = (snapshot: RunSnapshot, event: RunEvent, scope: ActorScope<RunSnapshot, RunEvent>): RunSnapshot =>
+  runMachine.transition(snapshot, event, scope)

@@ -2,7 +2,7 @@ import { builtinCatalogue, type ChatMessage, type ToolCall } from '@agentvisor/c
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { makeChildRuns } from '../children/child-runs.js'
-import type { Drive, RunDriverDeps } from '../driver/drive.js'
+import { type Drive, drivenNow, type RunDriverDeps } from '../driver/drive.js'
 import { ENTRY_WORK, type EntryWorkTable } from '../driver/entry-work.js'
 import { LATER, valueNow } from '../driver/now.js'
 import { recoverLostDispatch } from '../driver/recovery.js'
@@ -31,7 +31,8 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     toolCalls: lastAssistantToolCalls(messages),
     freshStep: undefined,
     commandSettings: undefined,
-    now: Date.now,
+    now: drivenNow,
+    clock: undefined,
     stepTools: { calls: undefined, tools: [] }
   }
 
@@ -88,7 +89,7 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
   }
   const driveLoop: Effect.Effect<void, StoreError | LeaseLostError> = Effect.clockWith((clock) => {
     // Time comes from the fiber's Clock (tests move it), read without an Effect step.
-    drive.now = () => clock.unsafeCurrentTimeMillis()
+    drive.clock = clock
     return advance()
   })
 

@@ -178,17 +178,16 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     'UPDATE runs SET status = ?, state = ?, steps = ?, updated_at = ?, error_json = ?, ended_at = ? WHERE id = ? AND lease_token = ?'
   )
   const writeHead = (commit: Pick<TransitionCommit, 'runId' | 'leaseToken' | 'head'>): number => {
-    const { head } = commit
-    const rest = [
-      encodeText(head.state),
-      head.steps,
-      encodeText(head.updated_at),
-      head.error_json,
-      textOrNull(head.ended_at),
-      encodeText(commit.runId),
-      commit.leaseToken
-    ]
-    return (head.status === undefined ? updateHead.run(...rest) : updateHeadAndStatus.run(head.status, ...rest)).changes
+    const { head, runId, leaseToken } = commit
+    const state = encodeText(head.state)
+    const updatedAt = encodeText(head.updated_at)
+    const endedAt = textOrNull(head.ended_at)
+    const id = encodeText(runId)
+    return (
+      head.status === undefined
+        ? updateHead.run(state, head.steps, updatedAt, head.error_json, endedAt, id, leaseToken)
+        : updateHeadAndStatus.run(head.status, state, head.steps, updatedAt, head.error_json, endedAt, id, leaseToken)
+    ).changes
   }
 
   // An entry sits at its run's `steps + 1` after the commit: after every earlier entry, beside the
