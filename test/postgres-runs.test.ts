@@ -30,6 +30,29 @@ const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
 const cli = (dir: string, args: string[], db: string, options: Parameters<typeof runCli>[1] = {}): Promise<CliResult> =>
   runCli([...args, '--db', db], { cwd: dir, ...options, env: { AGENTVISOR_DB: '', ...options.env } })
 
+/**
+ * A `run --json` SIGKILLed mid-dispatch on a fresh database: killed only once the receipt of the
+ * dispatch is durable and the call is at the provider (which holds it for a minute).
+ */
+const killedMidDispatch = async () => {
+  const { dir, file, ws } = await setup([{ delayMs: 60_000, text: 'lost' }, writeDone])
+  const db = await freshDatabase()
+  let pid = 0
+  let announced: string | undefined
+  const first = cli(dir, ['run', file, '--json'], db.url, {
+    onSpawn: (p) => (pid = p),
+    onStderr: (text) => (announced ??= /run (\S+) started/.exec(text)?.[1])
+  })
+  const runId = await waitFor(() => announced, 'the run id')
+  await waitFor(async () => {
+    const rows = await db.query('select outcome from attempts where run_id = $1 and step = 1 and attempt = 0', [runId])
+    return rows[0]?.['outcome'] === 'pending' && mock!.requests.length === 1 ? true : undefined
+  }, 'the pending attempt of the slow dispatch')
+  process.kill(pid, 'SIGKILL')
+  expect((await first).code).toBe(null)
+  return { dir, ws, db, runId, pid }
+}
+
 interface Trace {
   run: { id: string; status: string; parentId: string | null }
   transitions: Array<{ seq: number; from: string; event: string; to: string }>
@@ -113,22 +136,7 @@ describe('the CLI on PostgreSQL', () => {
   })
 
   it('resumes a run SIGKILLed mid-dispatch under the same id, settling the lost attempt unknown', async () => {
-    const { dir, file, ws } = await setup([{ delayMs: 60_000, text: 'lost' }, writeDone])
-    const db = await freshDatabase()
-    let pid = 0
-    let announced: string | undefined
-    const first = cli(dir, ['run', file, '--json'], db.url, {
-      onSpawn: (p) => (pid = p),
-      onStderr: (text) => (announced ??= /run (\S+) started/.exec(text)?.[1])
-    })
-    const runId = await waitFor(() => announced, 'the run id')
-    // Killed only once the receipt of the dispatch is durable and the call is at the provider.
-    await waitFor(async () => {
-      const rows = await db.query('select outcome from attempts where run_id = $1 and step = 1 and attempt = 0', [runId])
-      return rows[0]?.['outcome'] === 'pending' && mock!.requests.length === 1 ? true : undefined
-    }, 'the pending attempt of the slow dispatch')
-    process.kill(pid, 'SIGKILL')
-    expect((await first).code).toBe(null)
+    const { dir, ws, db, runId, pid } = await killedMidDispatch()
     const [before] = await db.query<{ status: string; lease_owner: string }>('select status, lease_owner from runs where id = $1', [runId])
     expect(before).toEqual({ status: 'running', lease_owner: expect.stringContaining(`/${pid}/`) })
 
@@ -151,21 +159,7 @@ describe('the CLI on PostgreSQL', () => {
 // reaches the tables and how their rules are checked, not what they hold.
 describe('a PostgreSQL store written before the step-commit migration', () => {
   it('opens, shows a run killed mid-dispatch as it was, and resumes it, settling the lost attempt unknown', async () => {
-    const { dir, file, ws } = await setup([{ delayMs: 60_000, text: 'lost' }, writeDone])
-    const db = await freshDatabase()
-    let pid = 0
-    let announced: string | undefined
-    const first = cli(dir, ['run', file, '--json'], db.url, {
-      onSpawn: (p) => (pid = p),
-      onStderr: (text) => (announced ??= /run (\S+) started/.exec(text)?.[1])
-    })
-    const runId = await waitFor(() => announced, 'the run id')
-    await waitFor(async () => {
-      const rows = await db.query('select outcome from attempts where run_id = $1 and step = 1 and attempt = 0', [runId])
-      return rows[0]?.['outcome'] === 'pending' && mock!.requests.length === 1 ? true : undefined
-    }, 'the pending attempt of the slow dispatch')
-    process.kill(pid, 'SIGKILL')
-    expect((await first).code).toBe(null)
+    const { dir, ws, db, runId } = await killedMidDispatch()
     // The schema as the version before the migration left it, under the rows the run wrote.
     const kysely = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url, max: 1 }) }) })
     try {
