@@ -56,11 +56,16 @@ export const rebuildConversation = (contract: TaskContract, steps: ReadonlyArray
   ...steps.flatMap(stepMessages)
 ]
 
+/** Whitespace that `\s+` -> ' ' would change: a run of two, or any but a plain space. */
+const FOLDS = /\s\s|[^\S ]/
+
 /** A one-line description of what a dispatch sent, for the trace (never the whole prompt). */
 export const summarizePrompt = (messages: ReadonlyArray<ChatMessage>): string => {
   const last = messages[messages.length - 1]
   if (last === undefined) return '0 messages'
   const content = last.role === 'assistant' ? last.content : last.content
   const excerpt = content.length > 120 ? `${content.slice(0, 117)}...` : content
-  return `${messages.length} messages; last (${last.role}): ${excerpt.replace(/\s+/g, ' ')}`
+  // Nearly every excerpt has no whitespace to fold: a test allocates nothing, a replace a string.
+  const folded = FOLDS.test(excerpt) ? excerpt.replace(/\s+/g, ' ') : excerpt
+  return `${messages.length} messages; last (${last.role}): ${folded}`
 }
