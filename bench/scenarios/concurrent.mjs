@@ -26,10 +26,13 @@ try {
   // 2. Throughput: `runs` runs of `steps` steps, all started at once.
   if (phase === 'throughput') {
     const av = await Agentvisor.open({ db: join(dir, 'throughput.db'), telemetry: false })
+    gc()
+    const base = rssKb()
+    // An untimed batch first warms the JIT up, as in a process that has been serving runs. No
+    // forced GC between it and the timed batch: one would throw away the optimized code that held
+    // the warm-up's runs (docs/benchmarks.md, the cold row), which a serving process never does.
     const warm = Number(process.env.BENCH_WARM_RUNS ?? 200)
     if (warm > 0) await Promise.all((await Promise.all(Array.from({ length: warm }, () => av.start(scriptedTask(ws, steps))))).map((r) => r.result))
-    if (process.env.BENCH_WARM_NOGC !== '1') gc()
-    const base = rssKb()
     let peak = base
     const sampler = setInterval(() => {
       peak = Math.max(peak, rssKb())
