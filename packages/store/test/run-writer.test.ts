@@ -276,9 +276,11 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await getRun(db, 'run-1')).toMatchObject({ status: 'running', state: 'verifying', steps: 2, updated_at: '2026-11-29T12:00:02.000Z' })
     // Both stay fenced: a superseded driver's deferred commit and refresh write nothing.
     expect(await acquireLease(db, { runId: 'run-1', owner: 'other', now: 9000, ttlMs: 500, isAbandoned: never })).toEqual({ token: 2 })
-    await expect(Promise.resolve().then(() => writer.commit(commitOf(token, 3, { head: deferred, headDeferred: true })))).rejects.toBeInstanceOf(LeaseLostError)
+    const superseded = commitOf(token, 3, { head: deferred, headDeferred: true, writes: [{ op: 'insertStep', row: step({ step: 3 }) }] })
+    await expect(Promise.resolve().then(() => writer.commit(superseded))).rejects.toBeInstanceOf(LeaseLostError)
     await expect(Promise.resolve().then(() => writer.refreshHead?.('run-1', token, head('acting', 'z')))).rejects.toBeInstanceOf(LeaseLostError)
     expect((await listTransitions(db, 'run-1')).map((t) => t.seq)).toEqual([1, 2])
+    expect((await listSteps(db, 'run-1')).map((s) => s.step)).toEqual([1])
     expect(await getRun(db, 'run-1')).toMatchObject({ state: 'verifying', updated_at: '2026-11-29T12:00:02.000Z' })
   })
 
@@ -335,6 +337,24 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await listTransitions(db, 'run-1')).toHaveLength(1)
     expect(await listSteps(db, 'run-1')).toHaveLength(1)
     expect(await listTransitions(db, 'run-2')).toHaveLength(1)
+    expect(await listTransitions(db, 'run-3')).toEqual([])
+    expect(await listSteps(db, 'run-3')).toEqual([])
+  })
+
+  it('rolls back alone a fenced-out run of a group commit that leaves its head for later', async () => {
+    const { db, writer } = await setup()
+    const stale = await writer.createRun(run({ id: 'run-3' }), { owner: 'me', expiresAt: 5000 })
+    await acquireLease(db, { runId: 'run-3', owner: 'thief', now: 9000, ttlMs: 500, isAbandoned: never })
+    const later = { ...head('verifying'), status: undefined }
+    const results = await Promise.allSettled([
+      writer.commit(commitOf(1, 1, { writes: [{ op: 'insertStep', row: step() }] }), { batch: true }),
+      writer.commit(commitOf(stale, 1, { runId: 'run-3', head: later, headDeferred: true, writes: [{ op: 'insertStep', row: step({ run_id: 'run-3' }) }] }), {
+        batch: true
+      })
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected'])
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError)
+    expect(await listSteps(db, 'run-1')).toHaveLength(1)
     expect(await listTransitions(db, 'run-3')).toEqual([])
     expect(await listSteps(db, 'run-3')).toEqual([])
   })

@@ -193,24 +193,35 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   // An entry sits at its run's `steps + 1` after the commit: after every earlier entry, beside the
   // rows of the step the run is at (docs/durability.md, "How a run is stored").
   const insertEntry = sqlite.prepare("INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) VALUES (?, ?, 'j', ?, ?, ?, ?)")
+  // The same entry inserted only while the run's token is the driver's: the fence of a commit that
+  // leaves the head for later, in the statement it makes anyway.
+  const insertEntryFenced = sqlite.prepare(
+    "INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) SELECT ?, ?, 'j', ?, ?, ?, ? WHERE (SELECT lease_token FROM runs WHERE id = ?) = ?"
+  )
   const commitBody = (commit: TransitionCommit): void => {
-    // The fence and the head update are one statement: a superseded driver changes no row. A
-    // commit that leaves the head for later reads the token instead, under the same write lock.
-    if (commit.headDeferred === true) fence(commit.runId, commit.leaseToken)
-    else if (writeHead(commit) === 0) throw new LeaseLostError({ runId: commit.runId })
+    const { runId, transitions } = commit
+    // The fence comes first, so a superseded driver writes nothing at all: the head update (one
+    // statement with it), or for a commit that leaves the head for later, its journal entry
+    // inserted only under the driver's token (or, with no transition, a read of the token), all
+    // under the same write lock.
+    let entered = false
+    if (commit.headDeferred !== true) {
+      if (writeHead(commit) === 0) throw new LeaseLostError({ runId })
+    } else if (transitions.length === 0) {
+      fence(runId, commit.leaseToken)
+    } else {
+      const [id, step, seq, firstSeq, transitionsJson] = entryValues(commit)
+      if (insertEntryFenced.run(id, step, seq, firstSeq, transitionsJson, commit.snapshot, id, commit.leaseToken).changes === 0) {
+        throw new LeaseLostError({ runId })
+      }
+      entered = true
+    }
     // A step inserted and given its results in one commit is one INSERT (compact-writes.ts).
     for (const write of compactWrites(commit.writes)) apply(write)
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
-    const { transitions } = commit
-    if (transitions.length > 0) {
-      insertEntry.run(
-        encodeText(commit.runId),
-        commit.head.steps + 1,
-        transitions[transitions.length - 1]!.seq,
-        transitions[0]!.seq,
-        JSON.stringify(transitions),
-        commit.snapshot
-      )
+    if (!entered && transitions.length > 0) {
+      const [id, step, seq, firstSeq, transitionsJson] = entryValues(commit)
+      insertEntry.run(id, step, seq, firstSeq, transitionsJson, commit.snapshot)
     }
   }
   const commitOne = sqlite.transaction(commitBody)
@@ -396,6 +407,12 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000')
     }
   }
+}
+
+/** A journal entry's run, step (see `insertEntry`), seq, first seq and transitions. */
+const entryValues = (commit: TransitionCommit): readonly [string, number, number, number, string] => {
+  const { transitions } = commit
+  return [encodeText(commit.runId), commit.head.steps + 1, transitions[transitions.length - 1]!.seq, transitions[0]!.seq, JSON.stringify(transitions)]
 }
 
 /** A receipt with nothing known yet but who, why and when: what every dispatch writes before its call. */
