@@ -268,8 +268,8 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     )
     .immediate.bind(null)
   // The common case, without the two savepoint statements a commit costs: a commit's fence is its
-  // first statement (the head update, or the read of the token for a commit that leaves the head
-  // for later), so a commit fenced out has written nothing and needs no undo. Any other failure
+  // first statement (the head update, or for a commit that leaves the head for later its fenced
+  // journal entry), so a commit fenced out has written nothing and needs no undo. Any other failure
   // may have left half a commit: the whole transaction is thrown away and done again commit by
   // commit in savepoints (`commitEach`).
   class NeedsSavepoints extends Error {}
