@@ -199,30 +199,27 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     "INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) SELECT ?, ?, 'j', ?, ?, ?, ? WHERE (SELECT lease_token FROM runs WHERE id = ?) = ?"
   )
   const commitBody = (commit: TransitionCommit): void => {
-    const { runId, transitions } = commit
+    const { runId, leaseToken, transitions } = commit
+    const deferred = commit.headDeferred === true
     // The fence comes first, so a superseded driver writes nothing at all: the head update (one
     // statement with it), or for a commit that leaves the head for later, its journal entry
-    // inserted only under the driver's token (or, with no transition, a read of the token), all
-    // under the same write lock.
-    let entered = false
-    if (commit.headDeferred !== true) {
+    // inserted only under the driver's token (with no transition, a read of the token), all under
+    // the same write lock.
+    if (!deferred) {
       if (writeHead(commit) === 0) throw new LeaseLostError({ runId })
-    } else if (transitions.length === 0) {
-      fence(runId, commit.leaseToken)
-    } else {
-      const [id, step, seq, firstSeq, transitionsJson] = entryValues(commit)
-      if (insertEntryFenced.run(id, step, seq, firstSeq, transitionsJson, commit.snapshot, id, commit.leaseToken).changes === 0) {
-        throw new LeaseLostError({ runId })
-      }
-      entered = true
+    } else if (transitions.length === 0) fence(runId, leaseToken)
+    // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
+    if (transitions.length > 0) {
+      const id = encodeText(runId)
+      const step = commit.head.steps + 1
+      const seq = transitions[transitions.length - 1]!.seq
+      const firstSeq = transitions[0]!.seq
+      const json = JSON.stringify(transitions)
+      if (!deferred) insertEntry.run(id, step, seq, firstSeq, json, commit.snapshot)
+      else if (insertEntryFenced.run(id, step, seq, firstSeq, json, commit.snapshot, id, leaseToken).changes === 0) throw new LeaseLostError({ runId })
     }
     // A step inserted and given its results in one commit is one INSERT (compact-writes.ts).
     for (const write of compactWrites(commit.writes)) apply(write)
-    // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
-    if (!entered && transitions.length > 0) {
-      const [id, step, seq, firstSeq, transitionsJson] = entryValues(commit)
-      insertEntry.run(id, step, seq, firstSeq, transitionsJson, commit.snapshot)
-    }
   }
   const commitOne = sqlite.transaction(commitBody)
   const commitNow = commitOne.immediate.bind(null)
@@ -407,12 +404,6 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000')
     }
   }
-}
-
-/** A journal entry's run, step (see `insertEntry`), seq, first seq and transitions. */
-const entryValues = (commit: TransitionCommit): readonly [string, number, number, number, string] => {
-  const { transitions } = commit
-  return [encodeText(commit.runId), commit.head.steps + 1, transitions[transitions.length - 1]!.seq, transitions[0]!.seq, JSON.stringify(transitions)]
 }
 
 /** A receipt with nothing known yet but who, why and when: what every dispatch writes before its call. */
