@@ -134,7 +134,7 @@ describe('a store written before the compact journal (docs/durability.md, "The j
     const resumed = await runCli(['resume', PAUSED, '--db', db])
     expect(resumed.code).toBe(2)
     expect(resumed.stderr.trim().split('\n')).toEqual([
-      `agentvisor: run ${PAUSED} cannot be resumed: its last snapshot has schema version 7, which this agentvisor does not read (it reads version 1): it was written by another version of agentvisor`
+      `agentvisor: run ${PAUSED} cannot be resumed: its last snapshot has schema version 7, which this agentvisor does not read (it reads versions 1 and 2): it was written by another version of agentvisor`
     ])
     expect((await show(db, PAUSED)).transitions).toEqual(PAUSED_TRANSITIONS)
   })

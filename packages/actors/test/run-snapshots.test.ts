@@ -7,7 +7,14 @@ import type { InspectionEvent } from 'xstate'
 import { Agentvisor, loadRunSnapshots, RunNotResumableError, runMachine } from '@agentvisor/actors'
 import { listJournalEntries, listTransitions, openStore } from '@agentvisor/store'
 import type { RunEvent } from '../src/machine/run-machine.js'
-import { initialRunSnapshot, nextRunSnapshot, persistRunSnapshot } from '../src/machine/run-snapshot.js'
+import {
+  decodeRunSnapshot,
+  encodeRunSnapshot,
+  initialRunSnapshot,
+  nextRunSnapshot,
+  persistRunSnapshot,
+  STORED_CONTEXT_FIELDS
+} from '../src/machine/run-snapshot.js'
 
 const dirs: string[] = []
 const tempDir = () => {
@@ -110,7 +117,7 @@ describe('time travel over the compact journal (docs/durability.md, "The journal
       const last = (await listJournalEntries(store.db, paused.runId)).at(-1)!
       await store.db
         .updateTable('journal_entries')
-        .set({ snapshot_json: '{"v":2,"snapshot":{"value":"awaitingApproval","context":{}}}' })
+        .set({ snapshot_json: '{"v":3,"snapshot":{"value":"awaitingApproval","context":{}}}' })
         .where('run_id', '=', paused.runId)
         .where('seq', '=', last.seq)
         .execute()
@@ -124,7 +131,7 @@ describe('time travel over the compact journal (docs/durability.md, "The journal
     )
     expect(refusal).toBeInstanceOf(RunNotResumableError)
     expect((refusal as RunNotResumableError).message).toBe(
-      `run ${paused.runId} cannot be resumed: its last snapshot has schema version 2, which this agentvisor does not read (it reads version 1): it was written by another version of agentvisor`
+      `run ${paused.runId} cannot be resumed: its last snapshot has schema version 3, which this agentvisor does not read (it reads versions 1 and 2): it was written by another version of agentvisor`
     )
     await av.close()
     av = undefined
@@ -156,5 +163,45 @@ describe('the persisted run snapshot', () => {
       expect(JSON.stringify(persistRunSnapshot(snapshot))).toBe(JSON.stringify(runMachine.getPersistedSnapshot(snapshot)))
     }
     expect(seen.at(-1)).toBe('{"finished":"succeeded"}')
+  })
+
+  it('is stored without the machine input, as JSON.stringify would write it, and read back whole with the input, in every state', () => {
+    const input = { maxSteps: 2, maxRetries: 1, dispatchCeiling: 10, providerCount: 2, timeoutMs: 1000 }
+    const inputKeys = Object.keys(input)
+    const events: RunEvent[] = [
+      // An error whose message needs escaping in JSON: quotes, a backslash, a newline, a control character.
+      { type: 'PROVIDER_ERROR', error: { kind: 'transient', message: 'a "503"\\ from\nthe\u0001 server', httpStatus: 503 }, retryAt: 5 },
+      { type: 'NEXT_PROVIDER' },
+      { type: 'PROVIDER_OK', hasToolCalls: true },
+      { type: 'TOOLS_DONE' },
+      { type: 'VERIFY_FAILED' },
+      { type: 'CHILDREN_SPAWNED' },
+      { type: 'FAIL', error: { kind: 'internal', message: 'x' } }
+    ]
+    let snapshot = initialRunSnapshot(input)
+    for (const event of [undefined, ...events]) {
+      // CHILDREN_SPAWNED is ignored outside `acting`: the state is what the machine made of it.
+      if (event !== undefined) snapshot = nextRunSnapshot(snapshot, event)
+      const encoded = encodeRunSnapshot(snapshot)
+      const whole = JSON.parse(JSON.stringify(persistRunSnapshot(snapshot))) as { status: string; value: unknown; context: Record<string, unknown> }
+      const stored = Object.fromEntries(Object.entries(whole.context).filter(([key]) => !inputKeys.includes(key)))
+      expect(Object.keys(stored)).toHaveLength(STORED_CONTEXT_FIELDS)
+      expect(encoded).toBe(JSON.stringify({ v: 2, snapshot: { status: whole.status, value: whole.value, context: stored } }))
+      expect(Either.getOrThrow(decodeRunSnapshot(encoded, input))).toEqual(whole)
+      // Without the input (a contract that does not read), the context as stored.
+      expect(Either.getOrThrow(decodeRunSnapshot(encoded, undefined)).context).toEqual(stored)
+    }
+    expect(snapshot.value).toEqual({ finished: 'failed' })
+  })
+
+  it('reads a version 1 snapshot as it was stored, whatever the input', () => {
+    const input = { maxSteps: 3, maxRetries: 1, dispatchCeiling: 10, providerCount: 1, timeoutMs: 1000 }
+    const v1 = JSON.stringify({
+      v: 1,
+      snapshot: runMachine.getPersistedSnapshot(nextRunSnapshot(initialRunSnapshot(input), { type: 'PROVIDER_OK', hasToolCalls: false }))
+    })
+    const read = Either.getOrThrow(decodeRunSnapshot(v1, { ...input, maxSteps: 99 }))
+    expect(read).toEqual(JSON.parse(v1).snapshot)
+    expect(read.context.maxSteps).toBe(3)
   })
 })

@@ -29,6 +29,8 @@ import { runMachine } from '../src/machine/run-machine.js'
 import { decodeRunSnapshot } from '../src/machine/run-snapshot.js'
 
 const stores: Store[] = []
+/** The machine input every driver of these runs starts from (and a stored snapshot is read with). */
+const MACHINE_INPUT = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, providerCount: 1, timeoutMs: 60_000 }
 afterEach(async () => {
   for (const store of stores.splice(0)) await store.close()
 })
@@ -81,7 +83,7 @@ const openRun = async () => {
     /** One driver of the run from where the store has it (a new run, or a resume after a crash). */
     driver: async (writerOf: RunWriter, steps: ReadonlyArray<ScriptedStep>, tools: ToolCatalogue) => {
       const loaded = (await writerOf.loadRun(runId))!
-      const snapshot = loaded.last === undefined ? undefined : (Either.getOrThrow(decodeRunSnapshot(loaded.last.snapshot_json)) as never)
+      const snapshot = loaded.last === undefined ? undefined : (Either.getOrThrow(decodeRunSnapshot(loaded.last.snapshot_json, MACHINE_INPUT)) as never)
       const records = loaded.steps.map(
         (row): StepRecord => ({
           text: row.text,
@@ -92,7 +94,7 @@ const openRun = async () => {
       const policy = await Effect.runPromise(loadRunPolicy(store.db, contract))
       if (Either.isLeft(policy)) throw new Error(policy.left)
       const actor = createActor(runMachine, {
-        input: { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, providerCount: 1, timeoutMs: 60_000 },
+        input: MACHINE_INPUT,
         ...(snapshot === undefined ? {} : { snapshot })
       }).start()
       return makeRunDriver({

@@ -152,7 +152,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // The contract and steps come decoded: a corrupt one failed the load (docs/durability.md, "Corrupt rows").
       const { run, last, steps } = loaded
       const { contract } = run
-      const decoded = last === undefined ? Either.right(undefined) : decodeRunSnapshot(last.snapshot_json)
+      const decoded = last === undefined ? Either.right(undefined) : decodeRunSnapshot(last.snapshot_json, machineInput(contract))
       if (Either.isLeft(decoded)) return yield* new RunNotResumableError({ runId, reason: `its last snapshot ${decoded.left}` })
       const snapshot = decoded.right
       const actor = yield* Effect.try({

@@ -56,7 +56,9 @@ export const replayJournal = (entries: ReadonlyArray<JournalEntryRow>, input: Ru
   // The previous entry's snapshot: restored only when an entry has transitions to replay.
   let previous: Either.Either<PersistedRunSnapshot, string> = Either.left('follows no entry')
   for (const entry of entries) {
-    const stored = jsonTextTooDeep(entry.snapshot_json, MAX_ENTRY_DEPTH) ? Either.left('is nested too deeply to read') : decodeRunSnapshot(entry.snapshot_json)
+    const stored = jsonTextTooDeep(entry.snapshot_json, MAX_ENTRY_DEPTH)
+      ? Either.left('is nested too deeply to read')
+      : decodeRunSnapshot(entry.snapshot_json, input)
     const events = readEvents(entry)
     if (entry.seq > entry.first_seq) {
       let current: Either.Either<RunSnapshot, string> =
