@@ -51,7 +51,7 @@ const rows = [
         `${spread(f.coldPerStep.noTool)}; ${spread(f.coldPerStep.listDir)}`,
         '(information)',
         '',
-        `the untimed run before each timed one: ${ratio(f.coldPerStep.noToolOverFloor.median)} the floor's ${f.coldPerStep.floor.median} µs, and ${ratio(f.coldPerStep.listDirOverFloorWithTool.median)} the floor + tool's ${f.coldPerStep.floorWithTool.median} µs, over the same first steps. A full collection makes V8 drop the optimized code that held the previous run's objects (\`--trace-deopt\`: ~20 functions of the driver, the writer and XState a run, "weak objects"), and a run that starts then pays for the JIT's warm-up again; the floor's little code re-warms sooner. A process that drives runs side by side keeps them warm`
+        `the start of the untimed run before each timed one: ${ratio(f.coldPerStep.noToolOverFloor.median)} the floor's ${f.coldPerStep.floor.median} µs, and ${ratio(f.coldPerStep.listDirOverFloorWithTool.median)} the floor + tool's ${f.coldPerStep.floorWithTool.median} µs, over the same first steps. A full collection makes V8 throw away optimized code (\`--trace-deopt\`: functions of the driver, the writer, Effect's fiber loop and XState, "weak objects"), and the code that runs next starts over from its warm-up: measured (2026-12-02) inside one 8,000-step no-tool run right after a full GC, ~190–240 µs a step over its first 500 steps, a steady ~125–135 µs only after ~2,000 (XState's transitions the slowest to come back: ~2× their steady cost over the first 1,000 steps); the floor's little code re-warms within a few hundred. A process whose runs overlap keeps their code warm; one that drives a single run at a time pays this after each full collection`
       ],
   [
     'µs per step, LangGraph.js + SqliteSaver, the same tool',
@@ -155,8 +155,10 @@ median); ratios are against baselines measured in the same process run. The sing
 each in turn, and each ratio of a target is the median of the ratios of the pairs measured one
 right after the other (\`figures.ratioPairs\` in the results): a change of the machine's load
 between two scenarios moves both sides of a pair. Each of them starts on a collected heap, then
-runs untimed for ${f.coldPerStep?.steps ?? 300} steps of the same scenario (the JIT's warm-up after that
-collection, reported in its own row), then the timed run. All figures are in \`bench/results.json\`.
+runs untimed for ${f.coldPerStep?.warmSteps ?? f.coldPerStep?.steps ?? 300} steps of the same scenario (the JIT's warm-up after that
+collection; what its first ${f.coldPerStep?.steps ?? 300} steps cost has a row of its own), then the timed run. agentvisor's runs
+are driven one after another on one long-lived \`Agentvisor\` per scenario, as a process that serves
+runs keeps one store open. All figures are in \`bench/results.json\`.
 
 Machine of the figures below: ${m.cpu}, ${m.nproc} cores (\`nproc\`), ${m.memTotalGb} GiB RAM, Node ${m.node}, ${m.platform}.
 Measured ${r.at}, in ${r.durationS} s, with ${r.repetitions.pairs ?? r.repetitions.light} interleaved repetitions of the
@@ -228,7 +230,7 @@ ${rows
    scenario 1 (\`Agentvisor.open({ db: 'postgres://…' })\`, timed after the open that migrates it), and
    the loop of scenario 5 with \`@langchain/langgraph-checkpoint-postgres\` 1.0.5 (\`PostgresSaver\`,
    after its \`setup()\`), both calling the same \`list_dir\`, in the same process run: interleaved, one of
-   each in turn, each after a full GC and an untimed run of ${f.coldPerStep?.steps ?? 300} steps like scenario 1's,
+   each in turn, each after a full GC and an untimed run of ${f.coldPerStep?.warmSteps ?? f.coldPerStep?.steps ?? 300} steps like scenario 1's,
    the ratio the median of the pairs'.
 
 ## The hot path

@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { round, stats } from './lib.mjs'
-import { agentvisorPerStepUs, floorPerStepUs, floorPerTransitionTxUs, floorWithToolPerStepUs, noToolPerStepUs } from './scenarios/steps.mjs'
+import { agentvisorPerStepUs, floorPerStepUs, floorPerTransitionTxUs, floorWithToolPerStepUs, noToolPerStepUs, openSession } from './scenarios/steps.mjs'
 import { agentvisorPostgresPerStepUs, postgresSaverPerStepUs, startPostgres } from './scenarios/postgres.mjs'
 import { langgraphPerStepUs } from './scenarios/langgraph.mjs'
 import { toolWorkPerStepUs } from './scenarios/tool-work.mjs'
@@ -48,10 +48,16 @@ const figures = {}
 // 1. One run of STEPS steps against the raw floor, without a tool and with the same tool in the
 // floor's loop; 5. the same loop in LangGraph.js.
 log(`1. floor and agentvisor, ${STEPS} steps, ${PAIR_REPS} interleaved repetitions`)
+// agentvisor's runs are driven one after another on one long-lived Agentvisor per scenario, as a
+// process that serves runs has one store open for its life (a fresh one per run also pays for
+// specializing the JIT's code to that store's objects again: measured, ~20% more a step).
+const sessions = { noTool: await openSession('notool'), av: await openSession('steps') }
+const noToolRun = (steps) => noToolPerStepUs(steps, sessions.noTool)
+const avRun = (steps) => agentvisorPerStepUs(steps, sessions.av)
 floorPerStepUs(100) // warm-up (JIT, module load)
 await floorWithToolPerStepUs(100)
-await agentvisorPerStepUs(20)
-await noToolPerStepUs(20)
+await avRun(20)
+await noToolRun(20)
 // Interleaved, repetition by repetition: each ratio is taken between figures measured one right
 // after the other, so that a change of the machine's load between scenarios (other processes,
 // the CPU's clock) moves both sides of it; the ratios of record are the medians of those pairs.
@@ -59,24 +65,28 @@ const pairs = { floor: [], floorTx: [], floorTool: [], work: [], noTool: [], av:
 await langgraphPerStepUs(20)
 // Each scenario starts on a collected heap: the garbage of the one before (LangGraph's above
 // all) is not collected inside the next one's timing (run with --expose-gc; without it, as is).
-// A full collection also makes V8 throw away the optimized code that held the previous run's
-// objects (its closures, its maps: measured with --trace-deopt), so the run right after it runs
-// its first ~1,000 steps at up to twice the cost while the JIT warms up again; an untimed run of
-// WARM_STEPS of the same scenario on that heap re-warms it, for the floor as for agentvisor and
-// LangGraph. What those first WARM_STEPS cost is kept too (figures.coldPerStep).
-const WARM_STEPS = Number(process.env.BENCH_WARM_STEPS ?? 300)
+// A full collection also makes V8 throw away optimized code and start the code that runs next
+// over from its warm-up: measured (2026-12-02) inside one 8,000-step no-tool run right after a
+// full GC, ~190-240 µs a step over its first 500 steps, falling to a steady ~125-135 µs only
+// after ~2,000 steps (the floor's little code re-warms within a few hundred). So after the GC
+// each scenario first runs untimed: COLD_STEPS steps, whose cost is kept (figures.coldPerStep:
+// what a step costs right after a full collection), then WARM_STEPS - COLD_STEPS more; then the
+// timed run. The same for the floor, agentvisor and LangGraph.
+const COLD_STEPS = 300
+const WARM_STEPS = Math.max(COLD_STEPS, Number(process.env.BENCH_WARM_STEPS ?? 2000))
 const cold = { floor: [], noTool: [], floorTool: [], av: [] }
 const measured = async (f, coldOf) => {
   globalThis.gc?.()
-  const warm = await f(WARM_STEPS)
-  coldOf?.push(warm.us)
+  const first = await f(COLD_STEPS)
+  coldOf?.push(first.us)
+  if (WARM_STEPS > COLD_STEPS) await f(WARM_STEPS - COLD_STEPS)
   return (await f(STEPS)).us
 }
 for (let i = 0; i < PAIR_REPS; i++) {
   pairs.floor.push(await measured(floorPerStepUs, cold.floor))
-  pairs.noTool.push(await measured(noToolPerStepUs, cold.noTool))
+  pairs.noTool.push(await measured(noToolRun, cold.noTool))
   pairs.floorTool.push(await measured(floorWithToolPerStepUs, cold.floorTool))
-  pairs.av.push(await measured(agentvisorPerStepUs, cold.av))
+  pairs.av.push(await measured(avRun, cold.av))
   pairs.work.push(await measured(toolWorkPerStepUs))
   pairs.floorTx.push(await measured(floorPerTransitionTxUs))
   pairs.lg.push(await measured(langgraphPerStepUs))
@@ -84,6 +94,8 @@ for (let i = 0; i < PAIR_REPS; i++) {
     `   rep ${i + 1}: floor ${round(pairs.floor[i])}, no-tool ${round(pairs.noTool[i])} (${round(pairs.noTool[i] / pairs.floor[i])}x); floor+tool ${round(pairs.floorTool[i])}, list_dir ${round(pairs.av[i])} (${round(pairs.av[i] / pairs.floorTool[i])}x); LangGraph ${round(pairs.lg[i])} µs/step`
   )
 }
+await sessions.noTool.close()
+await sessions.av.close()
 const pairRatios = (a, b) => stats(pairs[a].map((x, i) => x / pairs[b][i]))
 figures.ratioPairs = {
   noToolOverFloor: pairRatios('noTool', 'floor'),
@@ -94,7 +106,8 @@ figures.ratioPairs = {
 }
 const coldRatios = (a, b) => stats(cold[a].map((x, i) => x / cold[b][i]))
 figures.coldPerStep = {
-  steps: WARM_STEPS,
+  steps: COLD_STEPS,
+  warmSteps: WARM_STEPS,
   floor: stats(cold.floor),
   noTool: stats(cold.noTool),
   floorWithTool: stats(cold.floorTool),

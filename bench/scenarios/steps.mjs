@@ -11,18 +11,37 @@ import { toolWork } from './tool-work.mjs'
 
 const { Agentvisor } = await import(actorsUrl)
 
-/** µs per step of one agentvisor run of `steps` steps (3 durable transitions each). */
-export const agentvisorPerStepUs = async (steps) => {
-  const dir = tmp('steps')
+/**
+ * A long-lived Agentvisor on a store of its own, as a process that serves runs has one: the
+ * section 1 scenarios drive their runs on it one after another (docs/benchmarks.md).
+ */
+export const openSession = async (prefix) => {
+  const dir = tmp(prefix)
   const ws = workspace(dir)
   const av = await Agentvisor.open({ db: join(dir, 'av.db'), telemetry: false })
-  try {
-    return await timedRunPerStepUs(av, scriptedTask(ws, steps), steps)
-  } finally {
-    await av.close()
-    rm(dir)
+  return {
+    av,
+    ws,
+    close: async () => {
+      await av.close()
+      rm(dir)
+    }
   }
 }
+
+/** Runs `f(av, ws)` on `session`, or on an Agentvisor and store of its own when there is none. */
+const onSession = async (session, prefix, f) => {
+  if (session !== undefined) return f(session.av, session.ws)
+  const own = await openSession(prefix)
+  try {
+    return await f(own.av, own.ws)
+  } finally {
+    await own.close()
+  }
+}
+
+/** µs per step of one agentvisor run of `steps` steps (3 durable transitions each), on `session` if given. */
+export const agentvisorPerStepUs = (steps, session) => onSession(session, 'steps', (av, ws) => timedRunPerStepUs(av, scriptedTask(ws, steps), steps))
 
 /**
  * µs per step of one agentvisor run of `steps` steps where the model only answers text: the
@@ -30,11 +49,8 @@ export const agentvisorPerStepUs = async (steps) => {
  * file nobody writes, so every step fails verification, tells the model so and dispatches
  * again, until `maxSteps` ends the run `step_cap`.
  */
-export const noToolPerStepUs = async (steps) => {
-  const dir = tmp('notool')
-  const ws = workspace(dir)
-  const av = await Agentvisor.open({ db: join(dir, 'av.db'), telemetry: false })
-  try {
+export const noToolPerStepUs = (steps, session) =>
+  onSession(session, 'notool', async (av, ws) => {
     const t0 = nowMs()
     const result = await av.run({
       goal: 'bench',
@@ -47,11 +63,7 @@ export const noToolPerStepUs = async (steps) => {
     const ms = nowMs() - t0
     if (result.status !== 'step_cap' || result.steps !== steps) throw new Error(`unexpected end ${JSON.stringify(result)}`)
     return { us: (ms * 1000) / result.steps, steps: result.steps }
-  } finally {
-    await av.close()
-    rm(dir)
-  }
-}
+  })
 
 /**
  * The floor's store and machine: an XState actor of three states, `send` + persisted snapshot +
