@@ -229,7 +229,7 @@ ${rows
    of one; fsync stays on). On a fresh database each: agentvisor's ${r.repetitions.steps}-step \`list_dir\` run of
    scenario 1 (\`Agentvisor.open({ db: 'postgres://…' })\`, timed after the open that migrates it), and
    the loop of scenario 5 with \`@langchain/langgraph-checkpoint-postgres\` 1.0.5 (\`PostgresSaver\`,
-   after its \`setup()\`), both calling the same \`list_dir\`, in the same process run: interleaved, one of
+   after its \`setup()\`), both calling the same \`list_dir\`, in the same process run: ${r.repetitions.postgres ?? r.repetitions.light} interleaved pairs, one of
    each in turn, each after a full GC and an untimed run of ${f.coldPerStep?.warmSteps ?? f.coldPerStep?.steps ?? 300} steps like scenario 1's,
    the ratio the median of the pairs'.
 

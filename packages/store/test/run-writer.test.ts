@@ -417,6 +417,88 @@ describe('the SQLite checkpointer', () => {
   })
 })
 
+describe('the SQLite commit thread', () => {
+  /** `n` runs created by `writer`, each leased with token 1. */
+  const runsOf = async (writer: RunWriter, n: number): Promise<string[]> => {
+    const ids = Array.from({ length: n }, (_, i) => `run-${i + 1}`)
+    for (const id of ids) await writer.createRun(run({ id }), { owner: 'me', expiresAt: 5000 })
+    return ids
+  }
+  /** Each run's first commit: its step 1 and one transition, in a group commit. */
+  const firstCommits = (writer: RunWriter, ids: ReadonlyArray<string>) =>
+    ids.map((id) => Promise.resolve(writer.commit(commitOf(1, 1, { runId: id, writes: [{ op: 'insertStep', row: step({ run_id: id }) }] }), { batch: true })))
+  // SQLite's `data_version` on a connection changes when another connection commits, never for its own.
+  const dataVersion = (store: Store): number => store.sqlite!.pragma('data_version', { simple: true }) as number
+
+  it("commits a large group commit on its own connection, every run's rows in the store", async () => {
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    const ids = await runsOf(writer, 24)
+    const before = dataVersion(store)
+    await Promise.all(firstCommits(writer, ids))
+    expect(dataVersion(store)).not.toBe(before)
+    for (const id of ids) {
+      expect(await listSteps(store.db, id)).toHaveLength(1)
+      expect(await listTransitions(store.db, id)).toHaveLength(1)
+      expect(await getRun(store.db, id)).toMatchObject({ state: 'acting' })
+    }
+    await writer.close()
+  })
+
+  it('fails there a fenced-out commit alone, as LeaseLostError, and one that breaks a key alone, with its SQLite code', async () => {
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    const ids = await runsOf(writer, 24)
+    await acquireLease(store.db, { runId: 'run-3', owner: 'thief', now: 9000, ttlMs: 500, isAbandoned: never })
+    await writer.commit(commitOf(1, 1, { runId: 'run-5', writes: [{ op: 'insertStep', row: step({ run_id: 'run-5' }) }] }))
+    const before = dataVersion(store)
+    const results = await Promise.allSettled(
+      ids.map((id) =>
+        // run-5's step 1 is in the store already: inserting it again breaks the step's key.
+        writer.commit(commitOf(1, id === 'run-5' ? 2 : 1, { runId: id, writes: [{ op: 'insertStep', row: step({ run_id: id }) }] }), { batch: true })
+      )
+    )
+    expect(dataVersion(store)).not.toBe(before)
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(2)
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError)
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ runId: 'run-3' })
+    expect((results[4] as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_CONSTRAINT_UNIQUE' })
+    expect(await listTransitions(store.db, 'run-3')).toEqual([])
+    expect(await listTransitions(store.db, 'run-5')).toHaveLength(1)
+    for (const id of ids.filter((id) => id !== 'run-3' && id !== 'run-5')) expect(await listTransitions(store.db, id)).toHaveLength(1)
+    await writer.close()
+  })
+
+  it("holds the writer's other writes until the thread is done with what it has, then makes them", async () => {
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    const ids = await runsOf(writer, 24)
+    const settled: string[] = []
+    const commits = firstCommits(writer, ids).map((p, i) => p.then(() => settled.push(`commit ${i + 1}`)))
+    // A turn later the batch is at the thread: a fenced write then waits for it.
+    await new Promise((r) => setImmediate(r))
+    const written = Promise.resolve(writer.write('run-1', 1, [{ op: 'insertAttempt', row: attempt({ step: 2 }) }])).then(() => settled.push('write'))
+    await Promise.all([...commits, written])
+    expect(settled.at(-1)).toBe('write')
+    expect(settled).toHaveLength(25)
+    expect((await listAttempts(store.db, 'run-1')).map((a) => a.step)).toEqual([2])
+    await writer.close()
+  })
+
+  it('settles what it has before the writer closes', async () => {
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    const ids = await runsOf(writer, 24)
+    const before = dataVersion(store)
+    const commits = firstCommits(writer, ids)
+    await new Promise((r) => setImmediate(r))
+    await writer.close()
+    expect((await Promise.allSettled(commits)).map((r) => r.status)).toEqual(ids.map(() => 'fulfilled'))
+    expect(dataVersion(store)).not.toBe(before)
+    for (const id of ids) expect(await listTransitions(store.db, id)).toHaveLength(1)
+  })
+})
+
 describe('the SQLite run writer, with a Kysely transaction open', () => {
   it('reads the last text only once the transaction holding the connection has ended', async () => {
     const store = await tempStore('sqlite')

@@ -1,0 +1,49 @@
+// The commit thread's own script (commit-thread.ts): one connection to the store's file, the run
+// writer's very statements (sqlite-commits.ts), one transaction per batch it is handed.
+import { parentPort, workerData } from 'node:worker_threads'
+import BetterSqlite3 from 'better-sqlite3'
+import { LeaseLostError } from '../errors.js'
+import type { TransitionCommit } from '../run-writer/run-write.js'
+import type { CommitThreadData, WireOutcome, WireReply } from './commit-thread.js'
+import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
+
+const data = workerData as CommitThreadData
+const port = parentPort!
+
+/** An error as the main thread rebuilds it: its message, and SQLite's code when it has one. */
+const wireError = (error: unknown): { readonly message: string; readonly code?: string } => {
+  const code = (error as { code?: unknown } | null)?.code
+  return { message: error instanceof Error ? error.message : String(error), ...(typeof code === 'string' ? { code } : {}) }
+}
+
+const wireOutcome = (outcome: CommitOutcome): WireOutcome => {
+  if (outcome === undefined) return null
+  return outcome.error instanceof LeaseLostError ? { lost: outcome.error.runId } : wireError(outcome.error)
+}
+
+let commitAll: ((batch: ReadonlyArray<TransitionCommit>) => CommitOutcome[]) | undefined
+let opening: { readonly message: string; readonly code?: string } | undefined
+try {
+  // The store's connection settings (open-store.ts); the file is in WAL mode already, and its
+  // checkpoints are the checkpointer's (checkpointer.ts).
+  const sqlite = new BetterSqlite3(data.file, { timeout: data.busyTimeoutMs })
+  sqlite.pragma('synchronous = NORMAL')
+  sqlite.pragma('foreign_keys = ON')
+  sqlite.pragma('wal_autocheckpoint = 0')
+  commitAll = sqliteCommits(sqlite).commitAll
+} catch (error) {
+  opening = wireError(error)
+}
+
+port.on('message', (batch: ReadonlyArray<TransitionCommit>) => {
+  let reply: WireReply
+  if (commitAll === undefined) reply = { fatal: opening ?? { message: 'the commit thread has no connection' } }
+  else {
+    try {
+      reply = { outcomes: commitAll(batch).map(wireOutcome) }
+    } catch (error) {
+      reply = { fatal: wireError(error) }
+    }
+  }
+  port.postMessage(reply)
+})
