@@ -10,6 +10,13 @@ import { encodeJsonText, encodeText } from '../text-codec.js'
  */
 export const COMMIT_STEP = `SELECT agentvisor_commit(${Array.from({ length: 48 }, (_, i) => `$${i + 1}`).join(', ')})`
 
+/**
+ * A commit that leaves the run's row for a later refresh (`TransitionCommit.headDeferred`):
+ * `agentvisor_commit_deferred` of the 2026-12-02T010000 migration, the same arguments, the fence
+ * a locked read of the row instead of the head's UPDATE.
+ */
+export const COMMIT_STEP_DEFERRED = `SELECT agentvisor_commit_deferred(${Array.from({ length: 48 }, (_, i) => `$${i + 1}`).join(', ')})`
+
 /** Writes as the 2026-12-01T130000 functions take them: one `jsonb` array, text escaped (text-codec.ts). */
 export const writesJson = (writes: ReadonlyArray<RunWrite>): string => encodeJsonText(JSON.stringify(compactWrites(writes)))
 

@@ -14,7 +14,7 @@ import type { StoredStepRow } from '../tables/steps.table.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
 import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
-import { COMMIT_STEP, commitArguments, writesJson } from './postgres-commit-arguments.js'
+import { COMMIT_STEP, COMMIT_STEP_DEFERRED, commitArguments, writesJson } from './postgres-commit-arguments.js'
 
 /** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
 const LEASE_LOST = 'AVL01'
@@ -23,7 +23,8 @@ const LEASE_LOST = 'AVL01'
  * The PostgreSQL `RunWriter`: every call one statement on the store's `pg` pool, one round trip.
  * A commit is a call of `agentvisor_commit`, a plpgsql function installed by the migrations
  * `2026-12-01T130000-postgres-run-writer` and `2026-12-01T170000-postgres-step-commit`, which
- * folds the fence into the head's UPDATE (as the SQLite writer does) and applies the writes
+ * folds the fence into the head's UPDATE (as the SQLite writer does; a commit that leaves the
+ * row for later calls `agentvisor_commit_deferred`, 2026-12-02T010000) and applies the writes
  * server-side, a step's own writes as typed arguments (postgres-commit-arguments.ts); a
  * statement is its own transaction, so
  * a superseded driver's commit writes nothing. Through Kysely the same commit was a transaction
@@ -76,7 +77,26 @@ export function postgresRunWriter(pool: Pool): RunWriter {
 
   return {
     commit: async (commit) => {
-      await fenced(commit.runId, 'agentvisor_commit_step', COMMIT_STEP, commitArguments(commit))
+      if (commit.headDeferred === true) await fenced(commit.runId, 'agentvisor_commit_deferred', COMMIT_STEP_DEFERRED, commitArguments(commit))
+      else await fenced(commit.runId, 'agentvisor_commit_step', COMMIT_STEP, commitArguments(commit))
+    },
+    // The run's row at most 50 ms behind its journal while the run steps faster than
+    // that (docs/durability.md, "The run's row"): never its status, which a commit writes.
+    refreshHead: async (runId, leaseToken, head) => {
+      const result = await pool.query({
+        name: 'agentvisor_refresh_head',
+        text: 'UPDATE runs SET state = $1, steps = $2, updated_at = $3, error_json = $4, ended_at = $5 WHERE id = $6 AND lease_token = $7',
+        values: [
+          encodeText(head.state),
+          head.steps,
+          encodeText(head.updated_at),
+          head.error_json,
+          head.ended_at === null ? null : encodeText(head.ended_at),
+          encodeText(runId),
+          leaseToken
+        ]
+      })
+      if (result.rowCount === 0) throw new LeaseLostError({ runId })
     },
     createRun: async (row, lease) => {
       const insertRun: RunWrite = {
