@@ -107,6 +107,12 @@ const race = (calls: ReadonlyArray<() => Promise<ToolOutcome>>): Promise<ToolOut
  * checked, so more rounds only test more.
  */
 const MAX_ROUNDS = 40
+/**
+ * The folder race's time limit: its rounds are bounded by MAX_ROUNDS, not by the clock. A round of
+ * 900 file calls takes ~0.1 s alone and over a second on a host busy with the rest of the suite
+ * (measured: 40 rounds, ~60 s, once), where the default 30 s cut the test off mid-race.
+ */
+const RACE_TIMEOUT_MS = 180_000
 
 /**
  * Plays `round` (given its index) until `live` says both sides of the swap were met (so the calls
@@ -159,37 +165,41 @@ const checkFolderRound = (all: ToolOutcome[], inside: string[], round: number): 
 }
 
 describe('file tools racing a symlink swap', () => {
-  it(`never write or read outside while ${CALLS} writes, reads and listings go through a folder flipped between inside and a symlink to outside`, async () => {
-    mkdirSync(path.join(ws.root, 'link'))
-    writeFileSync(path.join(ws.root, 'link', 'secret.txt'), INSIDE)
-    const swapper = await startSwapper('folder', outside)
-    let rounds: ToolOutcome[][]
-    try {
-      const calls = (round: number) =>
-        Array.from({ length: CALLS }, (_, i) => [
-          () => call('write_file', { path: `link/${written(round, i).name}`, content: written(round, i).payload }),
-          () => call('read_file', { path: 'link/secret.txt' }),
-          () => call('list_dir', { path: 'link' })
-        ]).flat()
-      rounds = await raceUntil(
-        (round) => race(calls(round)),
-        (all) => [0, 1].every((kind) => bothSides(all.filter((_, i) => i % 3 === kind)))
-      )
-      // The race was live for every call, not over before they started.
-      expect(swapper.running(), swapper.output()).toBe(true)
-    } finally {
-      await swapper.stop()
-    }
+  it(
+    `never write or read outside while ${CALLS} writes, reads and listings go through a folder flipped between inside and a symlink to outside`,
+    async () => {
+      mkdirSync(path.join(ws.root, 'link'))
+      writeFileSync(path.join(ws.root, 'link', 'secret.txt'), INSIDE)
+      const swapper = await startSwapper('folder', outside)
+      let rounds: ToolOutcome[][]
+      try {
+        const calls = (round: number) =>
+          Array.from({ length: CALLS }, (_, i) => [
+            () => call('write_file', { path: `link/${written(round, i).name}`, content: written(round, i).payload }),
+            () => call('read_file', { path: 'link/secret.txt' }),
+            () => call('list_dir', { path: 'link' })
+          ]).flat()
+        rounds = await raceUntil(
+          (round) => race(calls(round)),
+          (all) => [0, 1].every((kind) => bothSides(all.filter((_, i) => i % 3 === kind)))
+        )
+        // The race was live for every call, not over before they started.
+        expect(swapper.running(), swapper.output()).toBe(true)
+      } finally {
+        await swapper.stop()
+      }
 
-    expect(readdirSync(outside).sort()).toEqual(['outside-only.txt', 'secret.txt'])
-    expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE)
+      expect(readdirSync(outside).sort()).toEqual(['outside-only.txt', 'secret.txt'])
+      expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE)
 
-    const inside = filesBelow(ws.root)
-    expect(inside.filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
-    // Both sides of the swap were seen, so the calls really raced it.
-    expect([0, 1].map((kind) => bothSides(rounds.flat().filter((_, i) => i % 3 === kind)))).toEqual([true, true])
-    for (const [round, all] of rounds.entries()) checkFolderRound(all, inside, round)
-  })
+      const inside = filesBelow(ws.root)
+      expect(inside.filter((file) => path.basename(file).startsWith('.agentvisor-'))).toEqual([])
+      // Both sides of the swap were seen, so the calls really raced it.
+      expect([0, 1].map((kind) => bothSides(rounds.flat().filter((_, i) => i % 3 === kind)))).toEqual([true, true])
+      for (const [round, all] of rounds.entries()) checkFolderRound(all, inside, round)
+    },
+    RACE_TIMEOUT_MS
+  )
 
   it(`never return outside content nor change the outside file while ${CALLS} reads and writes go through a file flipped with a symlink to it`, async () => {
     const target = path.join(outside, 'secret.txt')
