@@ -194,9 +194,10 @@ ${rows
    and the next dispatch, until the run ends \`step_cap\`; compared with the floor without a tool.
 2. 1,000 runs of 10 tool steps (11 model calls each) started at once in one process, embedded
    bus: steps per second over the whole batch, peak RSS sampled every 20 ms. Before it, in the
-   same process and store, an untimed batch of 200 such runs warms the JIT up, as a process that
-   has been serving runs is (the first batch of a fresh process measured ~15% fewer steps/s),
-   with no forced GC between them (one measured ~5% fewer). Idle RSS per run:
+   same process and store, an untimed batch of as many such runs warms the JIT (and the store's
+   commit thread) up, as a process that has been serving runs is (measured 2026-12-02: a timed
+   batch after a warm-up of 200 runs ~15% fewer steps/s than after one of 1,000; the first batch
+   of a fresh process fewer still), with no forced GC between them (one measured ~5% fewer). Idle RSS per run:
    1,000 runs whose first model call waits an hour, RSS after GC minus RSS after \`open\` (each read
    a second after a full GC, once the freed pages are back with the OS), divided by 1,000 (each in
    a fresh process).
