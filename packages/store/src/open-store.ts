@@ -12,6 +12,7 @@ import { createPostgresPool } from './postgres/postgres-pool.js'
 import { isPostgresUrl, redactPassword } from './postgres/postgres-location.js'
 import { isCurrentSchema, MIGRATION_NAMES } from './migrations/names.js'
 import { appliedMigrations, BUSY_TIMEOUT_MS, openReadOnlySqlite } from './sqlite/sqlite-reader.js'
+import { useWriterPragmas } from './sqlite/connection-pragmas.js'
 import { cacheStatements } from './sqlite/statement-cache.js'
 import { ImmediateSqliteDialect } from './sqlite/immediate-sqlite-dialect.js'
 import { withTextCodec } from './text-codec-dialect.js'
@@ -238,12 +239,9 @@ const rethrowUnlessUndefinedTable = (error: unknown): false => {
 }
 
 async function configure(sqlite: BetterSqlite3.Database): Promise<void> {
-  // WAL lets readers (`runs`, the inspector) go on while a run writes; NORMAL is durable across
-  // process crashes in WAL mode and only risks the last commits on power loss.
+  // WAL lets readers (`runs`, the inspector) go on while a run writes.
   await intoWal(sqlite)
-  sqlite.pragma('synchronous = NORMAL')
-  sqlite.pragma('foreign_keys = ON')
-  sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  useWriterPragmas(sqlite, BUSY_TIMEOUT_MS)
 }
 
 /**

@@ -4,18 +4,21 @@ import { journalEntry } from '../repositories/journal-entries.repository.js'
 import { type BoundValue, pushAttemptValues, pushSettlementValues, pushStepValues } from '../run-writer/bound-values.js'
 import { encodeJsonText, encodeText } from '../text-codec.js'
 
+/** `$1, ..., $48`: the parameters of both commit functions. */
+const COMMIT_PARAMETERS = Array.from({ length: 48 }, (_, i) => `$${i + 1}`).join(', ')
+
 /**
  * A commit: `agentvisor_commit` of the 2026-12-01T170000 migration, its 48 arguments in its order
  * (the head, the settled receipt, the step, the next receipt, the other writes, the entry).
  */
-export const COMMIT_STEP = `SELECT agentvisor_commit(${Array.from({ length: 48 }, (_, i) => `$${i + 1}`).join(', ')})`
+export const COMMIT_STEP = `SELECT agentvisor_commit(${COMMIT_PARAMETERS})`
 
 /**
  * A commit that leaves the run's row for a later refresh (`TransitionCommit.headDeferred`):
  * `agentvisor_commit_deferred` of the 2026-12-02T010000 migration, the same arguments, the fence
  * a locked read of the row instead of the head's UPDATE.
  */
-export const COMMIT_STEP_DEFERRED = `SELECT agentvisor_commit_deferred(${Array.from({ length: 48 }, (_, i) => `$${i + 1}`).join(', ')})`
+export const COMMIT_STEP_DEFERRED = `SELECT agentvisor_commit_deferred(${COMMIT_PARAMETERS})`
 
 /** Writes as the 2026-12-01T130000 functions take them: one `jsonb` array, text escaped (text-codec.ts). */
 export const writesJson = (writes: ReadonlyArray<RunWrite>): string => encodeJsonText(JSON.stringify(compactWrites(writes)))

@@ -15,6 +15,7 @@ import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
 import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
 import { COMMIT_STEP, COMMIT_STEP_DEFERRED, commitArguments, writesJson } from './postgres-commit-arguments.js'
+import { textOrNull } from '../run-writer/bound-values.js'
 
 /** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
 const LEASE_LOST = 'AVL01'
@@ -86,15 +87,7 @@ export function postgresRunWriter(pool: Pool): RunWriter {
       const result = await pool.query({
         name: 'agentvisor_refresh_head',
         text: 'UPDATE runs SET state = $1, steps = $2, updated_at = $3, error_json = $4, ended_at = $5 WHERE id = $6 AND lease_token = $7',
-        values: [
-          encodeText(head.state),
-          head.steps,
-          encodeText(head.updated_at),
-          head.error_json,
-          head.ended_at === null ? null : encodeText(head.ended_at),
-          encodeText(runId),
-          leaseToken
-        ]
+        values: [encodeText(head.state), head.steps, encodeText(head.updated_at), head.error_json, textOrNull(head.ended_at), encodeText(runId), leaseToken]
       })
       if (result.rowCount === 0) throw new LeaseLostError({ runId })
     },

@@ -4,14 +4,15 @@ import { parentPort, workerData } from 'node:worker_threads'
 import BetterSqlite3 from 'better-sqlite3'
 import { LeaseLostError } from '../errors.js'
 import type { TransitionCommit } from '../run-writer/run-write.js'
-import type { CommitThreadData, WireOutcome, WireReply } from './commit-thread.js'
+import type { CommitThreadData, WireError, WireOutcome, WireReply } from './commit-thread.js'
+import { useWriterPragmas } from './connection-pragmas.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
 
 const data = workerData as CommitThreadData
 const port = parentPort!
 
 /** An error as the main thread rebuilds it: its message, and SQLite's code when it has one. */
-const wireError = (error: unknown): { readonly message: string; readonly code?: string } => {
+const wireError = (error: unknown): WireError => {
   const code = (error as { code?: unknown } | null)?.code
   return { message: error instanceof Error ? error.message : String(error), ...(typeof code === 'string' ? { code } : {}) }
 }
@@ -22,13 +23,12 @@ const wireOutcome = (outcome: CommitOutcome): WireOutcome => {
 }
 
 let commitAll: ((batch: ReadonlyArray<TransitionCommit>) => CommitOutcome[]) | undefined
-let opening: { readonly message: string; readonly code?: string } | undefined
+let opening: WireError | undefined
 try {
-  // The store's connection settings (open-store.ts); the file is in WAL mode already, and its
-  // checkpoints are the checkpointer's (checkpointer.ts).
+  // The store's connection settings; the file is in WAL mode already, and its checkpoints are
+  // the checkpointer's (checkpointer.ts).
   const sqlite = new BetterSqlite3(data.file, { timeout: data.busyTimeoutMs })
-  sqlite.pragma('synchronous = NORMAL')
-  sqlite.pragma('foreign_keys = ON')
+  useWriterPragmas(sqlite, data.busyTimeoutMs)
   sqlite.pragma('wal_autocheckpoint = 0')
   commitAll = sqliteCommits(sqlite).commitAll
 } catch (error) {

@@ -5,11 +5,17 @@ import { LeaseLostError } from '../errors.js'
 import type { TransitionCommit } from '../run-writer/run-write.js'
 import type { CommitOutcome } from './sqlite-commits.js'
 
+/** An error as it crosses from the thread: its message, and SQLite's code when it has one. */
+export interface WireError {
+  readonly message: string
+  readonly code?: string
+}
+
 /** What the thread answers for one commit of a batch (structured-clone safe). */
-export type WireOutcome = null | { readonly lost: string } | { readonly message: string; readonly code?: string }
+export type WireOutcome = null | { readonly lost: string } | WireError
 
 /** What the thread answers for one batch. */
-export type WireReply = { readonly outcomes: ReadonlyArray<WireOutcome> } | { readonly fatal: { readonly message: string; readonly code?: string } }
+export type WireReply = { readonly outcomes: ReadonlyArray<WireOutcome> } | { readonly fatal: WireError }
 
 /** What the thread is started with. */
 export interface CommitThreadData {
@@ -29,8 +35,6 @@ export interface CommitThread {
   readonly commit: (batch: ReadonlyArray<TransitionCommit>) => Promise<ReadonlyArray<CommitOutcome>>
   /** Batches handed over and not yet settled. */
   readonly inFlight: () => number
-  /** Settles once nothing is in flight (at once when nothing is). */
-  readonly drained: () => Promise<void>
   /** Whether it still takes batches (it stops for good when its thread dies). */
   readonly alive: () => boolean
   /** Settles what is in flight, then ends the thread. */
@@ -42,8 +46,7 @@ export interface CommitThread {
 const WORKER = fileURLToPath(new URL('../../dist/sqlite/commit-thread-worker.js', import.meta.url))
 
 /** An error the thread reported, as the main thread's code reads errors (`code` kept, as SQLite's). */
-const errorOf = (wire: { readonly message: string; readonly code?: string }): Error =>
-  Object.assign(new Error(wire.message), wire.code === undefined ? {} : { code: wire.code })
+const errorOf = (wire: WireError): Error => Object.assign(new Error(wire.message), wire.code === undefined ? {} : { code: wire.code })
 
 const outcomeOf = (wire: WireOutcome): CommitOutcome =>
   wire === null ? undefined : 'lost' in wire ? { error: new LeaseLostError({ runId: wire.lost }) } : { error: errorOf(wire) }
@@ -62,6 +65,8 @@ export function startCommitThread(data: CommitThreadData): CommitThread | undefi
   const settleDrained = (): void => {
     for (const resolve of drainWaiters.splice(0)) resolve()
   }
+  /** Settles once nothing is in flight (at once when nothing is). */
+  const drained = (): Promise<void> => (pending.length === 0 ? Promise.resolve() : new Promise<void>((resolve) => drainWaiters.push(resolve)))
   let dead: Error | undefined
   const fail = (cause: Error): void => {
     if (dead !== undefined) return
@@ -91,10 +96,9 @@ export function startCommitThread(data: CommitThreadData): CommitThread | undefi
         worker.postMessage(batch)
       }),
     inFlight: () => pending.length,
-    drained: () => (pending.length === 0 ? Promise.resolve() : new Promise<void>((resolve) => drainWaiters.push(resolve))),
     alive: () => dead === undefined,
     stop: async () => {
-      if (pending.length > 0) await new Promise<void>((resolve) => drainWaiters.push(resolve))
+      await drained()
       if (dead !== undefined) return
       dead = new Error("the store's commit thread was stopped")
       await worker.terminate()

@@ -263,7 +263,7 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
     }
   }
 
-  return { statement, run, insert, update, apply, writeHead, fence, commitNow, writeNow, commitAll }
+  return { statement, update, apply, writeHead, fence, commitNow, writeNow, commitAll }
 }
 
 /** A receipt with nothing known yet but who, why and when: what every dispatch writes before its call. */
