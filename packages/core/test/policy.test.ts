@@ -315,3 +315,27 @@ describe('describeDecision', () => {
     )
   })
 })
+
+describe('policy for tools by name', () => {
+  it('matches tool globs against tool names, deny beating allow across layers', () => {
+    const policy = policyOf([
+      { name: 'base', deny: { tool: ['docs__delete_*'] } },
+      { name: 'team', allow: { tool: ['docs__*'] } }
+    ])
+    expect(policy.check('tool', 'docs__search')).toMatchObject({ decision: 'allow', rule: 'docs__*', layer: 'team' })
+    expect(policy.check('tool', 'docs__delete_page')).toMatchObject({ decision: 'deny', rule: 'docs__delete_*', layer: 'base' })
+  })
+
+  it("gives an uncovered tool the answer of its effect class: allow for read, ask otherwise, under rule and layer 'default'", () => {
+    const policy = policyOf([{ name: 'team', allow: { tool: ['docs__*'] } }])
+    expect(policy.check('tool', 'lookup_ticket', 'allow')).toMatchObject({ decision: 'allow', rule: 'default', layer: 'default' })
+    expect(policy.check('tool', 'append_line')).toMatchObject({ decision: 'ask', rule: 'default', layer: 'default' })
+    expect(describeDecision(policy.check('tool', 'append_line'))).toBe('tool append_line needs approval under rule "default" in layer "default" (no rule covers this tool)')
+  })
+
+  it('keeps tool rules from deciding file acts and file rules from deciding tools', () => {
+    const policy = policyOf([{ name: 'team', deny: { tool: ['*'] }, allow: { write: ['**'] } }])
+    expect(policy.check('write', 'a.txt').decision).toBe('allow')
+    expect(policy.check('tool', 'write_file', 'allow').decision).toBe('deny')
+  })
+})

@@ -157,7 +157,7 @@ const VerifySpec: Check = (value, excess, depth) => {
 }
 
 const Globs = array(string)
-const ActRules = struct([opt('read', Globs), opt('write', Globs), opt('exec', Globs)])
+const ActRules = struct([opt('read', Globs), opt('write', Globs), opt('exec', Globs), opt('tool', Globs)])
 const PolicyLayer = struct([req('name', nonEmptyString), opt('allow', ActRules), opt('ask', ActRules), opt('deny', ActRules)])
 const Policy = struct([req('layers', array(PolicyLayer))])
 const Lineage = struct([req('rootId', string), req('parentId', string), req('depth', positiveInt), req('treeDispatchCeiling', positiveInt)])

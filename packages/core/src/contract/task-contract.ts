@@ -82,7 +82,7 @@ export type Limits = Required<typeof Limits.Type>
 export const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 }
 
 const Globs = Schema.Array(Schema.String)
-const ActRules = Schema.Struct({ read: Schema.optional(Globs), write: Schema.optional(Globs), exec: Schema.optional(Globs) })
+const ActRules = Schema.Struct({ read: Schema.optional(Globs), write: Schema.optional(Globs), exec: Schema.optional(Globs), tool: Schema.optional(Globs) })
 export const PolicyLayer = Schema.Struct({
   name: Schema.NonEmptyString,
   allow: Schema.optional(ActRules),

@@ -6,15 +6,18 @@ import { analyzeCommand, type RiskyConstruct } from './command-line.js'
 import { commandReadings } from './command-readings.js'
 import { compileGlob, GlobMode, type GlobMatcher } from './glob.js'
 
-/** What a tool call does to the workspace: read a path, write a path, or run a command line. */
-export const Act = { read: 'read', write: 'write', exec: 'exec' } as const
+/**
+ * What a tool call does: read a path, write a path, run a command line (the built-in tools), or
+ * call a tool by name (every tool of a tool module or an MCP server, docs/policy.md).
+ */
+export const Act = { read: 'read', write: 'write', exec: 'exec', tool: 'tool' } as const
 export type Act = (typeof Act)[keyof typeof Act]
 
 /** A policy's answer, weakest to strongest. */
 export const Tier = { allow: 'allow', ask: 'ask', deny: 'deny' } as const
 export type Tier = (typeof Tier)[keyof typeof Tier]
 
-const ACTS: ReadonlyArray<Act> = [Act.read, Act.write, Act.exec]
+const ACTS: ReadonlyArray<Act> = [Act.read, Act.write, Act.exec, Act.tool]
 /** Strongest first: the order rules are listed in an explanation within one layer. */
 const TIERS: ReadonlyArray<Tier> = [Tier.deny, Tier.ask, Tier.allow]
 const STRENGTH: Readonly<Record<Tier, number>> = { allow: 0, ask: 1, deny: 2 }
@@ -84,7 +87,7 @@ export interface PolicyExplanation {
  * Stored as data, so it has a schema the store can decode with.
  */
 export const RememberedRule = Schema.Struct({
-  act: Schema.Literal(Act.read, Act.write, Act.exec),
+  act: Schema.Literal(Act.read, Act.write, Act.exec, Act.tool),
   pattern: Schema.NonEmptyString,
   decision: Schema.Literal(Tier.allow, Tier.deny)
 })
@@ -94,8 +97,12 @@ export type RememberedRule = typeof RememberedRule.Type
 export interface CompiledPolicy {
   /** The layer names in evaluation order (`remembered` last when present). */
   readonly layers: ReadonlyArray<string>
-  readonly check: (act: Act, target: string) => PolicyDecision
-  readonly explain: (act: Act, target: string) => PolicyExplanation
+  /**
+   * `unruled`: the answer when no rule covers the act. Only `tool` takes it (the tool's effect
+   * class decides: `read` tools are allowed, the others ask); the built-in acts keep their own.
+   */
+  readonly check: (act: Act, target: string, unruled?: Tier) => PolicyDecision
+  readonly explain: (act: Act, target: string, unruled?: Tier) => PolicyExplanation
 }
 
 interface CompiledRule {
@@ -132,7 +139,7 @@ const compileRules = (sources: ReadonlyArray<RuleSource>): Either.Either<Readonl
 
 const buildLayer = (name: string, rules: ReadonlyArray<CompiledRule & { readonly act: Act }>): CompiledLayer => {
   const byAct = (act: Act): ReadonlyArray<CompiledRule> => TIERS.flatMap((tier) => rules.filter((rule) => rule.act === act && rule.tier === tier))
-  return { name, rules: { read: byAct(Act.read), write: byAct(Act.write), exec: byAct(Act.exec) } }
+  return { name, rules: { read: byAct(Act.read), write: byAct(Act.write), exec: byAct(Act.exec), tool: byAct(Act.tool) } }
 }
 
 /** Where a path lands inside the workspace, or undefined when it leaves it. */
@@ -194,6 +201,24 @@ const explainPath = (layers: ReadonlyArray<CompiledLayer>, act: Act, target: str
           act,
           target: normalised,
           ...(act === Act.read ? {} : { reason: `no rule covers ${act} of this path` })
+        }
+  return { decision, matches, segments: [], risky: [] }
+}
+
+/** A call of a tool by name: its globs match the name (`docs__*`); no rule gives `unruled`. */
+const explainTool = (layers: ReadonlyArray<CompiledLayer>, name: string, unruled: Tier): PolicyExplanation => {
+  const matches = matchesOf(layers, Act.tool, name, [name])
+  const winner = decide(matches)
+  const decision: PolicyDecision =
+    winner !== undefined
+      ? { decision: winner.tier, rule: winner.rule, layer: winner.layer, act: Act.tool, target: name }
+      : {
+          decision: unruled,
+          rule: SandboxRule.default,
+          layer: PolicySource.default,
+          act: Act.tool,
+          target: name,
+          ...(unruled === Tier.allow ? {} : { reason: 'no rule covers this tool' })
         }
   return { decision, matches, segments: [], risky: [] }
 }
@@ -299,7 +324,7 @@ export const compilePolicy = (
       // Remembered rules come from the store, not the type checker: check what TS cannot see.
       if (!ACTS.includes(rule.act) || (rule.decision !== Tier.allow && rule.decision !== Tier.deny)) {
         const field = `remembered.${index}`
-        return Either.left(new ContractError({ field, message: `${field}: expected an act of read, write or exec and a decision of allow or deny` }))
+        return Either.left(new ContractError({ field, message: `${field}: expected an act of read, write, exec or tool and a decision of allow or deny` }))
       }
       sources.push({ layer: PolicySource.remembered, tier: rule.decision, act: rule.act, pattern: rule.pattern, field: `remembered.${index}.pattern` })
     }
@@ -308,18 +333,22 @@ export const compilePolicy = (
     compiledLayers.push(buildLayer(PolicySource.remembered, rules.right))
   }
 
-  const explain = (act: Act, target: string): PolicyExplanation =>
-    act === Act.exec ? explainCommand(compiledLayers, target) : explainPath(compiledLayers, act, target)
+  const explain = (act: Act, target: string, unruled: Tier = Tier.ask): PolicyExplanation =>
+    act === Act.exec
+      ? explainCommand(compiledLayers, target)
+      : act === Act.tool
+        ? explainTool(compiledLayers, target, unruled)
+        : explainPath(compiledLayers, act, target)
   return Either.right({
     layers: compiledLayers.map((layer) => layer.name),
     explain,
-    check: (act, target) => explain(act, target).decision
+    check: (act, target, unruled) => explain(act, target, unruled).decision
   })
 }
 
 /** Paths print bare unless they hold blanks, quotes or control characters; commands always quoted. */
 const printTarget = (decision: PolicyDecision): string =>
-  decision.act === Act.exec || /[\s"'\\\p{Cc}]/u.test(decision.target) || decision.target === '' ? JSON.stringify(decision.target) : decision.target
+  decision.act === Act.exec || (decision.act !== Act.tool && /[\s"'\\\p{Cc}]/u.test(decision.target)) || decision.target === '' ? JSON.stringify(decision.target) : decision.target
 
 /**
  * One line for a human or the model: `write secrets/key.txt refused by rule "secrets/**" in layer "base"`.
