@@ -330,7 +330,9 @@ describe('policy for tools by name', () => {
     const policy = policyOf([{ name: 'team', allow: { tool: ['docs__*'] } }])
     expect(policy.check('tool', 'lookup_ticket', 'allow')).toMatchObject({ decision: 'allow', rule: 'default', layer: 'default' })
     expect(policy.check('tool', 'append_line')).toMatchObject({ decision: 'ask', rule: 'default', layer: 'default' })
-    expect(describeDecision(policy.check('tool', 'append_line'))).toBe('tool append_line needs approval under rule "default" in layer "default" (no rule covers this tool)')
+    expect(describeDecision(policy.check('tool', 'append_line'))).toBe(
+      'tool append_line needs approval under rule "default" in layer "default" (no rule covers this tool)'
+    )
   })
 
   it('keeps tool rules from deciding file acts and file rules from deciding tools', () => {

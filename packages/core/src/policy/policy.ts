@@ -348,7 +348,7 @@ export const compilePolicy = (
 
 /** Paths print bare unless they hold blanks, quotes or control characters; commands always quoted. */
 const printTarget = (decision: PolicyDecision): string =>
-  decision.act === Act.exec || (decision.act !== Act.tool && /[\s"'\\\p{Cc}]/u.test(decision.target)) || decision.target === '' ? JSON.stringify(decision.target) : decision.target
+  decision.act === Act.exec || /[\s"'\\\p{Cc}]/u.test(decision.target) || decision.target === '' ? JSON.stringify(decision.target) : decision.target
 
 /**
  * One line for a human or the model: `write secrets/key.txt refused by rule "secrets/**" in layer "base"`.
