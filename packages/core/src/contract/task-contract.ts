@@ -5,127 +5,24 @@ import { Either, ParseResult, Schema } from 'effect'
 import { ContractError } from '../errors.js'
 import { checkedTaskFile } from './contract-check.js'
 import { compilePolicy } from '../policy/policy.js'
-import { ScriptedStep, TimerMs } from '../provider/scripted-step.js'
+import {
+  ApprovalMode,
+  ChildLimits,
+  type CommandSandbox,
+  DEFAULT_CHILD_LIMITS,
+  DEFAULT_LIMITS,
+  Limits,
+  Lineage,
+  NonBlankString,
+  PolicyLayer,
+  ProviderConfig,
+  SandboxSpec,
+  VerifySpec
+} from './contract-fields.js'
 import { isStackOverflow, MAX_NESTING_DEPTH, valueTooDeepAt } from './nesting.js'
+import { type AgentDefinition, AgentFields, AgentName, agentDefinitions, checkAgents, type ModelSettings, type OutputSchema } from './agent-spec.js'
 
-// `Schema.Int` is already a safe integer: every count stays exact.
-const PositiveInt = Schema.Int.pipe(Schema.positive())
-const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
-/** A duration that becomes a timer: Node's timers take at most 2^31-1 ms (docs/task-file.md). */
-const TimerPositiveInt = Schema.Int.pipe(Schema.positive(), TimerMs)
-/** Text with something in it besides spaces. */
-const NonBlankString = Schema.String.pipe(Schema.filter((s) => s.trim() !== '' || 'must have non-space text'))
-/** Providers are reached over HTTP only: a `file:` or `ftp:` URL would fail every dispatch as transient. */
-const HttpUrl = Schema.String.pipe(
-  Schema.filter((s) => {
-    try {
-      const url = new URL(s)
-      if (url.protocol === 'http:' || url.protocol === 'https:') return true
-    } catch {
-      // not a URL at all: the same answer
-    }
-    return 'must be an http:// or https:// URL'
-  })
-)
-
-export const ProviderConfig = Schema.Struct({
-  name: Schema.NonEmptyString,
-  kind: Schema.Literal('openai', 'anthropic', 'scripted'),
-  baseUrl: Schema.optional(HttpUrl),
-  model: Schema.optional(Schema.NonEmptyString),
-  apiKeyEnv: Schema.optional(Schema.NonEmptyString),
-  stream: Schema.optional(Schema.Boolean),
-  /** Per-attempt deadline: a provider that hangs longer is aborted and the attempt counts as transient. */
-  attemptTimeoutMs: Schema.optional(TimerPositiveInt),
-  steps: Schema.optional(Schema.Array(ScriptedStep))
-}).pipe(
-  Schema.filter((p) => {
-    if (p.kind !== 'scripted' && p.model === undefined) {
-      return { path: ['model'], message: `is required for a provider of kind "${p.kind}"` }
-    }
-    if (p.kind === 'scripted' && p.steps === undefined) {
-      return { path: ['steps'], message: 'is required for a provider of kind "scripted"' }
-    }
-    return undefined
-  })
-)
-export type ProviderConfig = typeof ProviderConfig.Type
-
-interface FileTextSpec {
-  readonly path: string
-  readonly text: string
-}
-/** What `verifying` checks after each step (docs/task-file.md). */
-export type VerifySpec =
-  | { readonly fileContains: FileTextSpec }
-  | { readonly fileEquals: FileTextSpec }
-  | { readonly command: { readonly run: string; readonly exitCode?: number | undefined } }
-  | { readonly allOf: ReadonlyArray<VerifySpec> }
-
-const FileText = Schema.Struct({ path: Schema.NonEmptyString, text: Schema.String })
-export const VerifySpec: Schema.Schema<VerifySpec> = Schema.Union(
-  Schema.Struct({ fileContains: FileText }),
-  Schema.Struct({ fileEquals: FileText }),
-  Schema.Struct({ command: Schema.Struct({ run: Schema.NonEmptyString, exitCode: Schema.optional(Schema.Int) }) }),
-  Schema.Struct({ allOf: Schema.Array(Schema.suspend((): Schema.Schema<VerifySpec> => VerifySpec)) })
-)
-
-export const Limits = Schema.Struct({
-  maxSteps: Schema.optional(PositiveInt),
-  maxRetries: Schema.optional(NonNegativeInt),
-  dispatchCeiling: Schema.optional(PositiveInt),
-  timeoutMs: Schema.optional(TimerPositiveInt)
-})
-export type Limits = Required<typeof Limits.Type>
-
-/** The defaults of docs/task-file.md ("Limits"). */
-export const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 }
-
-const Globs = Schema.Array(Schema.String)
-const ActRules = Schema.Struct({ read: Schema.optional(Globs), write: Schema.optional(Globs), exec: Schema.optional(Globs), tool: Schema.optional(Globs) })
-export const PolicyLayer = Schema.Struct({
-  name: Schema.NonEmptyString,
-  allow: Schema.optional(ActRules),
-  ask: Schema.optional(ActRules),
-  deny: Schema.optional(ActRules)
-})
-export type PolicyLayer = typeof PolicyLayer.Type
-
-/** Caps on the child runs a run may start with `spawn_child`. */
-export const ChildLimits = Schema.Struct({
-  /** Children one run may start in all (more are refused to the model). */
-  maxChildren: Schema.optional(PositiveInt),
-  /** How deep a tree may grow: 1 means children do not spawn. */
-  maxDepth: Schema.optional(NonNegativeInt),
-  /** Children of one run running at once; more wait their turn (not refused). */
-  maxConcurrent: Schema.optional(PositiveInt)
-})
-export type ChildLimits = Required<typeof ChildLimits.Type>
-export const DEFAULT_CHILD_LIMITS: ChildLimits = { maxChildren: 8, maxDepth: 1, maxConcurrent: 4 }
-
-/** Where a run stands in its tree; set by agentvisor for child runs, never in a task file. */
-export const Lineage = Schema.Struct({
-  rootId: Schema.String,
-  parentId: Schema.String,
-  depth: PositiveInt,
-  /** The root's dispatch ceiling, shared by the whole tree. */
-  treeDispatchCeiling: PositiveInt
-})
-export type Lineage = typeof Lineage.Type
-
-/** How `exec` and `verify.command` are confined (docs/task-file.md, "sandbox"). */
-export const SandboxSpec = Schema.Struct({ exec: Schema.Literal('bwrap', 'none'), network: Schema.optional(Schema.Boolean) }).pipe(
-  // `network` is a bubblewrap setting: `"network": false` without it would promise what nothing enforces.
-  Schema.filter((s) => (s.exec === 'none' && s.network !== undefined ? { path: ['network'], message: 'applies only with exec "bwrap"' } : undefined))
-)
-/** A contract's confinement, defaults applied; a contract without one runs its commands unconfined. */
-export interface CommandSandbox {
-  readonly exec: 'bwrap'
-  readonly network: boolean
-}
-
-export const ApprovalMode = Schema.Literal('prompt', 'defer', 'auto')
-export type ApprovalMode = typeof ApprovalMode.Type
+export * from './contract-fields.js'
 
 /** The task file exactly as written (before defaults and path resolution). */
 export const TaskFile = Schema.Struct({
@@ -138,7 +35,11 @@ export const TaskFile = Schema.Struct({
   approval: Schema.optional(ApprovalMode),
   children: Schema.optional(ChildLimits),
   sandbox: Schema.optional(SandboxSpec),
-  lineage: Schema.optional(Lineage)
+  lineage: Schema.optional(Lineage),
+  // The root agent's own fields, and the task's other agents (docs/agents.md).
+  ...AgentFields,
+  /** The agent a child run runs: set by agentvisor for delegated children, never in a task. */
+  agent: Schema.optional(AgentName)
 }).pipe(
   Schema.filter((t) => {
     const seen = new Set<string>()
@@ -165,6 +66,23 @@ export interface TaskContract {
   readonly sandbox?: CommandSandbox | undefined
   /** Absent for a root run. */
   readonly lineage?: Lineage | undefined
+  // The second edition's agents (docs/agents.md). All absent for a task without them, which
+  // runs exactly as before: the built-in tools, agentvisor's own system prompt.
+  /** The agent this run runs (a delegated child's); absent for the task's own, root agent. */
+  readonly agent?: string | undefined
+  /** Added to agentvisor's own system prompt. */
+  readonly instructions?: string | undefined
+  readonly model?: ModelSettings | undefined
+  /** Names or globs over the tool catalogue; absent: the first edition's built-ins. */
+  readonly tools?: ReadonlyArray<string> | undefined
+  /** The agents this one may start with `spawn_child`. */
+  readonly delegates?: ReadonlyArray<string> | undefined
+  /** The JSON Schema of the run's result, given through `final_answer`. */
+  readonly output?: OutputSchema | undefined
+  /** Every agent of the task, kept by every run of its tree: a delegate runs its definition from here. */
+  readonly agents?: Readonly<Record<string, AgentDefinition>> | undefined
+  /** Absolute paths of the task's tool modules. */
+  readonly toolModules?: ReadonlyArray<string> | undefined
 }
 
 // 'all': a union (`verify`) reports each member's issue, and the deepest one is the one meant.
@@ -245,8 +163,11 @@ const refusedWorkspace = (workspace: string): string | undefined => {
  * refused: only agentvisor sets it, on the child contracts it builds (`parseChildContract`).
  */
 export const parseTaskContract = (input: unknown, baseDir: string, source?: string): Either.Either<TaskContract, ContractError> => {
-  if (typeof input === 'object' && input !== null && (input as { lineage?: unknown }).lineage !== undefined) {
-    return Either.left(new ContractError({ message: 'lineage: is set by agentvisor for child runs and is not allowed in a task', field: 'lineage', source }))
+  if (typeof input === 'object' && input !== null) {
+    for (const field of ['lineage', 'agent'] as const) {
+      if ((input as Record<string, unknown>)[field] === undefined) continue
+      return Either.left(new ContractError({ message: `${field}: is set by agentvisor for child runs and is not allowed in a task`, field, source }))
+    }
   }
   return parseContract(input, baseDir, source)
 }
@@ -289,6 +210,11 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
       // Globs are compiled here too, so a bad rule stops the task before any run exists.
       const policy = compilePolicy(file.policy?.layers ?? [])
       if (Either.isLeft(policy)) return Either.left(new ContractError({ message: policy.left.message, field: policy.left.field, source }))
+      const agentsError = checkAgents(file, source)
+      if (agentsError !== undefined) return Either.left(agentsError)
+      if (file.agent !== undefined && file.agents?.[file.agent] === undefined) {
+        return Either.left(new ContractError({ message: `agent: unknown agent "${file.agent}"`, field: 'agent', source }))
+      }
       return Either.right<TaskContract>({
         goal: file.goal,
         workspace: path.resolve(baseDir, file.workspace),
@@ -299,8 +225,24 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
         approval: file.approval ?? 'prompt',
         children: { ...DEFAULT_CHILD_LIMITS, ...file.children },
         ...(file.sandbox?.exec === 'bwrap' ? { sandbox: { exec: 'bwrap', network: file.sandbox.network ?? false } } : {}),
-        ...(file.lineage !== undefined ? { lineage: file.lineage } : {})
+        ...(file.lineage !== undefined ? { lineage: file.lineage } : {}),
+        ...agentFieldsOf(file, baseDir)
       })
     }
   })
+}
+
+/** The agent fields of a contract: only those the file has, so a first-edition contract stays as it was. */
+const agentFieldsOf = (file: TaskFile, baseDir: string): Partial<TaskContract> => {
+  const fields: { -readonly [K in keyof TaskContract]?: TaskContract[K] } = {}
+  if (file.agent !== undefined) fields.agent = file.agent
+  if (file.instructions !== undefined) fields.instructions = file.instructions
+  if (file.model !== undefined) fields.model = file.model
+  if (file.tools !== undefined) fields.tools = file.tools
+  if (file.delegates !== undefined) fields.delegates = file.delegates
+  if (file.output !== undefined) fields.output = file.output
+  if (file.agents !== undefined) fields.agents = agentDefinitions(file.agents, file.providers)
+  // Relative to the task file's folder; a child's are absolute already.
+  if (file.toolModules !== undefined) fields.toolModules = file.toolModules.map((module) => path.resolve(baseDir, module))
+  return fields
 }

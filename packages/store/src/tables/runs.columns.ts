@@ -1,6 +1,17 @@
 // The JSON columns of `runs` and `run_contracts`, each read through one Schema. Apart from
 // runs.table.ts because `agentvisor runs` loads that file without Effect (see runs.ts).
-import { ApprovalMode, ChildLimits, checkedStoredContract, ErrorKind, Lineage, Limits, PolicyLayer, ProviderConfig, VerifySpec } from '@agentvisor/core'
+import {
+  ApprovalMode,
+  ChildLimits,
+  checkedStoredContract,
+  ErrorKind,
+  Lineage,
+  Limits,
+  PolicyLayer,
+  ProviderConfig,
+  StoredAgentFields,
+  VerifySpec
+} from '@agentvisor/core'
 import * as Either from 'effect/Either'
 import * as Schema from 'effect/Schema'
 import { decodeJsonAt, type JsonColumn, jsonColumn } from '../json-column.js'
@@ -39,7 +50,8 @@ export const ContractJson = Schema.parseJson(
     approval: ApprovalMode,
     children: Schema.required(ChildLimits),
     sandbox: Schema.optional(Schema.Struct({ exec: Schema.Literal('bwrap'), network: Schema.Boolean })),
-    lineage: Schema.optional(Lineage)
+    lineage: Schema.optional(Lineage),
+    ...StoredAgentFields
   })
 )
 

@@ -1,0 +1,123 @@
+// The parts of a task file, each an Effect Schema with the one-line errors of task-contract.ts.
+// Apart from task-contract.ts so that agent-spec.ts, which the task file's schema uses, can use them too.
+import { Schema } from 'effect'
+import { ScriptedStep, TimerMs } from '../provider/scripted-step.js'
+
+// `Schema.Int` is already a safe integer: every count stays exact.
+export const PositiveInt = Schema.Int.pipe(Schema.positive())
+export const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+/** A duration that becomes a timer: Node's timers take at most 2^31-1 ms (docs/task-file.md). */
+export const TimerPositiveInt = Schema.Int.pipe(Schema.positive(), TimerMs)
+/** Text with something in it besides spaces. */
+export const NonBlankString = Schema.String.pipe(Schema.filter((s) => s.trim() !== '' || 'must have non-space text'))
+/** Providers are reached over HTTP only: a `file:` or `ftp:` URL would fail every dispatch as transient. */
+const HttpUrl = Schema.String.pipe(
+  Schema.filter((s) => {
+    try {
+      const url = new URL(s)
+      if (url.protocol === 'http:' || url.protocol === 'https:') return true
+    } catch {
+      // not a URL at all: the same answer
+    }
+    return 'must be an http:// or https:// URL'
+  })
+)
+
+export const ProviderConfig = Schema.Struct({
+  name: Schema.NonEmptyString,
+  kind: Schema.Literal('openai', 'anthropic', 'scripted'),
+  baseUrl: Schema.optional(HttpUrl),
+  model: Schema.optional(Schema.NonEmptyString),
+  apiKeyEnv: Schema.optional(Schema.NonEmptyString),
+  stream: Schema.optional(Schema.Boolean),
+  /** Per-attempt deadline: a provider that hangs longer is aborted and the attempt counts as transient. */
+  attemptTimeoutMs: Schema.optional(TimerPositiveInt),
+  steps: Schema.optional(Schema.Array(ScriptedStep))
+}).pipe(
+  Schema.filter((p) => {
+    if (p.kind !== 'scripted' && p.model === undefined) {
+      return { path: ['model'], message: `is required for a provider of kind "${p.kind}"` }
+    }
+    if (p.kind === 'scripted' && p.steps === undefined) {
+      return { path: ['steps'], message: 'is required for a provider of kind "scripted"' }
+    }
+    return undefined
+  })
+)
+export type ProviderConfig = typeof ProviderConfig.Type
+
+interface FileTextSpec {
+  readonly path: string
+  readonly text: string
+}
+/** What `verifying` checks after each step (docs/task-file.md). */
+export type VerifySpec =
+  | { readonly fileContains: FileTextSpec }
+  | { readonly fileEquals: FileTextSpec }
+  | { readonly command: { readonly run: string; readonly exitCode?: number | undefined } }
+  | { readonly allOf: ReadonlyArray<VerifySpec> }
+
+const FileText = Schema.Struct({ path: Schema.NonEmptyString, text: Schema.String })
+export const VerifySpec: Schema.Schema<VerifySpec> = Schema.Union(
+  Schema.Struct({ fileContains: FileText }),
+  Schema.Struct({ fileEquals: FileText }),
+  Schema.Struct({ command: Schema.Struct({ run: Schema.NonEmptyString, exitCode: Schema.optional(Schema.Int) }) }),
+  Schema.Struct({ allOf: Schema.Array(Schema.suspend((): Schema.Schema<VerifySpec> => VerifySpec)) })
+)
+
+export const Limits = Schema.Struct({
+  maxSteps: Schema.optional(PositiveInt),
+  maxRetries: Schema.optional(NonNegativeInt),
+  dispatchCeiling: Schema.optional(PositiveInt),
+  timeoutMs: Schema.optional(TimerPositiveInt)
+})
+export type Limits = Required<typeof Limits.Type>
+
+/** The defaults of docs/task-file.md ("Limits"). */
+export const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 }
+
+const Globs = Schema.Array(Schema.String)
+const ActRules = Schema.Struct({ read: Schema.optional(Globs), write: Schema.optional(Globs), exec: Schema.optional(Globs), tool: Schema.optional(Globs) })
+export const PolicyLayer = Schema.Struct({
+  name: Schema.NonEmptyString,
+  allow: Schema.optional(ActRules),
+  ask: Schema.optional(ActRules),
+  deny: Schema.optional(ActRules)
+})
+export type PolicyLayer = typeof PolicyLayer.Type
+
+/** Caps on the child runs a run may start with `spawn_child`. */
+export const ChildLimits = Schema.Struct({
+  /** Children one run may start in all (more are refused to the model). */
+  maxChildren: Schema.optional(PositiveInt),
+  /** How deep a tree may grow: 1 means children do not spawn. */
+  maxDepth: Schema.optional(NonNegativeInt),
+  /** Children of one run running at once; more wait their turn (not refused). */
+  maxConcurrent: Schema.optional(PositiveInt)
+})
+export type ChildLimits = Required<typeof ChildLimits.Type>
+export const DEFAULT_CHILD_LIMITS: ChildLimits = { maxChildren: 8, maxDepth: 1, maxConcurrent: 4 }
+
+/** Where a run stands in its tree; set by agentvisor for child runs, never in a task file. */
+export const Lineage = Schema.Struct({
+  rootId: Schema.String,
+  parentId: Schema.String,
+  depth: PositiveInt,
+  /** The root's dispatch ceiling, shared by the whole tree. */
+  treeDispatchCeiling: PositiveInt
+})
+export type Lineage = typeof Lineage.Type
+
+/** How `exec` and `verify.command` are confined (docs/task-file.md, "sandbox"). */
+export const SandboxSpec = Schema.Struct({ exec: Schema.Literal('bwrap', 'none'), network: Schema.optional(Schema.Boolean) }).pipe(
+  // `network` is a bubblewrap setting: `"network": false` without it would promise what nothing enforces.
+  Schema.filter((s) => (s.exec === 'none' && s.network !== undefined ? { path: ['network'], message: 'applies only with exec "bwrap"' } : undefined))
+)
+/** A contract's confinement, defaults applied; a contract without one runs its commands unconfined. */
+export interface CommandSandbox {
+  readonly exec: 'bwrap'
+  readonly network: boolean
+}
+
+export const ApprovalMode = Schema.Literal('prompt', 'defer', 'auto')
+export type ApprovalMode = typeof ApprovalMode.Type
