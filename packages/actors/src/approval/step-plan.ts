@@ -66,7 +66,8 @@ export const planStep = (input: {
       calls.push({ kind: 'run', requested: call, call, tool })
       continue
     }
-    const decision = input.policy.check(toolAct.act, toolAct.target)
+    // A tool judged by name and covered by no rule: a `read` tool is allowed, others ask (docs/policy.md).
+    const decision = input.policy.check(toolAct.act, toolAct.target, tool?.effect === 'read' ? 'allow' : 'ask')
     const base = { run_id: input.runId, step: input.step, act: toolAct.act, target: toolAct.target, rule: decision.rule, layer: decision.layer }
     // A decision remembered with `approve --remember` is audited as such.
     const source = decision.layer === 'remembered' ? 'remembered' : 'policy'

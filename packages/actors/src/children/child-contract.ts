@@ -61,12 +61,58 @@ const checkVerifyCommands = (parent: TaskContract, verify: VerifySpec | undefine
   return Either.void
 }
 
+/** Both checks when both are given: a call can add to its delegate's `verify`, never drop it. */
+const bothVerified = (own: VerifySpec | undefined, asked: unknown): unknown => (own === undefined ? asked : asked === undefined ? own : { allOf: [own, asked] })
+
+/** The agent fields a child of the caller's own agent keeps: the very same agent. */
+const ownAgentFields = (parent: TaskContract): Record<string, unknown> => ({
+  ...(parent.agent !== undefined ? { agent: parent.agent } : {}),
+  ...(parent.instructions !== undefined ? { instructions: parent.instructions } : {}),
+  ...(parent.model !== undefined ? { model: parent.model } : {}),
+  ...(parent.tools !== undefined ? { tools: parent.tools } : {}),
+  ...(parent.delegates !== undefined ? { delegates: parent.delegates } : {}),
+  ...(parent.output !== undefined ? { output: parent.output } : {})
+})
+
+/**
+ * What a child running the delegate `name` gets of its definition in the task (docs/agents.md,
+ * "Delegation"): its providers, instructions, model settings, tools, delegates and output; the
+ * parent's policy layers with its own added (they only restrict), limits no larger than either's.
+ * Left: why the call is refused.
+ */
+const delegateFields = (parent: TaskContract, name: unknown, asked: Readonly<Record<string, unknown>>): Either.Either<Record<string, unknown>, string> => {
+  if (typeof name !== 'string') return Either.left('Invalid arguments for spawn_child: "agent" must be a string')
+  const delegates = parent.delegates ?? []
+  const agent = parent.agents?.[name]
+  if (!delegates.includes(name) || agent === undefined) {
+    const yours = delegates.length === 0 ? 'you have no delegates' : `your delegates are ${delegates.join(', ')}`
+    return Either.left(`Refused: "${name}" is not an agent you may delegate to (${yours}).`)
+  }
+  const taken = new Set(parent.policy.layers.map((layer) => layer.name))
+  return Either.right({
+    agent: name,
+    providers: agent.providers,
+    ...(agent.instructions !== undefined ? { instructions: agent.instructions } : {}),
+    ...(agent.model !== undefined ? { model: agent.model } : {}),
+    ...(agent.tools !== undefined ? { tools: agent.tools } : {}),
+    ...(agent.delegates !== undefined ? { delegates: agent.delegates } : {}),
+    ...(agent.output !== undefined ? { output: agent.output } : {}),
+    // A layer the tree has already (an agent delegating to itself) is not added twice.
+    policy: { layers: [...parent.policy.layers, ...(agent.policy?.layers ?? []).filter((layer) => !taken.has(layer.name))] },
+    limits: narrowLimits(narrowLimits(parent.limits, agent.limits), asked['limits']),
+    ...(bothVerified(agent.verify, asked['verify']) !== undefined ? { verify: bothVerified(agent.verify, asked['verify']) } : {})
+  })
+}
+
 /**
  * A child's contract from its parent's and the few things a child is given (`goal`, `verify`,
- * `limits`, `workspace`): everything else, providers and policy first, is the parent's.
+ * `limits`, `workspace`, `agent`): everything else, providers and policy first, is the parent's,
+ * or the delegate's definition in the task the tree runs (never anything a model wrote).
  */
 const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Record<string, unknown>>, ordinal: number): Either.Either<TaskContract, string> => {
   if (typeof args['goal'] !== 'string' || args['goal'].trim() === '') return Either.left('Invalid arguments for spawn_child: "goal" must be a non-empty string')
+  const delegated = args['agent'] === undefined ? undefined : delegateFields(parent, args['agent'], args)
+  if (delegated !== undefined && Either.isLeft(delegated)) return Either.left(delegated.left)
   const folder = args['workspace'] === undefined ? `children/${ordinal}` : args['workspace']
   if (typeof folder !== 'string') return Either.left('Invalid arguments for spawn_child: "workspace" must be a string')
   const workspace = path.resolve(parent.workspace, folder)
@@ -91,7 +137,11 @@ const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Recor
     children: parent.children ?? DEFAULT_CHILD_LIMITS,
     // The parent's confinement, as is: nothing in the call can loosen it (docs/task-file.md, "sandbox").
     ...(parent.sandbox !== undefined ? { sandbox: parent.sandbox } : {}),
-    lineage
+    lineage,
+    // The tree's agents and tool modules travel with every contract of it (a worker loads them).
+    ...(parent.agents !== undefined ? { agents: parent.agents } : {}),
+    ...(parent.toolModules !== undefined ? { toolModules: parent.toolModules } : {}),
+    ...(delegated === undefined ? ownAgentFields(parent) : delegated.right)
   }
   // The internal entry: a child's contract carries the lineage only agentvisor may set.
   const parsed = Either.mapLeft(parseChildContract(candidate, parent.workspace), (error) => `Invalid arguments for spawn_child: ${error.message}`)
@@ -147,10 +197,11 @@ const widening = (parent: TaskContract, parentId: string, rebuilt: TaskContract,
     if (key === 'lineage') return `lineage: a child of ${parentId} has ${canonical(rebuilt.lineage)}`
     return `${key}: differs from what the parent's contract gives a child`
   }
-  const limits = numbersAbove('limits', child.limits, parent.limits) ?? numbersAbove('children', child.children, parent.children ?? DEFAULT_CHILD_LIMITS)
+  // What the parent's contract gives this child: for a delegate, its definition's limits and layers too.
+  const limits = numbersAbove('limits', child.limits, rebuilt.limits) ?? numbersAbove('children', child.children, parent.children ?? DEFAULT_CHILD_LIMITS)
   if (limits !== undefined) return limits
   if (child.approval === 'auto' && parent.approval !== 'auto') return `approval: "auto" is weaker than the parent's "${parent.approval}"`
-  const inherited = parent.policy.layers
+  const inherited = rebuilt.policy.layers
   if (!same(child.policy.layers.slice(0, inherited.length), inherited)) {
     return `policy.layers: must begin with the parent's ${inherited.length} layer${inherited.length === 1 ? '' : 's'} unchanged`
   }
@@ -177,7 +228,8 @@ export const narrowChildRequest = (parent: TaskContract, parentId: string, asked
   const child = parsed.right
   if (!isInside(parent.workspace, child.workspace)) return Either.left(`workspace: ${child.workspace} is not inside the parent's workspace ${parent.workspace}`)
   const folder = path.relative(parent.workspace, child.workspace)
-  const rebuilt = buildChild(parent, parentId, { goal: child.goal, workspace: folder === '' ? '.' : folder, verify: child.verify, limits: child.limits }, 0)
+  const request = { goal: child.goal, workspace: folder === '' ? '.' : folder, verify: child.verify, limits: child.limits }
+  const rebuilt = buildChild(parent, parentId, child.agent === undefined ? request : { ...request, agent: child.agent }, 0)
   if (Either.isLeft(rebuilt)) return Either.left(rebuilt.left.replace(/^Invalid arguments for spawn_child: /, ''))
   const widened = widening(parent, parentId, rebuilt.right, child)
   if (widened !== undefined) return Either.left(widened)

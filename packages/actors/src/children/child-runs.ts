@@ -8,6 +8,7 @@ import {
   requestCancel,
   type RunRow,
   type RunWithContract,
+  type StepRow,
   type StoreError
 } from '@agentvisor/store'
 import { Duration, Effect, Either } from 'effect'
@@ -16,6 +17,7 @@ import type { CallPlan } from '../approval/step-plan.js'
 import type { Bus } from '../bus/bus.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
 import type { RunEvent } from '../machine/run-machine.js'
+import { storedOutput } from '../supervisor/conversation.js'
 import { iso, nowMs, store } from '../supervisor/driver-io.js'
 import { isUndriven } from '../use-cases/cancel.js'
 import { childContract, childRunId } from './child-contract.js'
@@ -38,8 +40,24 @@ export interface SpawnPlan {
 /** A call the run's children answer: one of a tool that runs as a child run (`spawn_child`). */
 const startsChild = (item: CallPlan): item is Extract<CallPlan, { kind: 'run' }> => item.kind === 'run' && item.tool?.runsAs === 'child-run'
 
-/** What the parent's model is told of a finished child. */
-const describeChild = (child: RunRow, lastText: string): string => {
+/**
+ * What the parent's model is told of a finished child: in a task with agents, JSON `{runId,
+ * status, steps, output, error?}` with the child's output (docs/agents.md, "Delegation"); in a
+ * first-edition task, a line of text with its last answer.
+ */
+const describeChild = (parent: TaskContract, child: RunWithContract, steps: ReadonlyArray<StepRow>): string => {
+  if (parent.agents === undefined) return describeChildText(child, [...steps].reverse().find((row) => row.text !== '')?.text ?? '')
+  const output = child.status === 'succeeded' ? storedOutput(child.contract, steps) : undefined
+  return JSON.stringify({
+    runId: child.id,
+    status: child.status,
+    steps: child.steps,
+    output: output ?? null,
+    ...(child.error !== null ? { error: { kind: child.error.kind, message: child.error.message } } : {})
+  })
+}
+
+const describeChildText = (child: RunRow, lastText: string): string => {
   const error = child.error === null ? '' : ` (${child.error.kind}: ${child.error.message})`
   const said = lastText === '' ? '' : `\nIts last answer: ${lastText}`
   return `Child run ${child.id} ${child.status} after ${child.steps} step${child.steps === 1 ? '' : 's'}${error}.${said}`
@@ -95,8 +113,7 @@ export const makeChildRuns = (env: {
         if (child !== undefined) {
           if (isFinalStatus(child.status)) {
             const steps = yield* store('load child steps', () => listSteps(db, id))
-            const last = [...steps].reverse().find((row) => row.text !== '')?.text ?? ''
-            results.set(position, { ok: child.status === 'succeeded', output: describeChild(child, last) })
+            results.set(position, { ok: child.status === 'succeeded', output: describeChild(contract, child, steps) })
           } else {
             unfinished = true
           }

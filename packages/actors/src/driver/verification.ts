@@ -1,5 +1,6 @@
 import { verifyNow, verifyRunsCommands } from '@agentvisor/core'
 import type { RunContext } from '../machine/run-machine.js'
+import { finalAnswerOf } from '../supervisor/conversation.js'
 import { commandsOf, type Drive, redact } from './drive.js'
 import { type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
@@ -21,18 +22,38 @@ export const verifyingIsPure = (drive: Drive): boolean => {
  * check answers at once (a plain value, no Effect to run); a command later.
  */
 export const check = (drive: Drive, ctx: RunContext): Now<Work> => {
-  const { contract, workspace, messages, runId } = drive.deps
+  const { contract, workspace } = drive.deps
+  if (contract.output !== undefined) return checkWithOutput(drive, ctx)
   // Without a contract the run is done when the model stops asking for tools.
   if (contract.verify === undefined) return ctx.lastHadToolCalls ? FAILED : PASSED
   return thenNow(verifyNow(workspace, contract.verify, commandsOf(drive)), (result): Work => {
     if (result.passed) return PASSED
     if (ctx.lastHadToolCalls) return FAILED
     // The model thinks it is done but the contract disagrees: tell it why.
-    const feedback = `The goal is not reached yet: ${redact(drive, result.detail)}. Keep working.`
-    return {
-      event: { type: 'VERIFY_FAILED' },
-      writes: [{ op: 'setStepFeedback', runId, step: ctx.step, feedback }],
-      after: () => messages.push({ role: 'user', content: feedback })
-    }
+    return toldWhy(drive, ctx, `The goal is not reached yet: ${redact(drive, result.detail)}. Keep working.`)
   })
+}
+
+/** Verification failed where the model thought it was done: it is told `feedback` with the next dispatch. */
+const toldWhy = (drive: Drive, ctx: RunContext, feedback: string): Work => ({
+  event: { type: 'VERIFY_FAILED' },
+  writes: [{ op: 'setStepFeedback', runId: drive.deps.runId, step: ctx.step, feedback }],
+  after: () => drive.deps.messages.push({ role: 'user', content: feedback })
+})
+
+const NO_FINAL_ANSWER = 'You have not given your result yet: call final_answer with it (its arguments must match its schema).'
+
+/**
+ * An agent with an `output` is done once a `final_answer` of its last answer was accepted (and
+ * its `verify`, if any, passes); an answer without tool calls is told to give its result
+ * (docs/agents.md, "Structured results").
+ */
+const checkWithOutput = (drive: Drive, ctx: RunContext): Now<Work> => {
+  const { contract, workspace } = drive.deps
+  if (finalAnswerOf(drive.deps.messages) === undefined) return ctx.lastHadToolCalls ? FAILED : toldWhy(drive, ctx, NO_FINAL_ANSWER)
+  if (contract.verify === undefined) return PASSED
+  return thenNow(
+    verifyNow(workspace, contract.verify, commandsOf(drive)),
+    (result): Work => (result.passed ? PASSED : toldWhy(drive, ctx, `The goal is not reached yet: ${redact(drive, result.detail)}. Keep working.`))
+  )
 }

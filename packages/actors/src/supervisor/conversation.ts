@@ -1,4 +1,4 @@
-import type { ChatMessage, TaskContract, ToolCall, VerifySpec } from '@agentvisor/core'
+import { type ChatMessage, FINAL_ANSWER, FINAL_ANSWER_ACCEPTED, type TaskContract, type ToolCall, type VerifySpec } from '@agentvisor/core'
 
 /** One tool call's answer as the steps table keeps it (and the model reads it). */
 export interface ToolResultRecord {
@@ -18,11 +18,19 @@ export interface StepRecord {
   readonly feedback?: string | undefined
 }
 
-const SYSTEM_PROMPT = [
+const RULES = [
   'You are an agent working inside a workspace folder. Use the tools to reach the goal.',
-  'Paths are relative to the workspace; you cannot leave it.',
-  'When the goal is reached, answer with a short summary and no tool calls.'
-].join(' ')
+  'Paths are relative to the workspace; you cannot leave it.'
+]
+const SYSTEM_PROMPT = [...RULES, 'When the goal is reached, answer with a short summary and no tool calls.'].join(' ')
+/** An agent with an `output` ends through `final_answer` (docs/agents.md, "Structured results"). */
+const SYSTEM_PROMPT_WITH_OUTPUT = [...RULES, 'When the goal is reached, call final_answer with your result: its arguments must match its schema.'].join(' ')
+
+/** agentvisor's own rules, then the agent's instructions (docs/agents.md). */
+const systemPrompt = (contract: TaskContract): string => {
+  const rules = contract.output === undefined ? SYSTEM_PROMPT : SYSTEM_PROMPT_WITH_OUTPUT
+  return contract.instructions === undefined ? rules : `${rules}\n\n${contract.instructions}`
+}
 
 const describeVerify = (spec: VerifySpec): string => {
   if ('fileContains' in spec) return `${spec.fileContains.path} contains ${JSON.stringify(spec.fileContains.text)}`
@@ -33,7 +41,7 @@ const describeVerify = (spec: VerifySpec): string => {
 
 /** The opening messages of every run: the rules and the goal (with how success is checked). */
 export const openingMessages = (contract: TaskContract): ChatMessage[] => [
-  { role: 'system', content: SYSTEM_PROMPT },
+  { role: 'system', content: systemPrompt(contract) },
   {
     role: 'user',
     content: contract.verify === undefined ? contract.goal : `${contract.goal}\n\nSuccess is checked by: ${describeVerify(contract.verify)}.`
@@ -69,3 +77,49 @@ export const summarizePrompt = (messages: ReadonlyArray<ChatMessage>): string =>
   const folded = FOLDS.test(excerpt) ? excerpt.replace(/\s+/g, ' ') : excerpt
   return `${messages.length} messages; last (${last.role}): ${folded}`
 }
+
+/**
+ * The result the last answer gave through `final_answer`, when that call was accepted (its
+ * arguments validated): read from the conversation, so a resumed run finds it in its stored steps.
+ */
+export const finalAnswerOf = (messages: ReadonlyArray<ChatMessage>): Readonly<Record<string, unknown>> | undefined => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (message.role !== 'assistant') continue
+    for (const call of message.toolCalls) {
+      if (call.name !== FINAL_ANSWER) continue
+      const accepted = messages.some((m, j) => j > i && m.role === 'tool' && m.toolCallId === call.id && m.content === FINAL_ANSWER_ACCEPTED)
+      if (accepted) return JSON.parse(call.arguments) as Readonly<Record<string, unknown>>
+    }
+    return undefined
+  }
+  return undefined
+}
+
+/**
+ * A finished run's `output` (docs/agents.md, "Structured results"): its accepted `final_answer`
+ * when its agent has an `output` schema, else its last answer's text (undefined without either).
+ */
+export const runOutput = (contract: TaskContract, messages: ReadonlyArray<ChatMessage>): unknown => {
+  if (contract.output !== undefined) return finalAnswerOf(messages)
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (message.role === 'assistant' && message.content !== '') return message.content
+  }
+  return undefined
+}
+
+/** A run's steps as their rows are read back (steps.table.ts), for what they produced. */
+interface StoredStep {
+  readonly text: string
+  readonly tool_calls: ReadonlyArray<ToolCall>
+  readonly results: ReadonlyArray<ToolResultRecord> | null
+  readonly feedback: string | null
+}
+
+/** `runOutput` of a run read from the store (a child, a trace): the same answer its driver gave. */
+export const storedOutput = (contract: TaskContract, steps: ReadonlyArray<StoredStep>): unknown =>
+  runOutput(
+    contract,
+    steps.flatMap((row) => stepMessages({ text: row.text, toolCalls: row.tool_calls, results: row.results ?? undefined, feedback: row.feedback ?? undefined }))
+  )

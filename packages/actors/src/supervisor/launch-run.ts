@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import {
+  type ContractError,
   DEFAULT_RETRY_POLICY,
   makeProvider,
   makeSecretSet,
   openWorkspace,
   type TaskContract,
+  type ToolCatalogue,
   type Workspace,
   type WorkspaceError,
   withRootHandle
@@ -28,6 +30,7 @@ import { makeRunDriver } from './run-driver.js'
 import type { makeRunFibers } from './run-fibers.js'
 import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
 import type { RunObserver } from './run-observer.js'
+import { availableTools, runCatalogue } from './run-tools.js'
 import { makeStopSignal } from './stop-signal.js'
 import { handleOf, makeSupervise } from './supervise.js'
 import type { SupervisorOptions } from './supervisor.js'
@@ -65,6 +68,11 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   const concurrentRuns = (): number => driving
   const supervise = makeSupervise({ writer, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
   const newActor = freshActors(options)
+  // The tools of the process, checked once: a clash among them fails every start alike.
+  const registered = availableTools(options.tools ?? [])
+  /** The catalogue of the agent `contract` runs (a root's start checks the task's other agents too). */
+  const catalogueOf = (contract: TaskContract, checkAgents: boolean): Effect.Effect<ToolCatalogue, ContractError> =>
+    Either.flatMap(registered, (available) => runCatalogue(available, contract, checkAgents))
 
   const launch = (
     runId: string,
@@ -78,9 +86,12 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
     createdWithToken?: number,
     cancelRequested = false,
     /** The workspace `start` already opened (a resume opens it here). */
-    opened?: Workspace
-  ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError> =>
+    opened?: Workspace,
+    /** The catalogue `start` already built (a resume builds it here). */
+    built?: ToolCatalogue
+  ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError | ContractError> =>
     Effect.gen(function* () {
+      const tools = built ?? (yield* Effect.mapError(catalogueOf(contract, false), (error) => new RunNotResumableError({ runId, reason: error.message })))
       const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
       const loaded = yield* runPolicyOf(writer, contract)
       // A run whose policy cannot be built never runs permissively: it does not run.
@@ -98,7 +109,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         writer,
         runId,
         contract,
-        providers: contract.providers.map((config) => buildProvider(config, env, secrets)),
+        providers: contract.providers.map((config) => buildProvider(config, env, secrets, contract.model)),
         workspace,
         actor,
         messages: steps === undefined ? openingMessages(contract) : rebuildConversation(contract, steps),
@@ -116,7 +127,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         concurrentRuns,
         endUndrivenChild,
         warn,
-        secrets
+        secrets,
+        tools
       })
       const stop = makeStopSignal(runId)
       driving += 1
@@ -131,6 +143,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // A workspace that cannot be opened (a file, no permission) fails the start before
       // any row exists: a run that never began leaves nothing half made in the store.
       const workspace = yield* openWorkspace(contract.workspace)
+      // So are tools it names that nobody offers: a task's own agents are all checked at its root.
+      const tools = yield* catalogueOf(contract, contract.lineage === undefined)
       const runId = randomUUID()
       const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
       const parentId = startOptions.parentId ?? null
@@ -142,7 +156,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
       const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
       const actor = newActor(contract)
-      return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace)
+      return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace, tools)
     })
 
   const resume = (runId: string, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> =>

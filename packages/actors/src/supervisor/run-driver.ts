@@ -7,6 +7,7 @@ import { ENTRY_WORK, type EntryWorkTable } from '../driver/entry-work.js'
 import { LATER, valueNow } from '../driver/now.js'
 import { recoverLostDispatch } from '../driver/recovery.js'
 import { TransitionJournal, type Work } from '../driver/transition-journal.js'
+import { runOutput } from './conversation.js'
 import { notify } from './run-observer.js'
 
 export type { Approver, RunDriverDeps } from '../driver/drive.js'
@@ -109,6 +110,8 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     currentPath: (): string => journal.path(),
     context: () => journal.context(),
     lastSeq: () => journal.seq,
+    /** What the run produced, read from its conversation (docs/agents.md, "Structured results"). */
+    output: (): unknown => runOutput(contract, messages),
     durable: () => journal.durable
   }
 }

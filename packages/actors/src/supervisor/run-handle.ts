@@ -1,6 +1,6 @@
 import type { RunError } from '@agentvisor/core'
 import type { LeaseConflictError, LeaseLostError, RunStatus, StoreError } from '@agentvisor/store'
-import type { WorkspaceError } from '@agentvisor/core'
+import type { ContractError, WorkspaceError } from '@agentvisor/core'
 import type { Effect, Fiber } from 'effect'
 import type { RunNotFoundError, RunNotResumableError } from '../errors.js'
 import type { Approver } from './run-driver.js'
@@ -11,6 +11,11 @@ export interface RunResult {
   readonly runId: string
   readonly status: RunStatus
   readonly steps: number
+  /**
+   * What a succeeded run produced (docs/agents.md, "Structured results"): its `final_answer`'s
+   * arguments when its agent has an `output` schema, else its final answer's text.
+   */
+  readonly output?: unknown
   readonly error?: RunError | undefined
 }
 
@@ -44,4 +49,5 @@ export interface StartOptions {
 }
 
 /** Why a run could not be started or resumed. */
-export type LaunchError = StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError | LeaseConflictError | LeaseLostError
+/** `ContractError`: the task's tools do not fit what the process offers (docs/tools.md). */
+export type LaunchError = StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError | LeaseConflictError | LeaseLostError | ContractError

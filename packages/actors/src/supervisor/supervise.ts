@@ -138,10 +138,13 @@ const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): R
       }
     }
   }
+  const status = statusOfState(driver.currentPath())
+  const output = status === 'succeeded' ? driver.output() : undefined
   return {
     runId,
-    status: statusOfState(driver.currentPath()),
+    status,
     steps: ctx.completedSteps,
+    ...(output !== undefined ? { output } : {}),
     ...(ctx.error !== null ? { error: ctx.error } : {})
   }
 }

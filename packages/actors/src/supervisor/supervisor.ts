@@ -1,4 +1,4 @@
-import type { ContractError, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract } from '@agentvisor/core'
+import type { ContractError, ModelSettings, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract, ToolDefinition } from '@agentvisor/core'
 import { makeRunWriter } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 import type { InspectionEvent } from 'xstate'
@@ -53,8 +53,13 @@ export interface SupervisorOptions {
   readonly log?: (line: string) => void
   /** Answers `ask`s of runs whose contract says `approval: prompt` (without one they pause). */
   readonly approver?: Approver
+  /**
+   * Tools every run of this process may be offered (`defineTool` values made catalogue entries),
+   * beside the built-ins: an agent is offered those its `tools` names (docs/tools.md).
+   */
+  readonly tools?: ReadonlyArray<ToolDefinition>
   /** Builds a provider from its config; the default reads the task file's kinds. */
-  readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets: SecretSet) => Provider
+  readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets: SecretSet, settings?: ModelSettings) => Provider
 }
 
 /** Starts and resumes runs, one supervised fiber each, all interrupted when the layer closes. */

@@ -16,6 +16,7 @@ import { providerErrorFromConnection, providerErrorFromStatus } from './http-err
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
 import { readStream } from './stream-reader.js'
 import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'
+import type { ModelSettings } from '../contract/agent-spec.js'
 
 /** How to reach an Anthropic Messages API endpoint. */
 export interface AnthropicProviderOptions {
@@ -37,6 +38,8 @@ export interface AnthropicProviderOptions {
   readonly secrets?: SecretSet | undefined
   /** `max_tokens` is mandatory on this API. */
   readonly maxTokens?: number | undefined
+  /** The agent's sampling settings (docs/agents.md, "Model settings"); its `maxTokens` wins over the option's. */
+  readonly settings?: ModelSettings | undefined
 }
 
 // The longest timer Node accepts: deadlines are the caller's (its timeout interrupts the Effect,
@@ -186,7 +189,9 @@ const toWire = (options: AnthropicProviderOptions, request: ChatRequest): Messag
   const system = request.messages.flatMap((message) => (message.role === 'system' ? [message.content] : [])).join('\n\n')
   return {
     model: options.model,
-    max_tokens: options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+    max_tokens: options.settings?.maxTokens ?? options.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+    ...(options.settings?.temperature !== undefined ? { temperature: options.settings.temperature } : {}),
+    ...(options.settings?.topP !== undefined ? { top_p: options.settings.topP } : {}),
     messages: toWireMessages(request.messages),
     ...(system === '' ? {} : { system }),
     ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {})

@@ -5,6 +5,7 @@ import { makeAnthropicProvider } from './anthropic.js'
 import { makeOpenAIProvider } from './openai.js'
 import type { Provider } from './provider.js'
 import type { SecretSet } from '../secrets/secret-set.js'
+import type { ModelSettings } from '../contract/agent-spec.js'
 import { makeScriptedProvider } from './scripted.js'
 
 /**
@@ -12,22 +13,23 @@ import { makeScriptedProvider } from './scripted.js'
  * `env[apiKeyEnv]` at each dispatch, never at construction: a key set (or rotated) after the run
  * started is used, and a missing one fails that dispatch as `auth`, naming the variable only.
  * Each key read is added to `secrets` (raw and trimmed) before it is sent, so whatever echoes it
- * later is redacted (docs/task-file.md, "API keys").
+ * later is redacted (docs/task-file.md, "API keys"). `settings` are the agent's model settings,
+ * sent with every request (docs/agents.md).
  *
  * @example
  * const provider = makeProvider({ name: 'primary', kind: 'openai', model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY' }, process.env)
  */
-export const makeProvider = (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets?: SecretSet): Provider => {
+export const makeProvider = (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets?: SecretSet, settings?: ModelSettings): Provider => {
   switch (config.kind) {
     case 'scripted':
       return makeScriptedProvider({ name: config.name, steps: config.steps ?? [] })
     case 'openai':
       return withLazyKey(config, config.kind, env, (model, apiKey) =>
-        makeOpenAIProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream, secrets })
+        makeOpenAIProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream, secrets, settings })
       )
     case 'anthropic':
       return withLazyKey(config, config.kind, env, (model, apiKey) =>
-        makeAnthropicProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream, secrets })
+        makeAnthropicProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream, secrets, settings })
       )
   }
 }

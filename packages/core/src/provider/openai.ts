@@ -14,6 +14,7 @@ import { providerErrorFromConnection, providerErrorFromStatus } from './http-err
 import type { ChatMessage, ChatReply, ChatRequest, Provider, ToolCall, ToolSpec } from './provider.js'
 import { readStream } from './stream-reader.js'
 import { makeSecretSet, type SecretSet } from '../secrets/secret-set.js'
+import type { ModelSettings } from '../contract/agent-spec.js'
 
 /** How to reach one OpenAI-compatible chat-completions endpoint. */
 export interface OpenAIProviderOptions {
@@ -30,6 +31,8 @@ export interface OpenAIProviderOptions {
    * Without one, a set of this key alone (docs/task-file.md, "API keys").
    */
   readonly secrets?: SecretSet | undefined
+  /** The agent's sampling settings (docs/agents.md, "Model settings"), sent with every request. */
+  readonly settings?: ModelSettings | undefined
 }
 
 // The longest timer Node accepts: deadlines are the caller's (its timeout interrupts the Effect,
@@ -79,7 +82,7 @@ const withSecrets = (options: OpenAIProviderOptions): OpenAIProviderOptions & { 
 type Send = (client: OpenAI, options: OpenAIProviderOptions & { readonly secrets: SecretSet }, request: ChatRequest, signal: AbortSignal) => Promise<ChatReply>
 
 const sendPlain: Send = async (client, options, request, signal) => {
-  const body: ChatCompletionCreateParamsNonStreaming = { model: options.model, ...toWire(request) }
+  const body: ChatCompletionCreateParamsNonStreaming = { model: options.model, ...wireSettings(options.settings), ...toWire(request) }
   const completion = await client.chat.completions.create(body, { signal })
   return fromCompletion(options.name, completion)
 }
@@ -88,6 +91,7 @@ const sendStreaming: Send = async (client, options, request, signal) => {
   const started = performance.now()
   const body: ChatCompletionCreateParamsStreaming = {
     model: options.model,
+    ...wireSettings(options.settings),
     ...toWire(request),
     stream: true,
     stream_options: { include_usage: true }
@@ -136,6 +140,19 @@ class StreamAssembly {
       .sort(([a], [b]) => a - b)
       .map(([index, call]) => ({ id: call.id === '' ? `call_${index}` : call.id, name: call.name, arguments: boundArgumentsText(call.arguments) }))
     return { text: this.text, toolCalls, usage: this.usage }
+  }
+}
+
+/**
+ * The settings as chat-completions fields, only those given. `maxTokens` is `max_tokens`, the
+ * field every OpenAI-compatible server reads (docs/agents.md).
+ */
+const wireSettings = (settings: ModelSettings | undefined): { temperature?: number; top_p?: number; max_tokens?: number } => {
+  if (settings === undefined) return {}
+  return {
+    ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
+    ...(settings.topP !== undefined ? { top_p: settings.topP } : {}),
+    ...(settings.maxTokens !== undefined ? { max_tokens: settings.maxTokens } : {})
   }
 }
 

@@ -29,6 +29,8 @@ export {
   type ToolCallRequest,
   type ToolCatalogue
 } from './tool-catalogue.js'
+export { agentCatalogue, type AgentTools, DEFAULT_AGENT_TOOLS } from './agent-catalogue.js'
+export { FINAL_ANSWER, FINAL_ANSWER_ACCEPTED, finalAnswerTool } from './final-answer.js'
 export { execDefinition, listDirDefinition, readFileDefinition, spawnChildDefinition, writeFileDefinition } from './builtin-tools.js'
 
 /**

@@ -1,0 +1,132 @@
+import { readFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { Agentvisor } from '@agentvisor/actors'
+import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, taskInTempDir, tempDir } from './support/cli.js'
+
+// A lead agent delegating to a researcher with its own instructions, model, tools and result
+// schema (docs/agents.md), over the mock LLM: each agent's model plays its own script.
+const LEAD = 'lead-model'
+const RESEARCHER = 'research-model'
+
+const scenarios = {
+  models: {
+    [LEAD]: [
+      { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Find the facts of ticket T-42', agent: 'researcher' } }] },
+      { toolCalls: [{ name: 'write_file', arguments: { path: 'triage.md', content: 'T-42: login fails after the 2.3 upgrade\n' } }] },
+      { toolCalls: [{ name: 'final_answer', arguments: { summary: 'T-42 is a login regression' } }] }
+    ],
+    [RESEARCHER]: [
+      // Not the schema's shape: the researcher is told every violation and goes on.
+      { toolCalls: [{ name: 'final_answer', arguments: { facts: 'login fails' } }] },
+      { toolCalls: [{ name: 'final_answer', arguments: { facts: ['login fails after the 2.3 upgrade'] } }] }
+    ]
+  }
+}
+
+const taskFor = (baseUrl: string) => ({
+  goal: 'Triage ticket T-42 and write the summary to triage.md',
+  workspace: 'ws',
+  providers: [{ name: 'primary', kind: 'openai', baseUrl, model: LEAD }],
+  instructions: 'You lead a small support team. Delegate research, then write the summary yourself.',
+  model: { temperature: 0.2, maxTokens: 2048 },
+  tools: ['read_file', 'write_file', 'spawn_child'],
+  delegates: ['researcher'],
+  agents: {
+    researcher: {
+      description: 'Looks tickets and docs up; answers with facts and sources',
+      instructions: 'Answer only from the tools results.',
+      providers: [{ name: 'cheap', kind: 'openai', baseUrl, model: RESEARCHER }],
+      model: { temperature: 0 },
+      tools: ['read_file'],
+      output: { type: 'object', properties: { facts: { type: 'array', items: { type: 'string' } } }, required: ['facts'] },
+      limits: { maxSteps: 6 }
+    }
+  },
+  output: { type: 'object', properties: { summary: { type: 'string' } }, required: ['summary'] },
+  policy: { layers: [{ name: 'team', allow: { write: ['triage.md'] } }] },
+  approval: 'defer'
+})
+
+interface Body {
+  readonly messages: ReadonlyArray<{ readonly role: string; readonly content?: string; readonly tool_call_id?: string }>
+  readonly tools?: ReadonlyArray<{ readonly function: { readonly name: string; readonly description: string; readonly parameters: Record<string, unknown> } }>
+  readonly temperature?: number
+  readonly max_tokens?: number
+}
+const bodiesOf = (mock: MockLlm, model: string): Body[] => mock.requests.filter((r) => r.model === model).map((r) => r.body as Body)
+const toolNames = (body: Body | undefined): string[] => (body?.tools ?? []).map((t) => t.function.name)
+const toolMessages = (body: Body | undefined): string[] => (body?.messages ?? []).filter((m) => m.role === 'tool').map((m) => m.content ?? '')
+
+let mock: MockLlm | undefined
+afterEach(async () => {
+  await mock?.close()
+  mock = undefined
+})
+
+/** What every run of the scenario must show, whoever drove it. */
+const expectTheTeamWorked = (dir: string) => {
+  const lead = bodiesOf(mock!, LEAD)
+  const researcher = bodiesOf(mock!, RESEARCHER)
+  expect(lead).toHaveLength(3)
+  expect(researcher).toHaveLength(2)
+  // The lead: its instructions after agentvisor's own, its settings, its tools and final_answer.
+  expect(lead[0]!.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('You lead a small support team.') })
+  expect(lead[0]!.temperature).toBe(0.2)
+  expect(lead[0]!.max_tokens).toBe(2048)
+  expect(toolNames(lead[0])).toEqual(['read_file', 'write_file', 'spawn_child', 'final_answer'])
+  const spawn = lead[0]!.tools!.find((t) => t.function.name === 'spawn_child')!.function
+  expect(spawn.description).toContain('researcher: Looks tickets and docs up; answers with facts and sources')
+  expect(spawn.parameters).toMatchObject({ properties: { agent: { enum: ['researcher'] } } })
+  // The researcher: its own instructions and settings, only its tools, never the lead's.
+  expect(researcher[0]!.messages[0]!.content).toContain('Answer only from the tools results.')
+  expect(researcher[0]!.messages[0]!.content).not.toContain('You lead a small support team.')
+  expect(researcher[0]!.temperature).toBe(0)
+  expect(researcher[0]!.max_tokens).toBeUndefined()
+  expect(toolNames(researcher[0])).toEqual(['read_file', 'final_answer'])
+  // Its invalid result came back with the violation, and it went on.
+  expect(toolMessages(researcher[1])).toEqual(['Invalid arguments for final_answer: the result does not match the output schema: /facts: must be array'])
+  // The lead got the researcher's validated output as the spawn_child result, as JSON.
+  const answer = JSON.parse(toolMessages(lead[1])[0]!) as Record<string, unknown>
+  expect(answer).toMatchObject({ status: 'succeeded', steps: 2, output: { facts: ['login fails after the 2.3 upgrade'] } })
+  expect(answer['runId']).toEqual(expect.any(String))
+  expect(readFileSync(path.join(dir, 'ws', 'triage.md'), 'utf8')).toBe('T-42: login fails after the 2.3 upgrade\n')
+}
+
+describe('a team of named agents', () => {
+  it("gives each agent its own instructions, settings and tools, and the lead the researcher's validated output, from av.run()", async () => {
+    mock = await startMockLlm({ scenarios: scenarios as never, port: 0 })
+    const dir = tempDir()
+    const av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
+    try {
+      const result = await av.run(Agentvisor.contract(taskFor(mock.url), dir))
+      expect(result).toMatchObject({ status: 'succeeded', steps: 3, output: { summary: 'T-42 is a login regression' } })
+    } finally {
+      await av.close()
+    }
+    expectTheTeamWorked(dir)
+  })
+
+  it('returns the run output from `run --json`', async () => {
+    mock = await startMockLlm({ scenarios: scenarios as never, port: 0 })
+    const { dir, db, task } = taskInTempDir(taskFor(mock.url))
+    const result = await runCli(['run', task, '--json', '--db', db])
+    expect(result.stderr).not.toContain('    at ')
+    expect(result.code).toBe(0)
+    expect(lastJson(result)).toMatchObject({ status: 'succeeded', steps: 3, output: { summary: 'T-42 is a login regression' } })
+    expectTheTeamWorked(dir)
+  })
+
+  it('refuses a task whose agent names a tool nobody offers, naming the field, before any run exists', async () => {
+    const task = taskFor('http://127.0.0.1:9/v1')
+    const { db, task: file } = taskInTempDir({ ...task, agents: { researcher: { ...task.agents.researcher, tools: ['read_file', 'lookup_ticket'] } } })
+    const result = await runCli(['run', file, '--json', '--db', db])
+    expect(result.code).toBe(2)
+    expect(lastJson(result)).toEqual({
+      error: { kind: 'input', message: expect.stringMatching(/^agents\.researcher\.tools\.1: no tool matches "lookup_ticket" \(the tools are read_file, /) }
+    })
+    expect(result.stderr).not.toContain('    at ')
+    expect(lastJson(await runCli(['runs', '--json', '--db', db]))).toEqual([])
+  })
+})
