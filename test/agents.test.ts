@@ -116,6 +116,15 @@ describe('a team of named agents', () => {
     expect(result.code).toBe(0)
     expect(lastJson(result)).toMatchObject({ status: 'succeeded', steps: 3, output: { summary: 'T-42 is a login regression' } })
     expectTheTeamWorked(dir)
+    const trace = lastJson<{ output: unknown; steps: Array<{ toolCalls: Array<Record<string, unknown>> }> }>(
+      await runCli(['show', lastJson<{ runId: string }>(result).runId, '--json', '--db', db])
+    )
+    expect(trace.output).toEqual({ summary: 'T-42 is a login regression' })
+    expect(trace.steps.map((s) => s.toolCalls.map(({ name, source, effect }) => ({ name, source, effect })))).toEqual([
+      [{ name: 'spawn_child', source: 'builtin', effect: 'idempotent' }],
+      [{ name: 'write_file', source: 'builtin', effect: 'idempotent' }],
+      [{ name: 'final_answer', source: 'builtin', effect: 'read' }]
+    ])
   })
 
   it('refuses a task whose agent names a tool nobody offers, naming the field, before any run exists', async () => {

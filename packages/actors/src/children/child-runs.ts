@@ -47,7 +47,7 @@ const startsChild = (item: CallPlan): item is Extract<CallPlan, { kind: 'run' }>
  */
 const describeChild = (parent: TaskContract, child: RunWithContract, steps: ReadonlyArray<StepRow>): string => {
   if (parent.agents === undefined) return describeChildText(child, [...steps].reverse().find((row) => row.text !== '')?.text ?? '')
-  const output = child.status === 'succeeded' ? storedOutput(child.contract, steps) : undefined
+  const output = child.status === 'succeeded' ? storedOutput(steps) : undefined
   return JSON.stringify({
     runId: child.id,
     status: child.status,

@@ -203,7 +203,13 @@ const recorded = (run: StepRun, item: CallPlan, result: JournalledResult): void 
       at: run.at
     })
   }
-  run.results.push({ toolCallId: call.id, name: call.name, ok: result.ok, output: result.output })
+  const tool = item.kind === 'run' ? item.tool : undefined
+  // A built-in's source and class are fixed (the trace knows them); any other tool's are recorded.
+  run.results.push(
+    tool === undefined || tool.source === 'builtin'
+      ? { toolCallId: call.id, name: call.name, ok: result.ok, output: result.output }
+      : { toolCallId: call.id, name: call.name, ok: result.ok, output: result.output, source: tool.source, effect: tool.effect }
+  )
 }
 
 /** The step's work once every call has its result: the results, the decisions and the audit, with `TOOLS_DONE`. */

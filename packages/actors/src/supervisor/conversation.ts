@@ -1,4 +1,4 @@
-import { type ChatMessage, FINAL_ANSWER, FINAL_ANSWER_ACCEPTED, type TaskContract, type ToolCall, type VerifySpec } from '@agentvisor/core'
+import { type ChatMessage, FINAL_ANSWER, type ToolEffect, FINAL_ANSWER_ACCEPTED, type TaskContract, type ToolCall, type VerifySpec } from '@agentvisor/core'
 
 /** One tool call's answer as the steps table keeps it (and the model reads it). */
 export interface ToolResultRecord {
@@ -6,6 +6,9 @@ export interface ToolResultRecord {
   readonly name: string
   readonly ok: boolean
   readonly output: string
+  /** A tool that is not a built-in: where it comes from and its effect class, for the trace (docs/tools.md). */
+  readonly source?: string | undefined
+  readonly effect?: ToolEffect | undefined
 }
 
 /** What a step contributes to the conversation; the steps table holds exactly this. */
@@ -97,11 +100,12 @@ export const finalAnswerOf = (messages: ReadonlyArray<ChatMessage>): Readonly<Re
 }
 
 /**
- * A finished run's `output` (docs/agents.md, "Structured results"): its accepted `final_answer`
- * when its agent has an `output` schema, else its last answer's text (undefined without either).
+ * A succeeded run's `output` (docs/agents.md, "Structured results"): its accepted `final_answer`
+ * (only an agent with an `output` schema is offered one), else its last answer's text.
  */
-export const runOutput = (contract: TaskContract, messages: ReadonlyArray<ChatMessage>): unknown => {
-  if (contract.output !== undefined) return finalAnswerOf(messages)
+export const runOutput = (messages: ReadonlyArray<ChatMessage>): unknown => {
+  const answer = finalAnswerOf(messages)
+  if (answer !== undefined) return answer
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!
     if (message.role === 'assistant' && message.content !== '') return message.content
@@ -118,8 +122,7 @@ interface StoredStep {
 }
 
 /** `runOutput` of a run read from the store (a child, a trace): the same answer its driver gave. */
-export const storedOutput = (contract: TaskContract, steps: ReadonlyArray<StoredStep>): unknown =>
+export const storedOutput = (steps: ReadonlyArray<StoredStep>): unknown =>
   runOutput(
-    contract,
     steps.flatMap((row) => stepMessages({ text: row.text, toolCalls: row.tool_calls, results: row.results ?? undefined, feedback: row.feedback ?? undefined }))
   )

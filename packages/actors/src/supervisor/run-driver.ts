@@ -111,7 +111,7 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     context: () => journal.context(),
     lastSeq: () => journal.seq,
     /** What the run produced, read from its conversation (docs/agents.md, "Structured results"). */
-    output: (): unknown => runOutput(contract, messages),
+    output: (): unknown => runOutput(messages),
     durable: () => journal.durable
   }
 }

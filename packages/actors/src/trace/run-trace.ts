@@ -1,4 +1,4 @@
-import { jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError } from '@agentvisor/core'
+import { BUILTIN_TOOLS, FINAL_ANSWER, jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError, type ToolEffect } from '@agentvisor/core'
 import {
   type Executor,
   getRunRow,
@@ -9,10 +9,12 @@ import {
   listSteps,
   listTransitions,
   type RunRecord,
+  type StepRow,
   StoreError,
   toRunRecord
 } from '@agentvisor/store'
 import { Effect } from 'effect'
+import { storedOutput } from '../supervisor/conversation.js'
 
 /** One model-call attempt of a receipt (docs/cli.md, `--json`). Optional fields appear when known. */
 export interface AttemptTrace {
@@ -74,7 +76,8 @@ export interface RunTrace {
     provider: string
     promptSummary: string
     text: string
-    toolCalls: ReadonlyArray<{ name: string; arguments: unknown }>
+    /** Each call's tool source (`builtin`, `module`, `mcp:<server>`) and effect class, when the tool is known. */
+    toolCalls: ReadonlyArray<{ name: string; arguments: unknown; source?: string; effect?: ToolEffect }>
     results: ReadonlyArray<string>
     tokens: number
   }>
@@ -82,6 +85,19 @@ export interface RunTrace {
   readonly policyEvents: ReadonlyArray<PolicyEventTrace>
   readonly approvals: ReadonlyArray<ApprovalTrace>
   readonly children: ReadonlyArray<{ id: string; status: string }>
+  /** What a succeeded run produced (docs/agents.md, "Structured results"). */
+  readonly output?: unknown
+}
+
+/** The built-ins' classes are fixed: their calls' results do not record them (docs/tools.md). */
+const BUILTIN_EFFECTS: ReadonlyMap<string, ToolEffect> = new Map([...BUILTIN_TOOLS.map((tool) => [tool.name, tool.effect] as const), [FINAL_ANSWER, 'read']])
+
+/** A call's tool source and class: recorded with its result, or a built-in's; none for an unknown tool. */
+const toolOf = (step: StepRow, call: { readonly id: string; readonly name: string }): { source?: string; effect?: ToolEffect } => {
+  const result = step.results?.find((r) => r.toolCallId === call.id)
+  if (result?.source !== undefined && result.effect !== undefined) return { source: result.source, effect: result.effect }
+  const builtin = BUILTIN_EFFECTS.get(call.name)
+  return builtin === undefined ? {} : { source: 'builtin', effect: builtin }
 }
 
 /**
@@ -155,7 +171,7 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       provider: s.provider,
       promptSummary: s.prompt_summary,
       text: s.text,
-      toolCalls: s.tool_calls.map((c) => ({ name: c.name, arguments: parseArguments(c.arguments) })),
+      toolCalls: s.tool_calls.map((c) => ({ name: c.name, arguments: parseArguments(c.arguments), ...toolOf(s, c) })),
       results: s.results === null ? [] : s.results.map((r) => r.output),
       tokens: s.tokens_in + s.tokens_out
     })),
@@ -187,6 +203,13 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       ...(a.account !== null ? { account: a.account } : {}),
       ...(a.edited_payload !== null ? { editedArguments: parseArguments(a.edited_payload.arguments) } : {})
     })),
-    children: children.map((c) => ({ id: c.id, status: c.status }))
+    children: children.map((c) => ({ id: c.id, status: c.status })),
+    ...outputOf(run.status, steps)
   }
+}
+
+const outputOf = (status: string, steps: ReadonlyArray<StepRow>): { output?: unknown } => {
+  if (status !== 'succeeded') return {}
+  const output = storedOutput(steps)
+  return output === undefined ? {} : { output }
 }

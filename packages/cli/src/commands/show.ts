@@ -40,6 +40,8 @@ export const formatTrace = (trace: RunTrace): string => {
   if (run.parentId !== null) lines.push(`  parent: ${run.parentId}`)
   lines.push(`  created ${run.createdAt}, updated ${run.updatedAt}`)
   if (run.error !== undefined) lines.push(`  error: ${run.error.kind}: ${run.error.message}`)
+  if (trace.output !== undefined)
+    lines.push(`  output: ${(typeof trace.output === 'string' ? trace.output : JSON.stringify(trace.output)).replace(/\s+/g, ' ').slice(0, 400)}`)
   lines.push('', 'transitions:')
   for (const t of trace.transitions) lines.push(`  ${String(t.seq).padStart(3)}  ${t.at}  ${t.from} --${t.event}--> ${t.to}`)
   // A step whose model call never succeeded has a receipt but no step row: show both kinds.
@@ -55,7 +57,9 @@ export const formatTrace = (trace: RunTrace): string => {
     if (step === undefined) continue
     if (step.text !== '') lines.push(`  says: ${step.text.replace(/\s+/g, ' ').slice(0, 200)}`)
     for (const [i, call] of step.toolCalls.entries()) {
-      lines.push(`  ${call.name} ${JSON.stringify(call.arguments).slice(0, 160)}`)
+      // A tool that is not a built-in says where it comes from and what it may do (docs/tools.md).
+      const origin = call.source === undefined || call.source === 'builtin' ? '' : ` [${call.source}, ${call.effect}]`
+      lines.push(`  ${call.name}${origin} ${JSON.stringify(call.arguments).slice(0, 160)}`)
       const result = step.results[i]
       if (result !== undefined) lines.push(`    -> ${result.replace(/\s+/g, ' ').slice(0, 160)}`)
     }

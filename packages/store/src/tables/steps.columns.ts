@@ -6,9 +6,21 @@ import type { StepRow, StoredStepRow } from './steps.table.js'
 /** `steps.tool_calls_json`: the tool calls the model asked for, arguments as their raw text. */
 export const ToolCallsJson = Schema.parseJson(Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, arguments: Schema.String })))
 
-/** `steps.results_json`: one result per tool call, in the calls' order. */
+/**
+ * `steps.results_json`: one result per tool call, in the calls' order; a tool that is not a
+ * built-in's result names its source and effect class (docs/tools.md, "In the trace").
+ */
 export const ResultsJson = Schema.parseJson(
-  Schema.Array(Schema.Struct({ toolCallId: Schema.String, name: Schema.String, ok: Schema.Boolean, output: Schema.String }))
+  Schema.Array(
+    Schema.Struct({
+      toolCallId: Schema.String,
+      name: Schema.String,
+      ok: Schema.Boolean,
+      output: Schema.String,
+      source: Schema.optional(Schema.String),
+      effect: Schema.optional(Schema.Literal('read', 'idempotent', 'effect'))
+    })
+  )
 )
 
 const decodeToolCalls = jsonColumn(ToolCallsJson)

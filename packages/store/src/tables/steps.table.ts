@@ -29,6 +29,10 @@ export interface StepToolResult {
   readonly name: string
   readonly ok: boolean
   readonly output: string
+  /** Where a tool that is not a built-in comes from (`module`, `mcp:<server>`); absent for built-ins. */
+  readonly source?: string | undefined
+  /** Its effect class; absent for built-ins, whose classes are fixed (docs/tools.md). */
+  readonly effect?: 'read' | 'idempotent' | 'effect' | undefined
 }
 
 /** A `steps` row as the database holds it, JSON still text; no read of the store returns it. */
