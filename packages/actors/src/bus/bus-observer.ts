@@ -25,6 +25,7 @@ export const busObserver = (bus: Bus, lastText: (runId: string) => string | unde
             status: result.status,
             steps: result.steps,
             ...(text !== undefined ? { result: text } : {}),
+            ...(result.output !== undefined ? { output: result.output } : {}),
             ...(result.error !== undefined ? { error: result.error } : {})
           })
         )

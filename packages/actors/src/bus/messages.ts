@@ -30,6 +30,8 @@ export interface RunDoneMessage {
   readonly status: string
   readonly steps: number
   readonly result?: string | undefined
+  /** What a succeeded run produced (docs/agents.md, "Structured results"). */
+  readonly output?: unknown
   readonly error?: RunError | undefined
 }
 

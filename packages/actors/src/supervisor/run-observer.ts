@@ -58,7 +58,7 @@ export interface RunObserver {
   readonly onDispatch?: (info: { runId: string; step: number; attempt: number; provider: string; reason: string }) => void
   readonly onToolCall?: (info: { runId: string; step: number; name: string; target: string }) => void
   readonly onToolResult?: (info: { runId: string; step: number; name: string; ok: boolean; output: string }) => void
-  readonly onFinished?: (result: { runId: string; status: string; steps: number; error?: RunError | undefined }) => void
+  readonly onFinished?: (result: { runId: string; status: string; steps: number; output?: unknown; error?: RunError | undefined }) => void
   /** A driver took the run; every hook of the run until `onDriveEnded` belongs to this drive. */
   readonly onDriveStarted?: (info: DriveStarted) => void
   /** An attempt's receipt was settled (called after `onDispatch`, or alone for a skipped circuit). */
