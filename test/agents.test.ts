@@ -4,6 +4,7 @@ import { Agentvisor } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, tempDir } from './support/cli.js'
+import { natsEnv, serving, workersPerTest } from './support/workers.js'
 
 // A lead agent delegating to a researcher with its own instructions, model, tools and result
 // schema (docs/agents.md), over the mock LLM: each agent's model plays its own script.
@@ -137,5 +138,47 @@ describe('a team of named agents', () => {
     })
     expect(result.stderr).not.toContain('    at ')
     expect(lastJson(await runCli(['runs', '--json', '--db', db]))).toEqual([])
+  })
+})
+
+describe('a team of named agents over NATS', () => {
+  const startWorker = workersPerTest()
+
+  it('runs two researcher children on two workers with their own instructions and tools; the lead gets their outputs in spawn order', async () => {
+    const research = (part: string) => ({ name: 'spawn_child', arguments: { goal: `Research part ${part}`, agent: 'researcher' } })
+    const facts = (part: string) => [{ toolCalls: [{ name: 'final_answer', arguments: { facts: [`fact ${part}`] } }], delayMs: 300 }]
+    mock = await startMockLlm({
+      scenarios: {
+        models: {
+          [LEAD]: [
+            { toolCalls: [research('A'), research('B')] },
+            { toolCalls: [{ name: 'final_answer', arguments: { summary: 'two parts researched' } }] }
+          ]
+        },
+        goals: { 'Research part A': facts('A'), 'Research part B': facts('B') }
+      } as never,
+      port: 0
+    })
+    const { dir, db, task } = taskInTempDir(taskFor(mock.url))
+    const env = natsEnv()
+    const workers = [startWorker(db, env), startWorker(db, env)]
+    await serving(workers)
+    const result = await runCli(['run', task, '--json', '--db', db], { env })
+    expect(result.code, result.stderr).toBe(0)
+    expect(lastJson(result)).toMatchObject({ status: 'succeeded', steps: 2, output: { summary: 'two parts researched' } })
+    for (const worker of workers) expect(worker.log()).toMatch(/run \S+ started \(child of /)
+    const children = mock.requests.filter((r) => r.model === RESEARCHER).map((r) => r.body as Body)
+    expect(children).toHaveLength(2)
+    for (const body of children) {
+      expect(body.messages[0]!.content).toContain('Answer only from the tools results.')
+      expect(toolNames(body)).toEqual(['read_file', 'final_answer'])
+      expect(body.temperature).toBe(0)
+    }
+    const answers = toolMessages(bodiesOf(mock, LEAD)[1]).map((text) => JSON.parse(text) as { status: string; output: unknown })
+    expect(answers).toEqual([
+      expect.objectContaining({ status: 'succeeded', output: { facts: ['fact A'] } }),
+      expect.objectContaining({ status: 'succeeded', output: { facts: ['fact B'] } })
+    ])
+    void dir
   })
 })

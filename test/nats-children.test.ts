@@ -1,55 +1,23 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, inject, it } from 'vitest'
-import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { natsEnv, serving, type Worker, workersPerTest } from './support/workers.js'
 import { processesMatching } from './support/processes.js'
 
 let mock: MockLlm | undefined
-const workers: Array<{ child: ChildProcess; log: () => string }> = []
 afterEach(async () => {
-  for (const w of workers.splice(0)) {
-    if (w.child.exitCode === null && w.child.signalCode === null) {
-      const exited = new Promise((r) => w.child.once('exit', r))
-      w.child.kill('SIGTERM')
-      await exited
-    }
-  }
   await mock?.close()
   mock = undefined
 })
 
-/** Each test gets its own stream and consumer so queued messages never cross tests. */
-const natsEnv = () => {
-  const suffix = Math.random().toString(36).slice(2, 8)
-  return {
-    AGENTVISOR_NATS_URL: inject('natsUrl'),
-    AGENTVISOR_NATS_PREFIX: `avtest${suffix}`,
-    AGENTVISOR_NATS_STREAM: `AV_TEST_${suffix}`,
-    AGENTVISOR_NATS_CONSUMER: `av-workers-${suffix}`,
-    AGENTVISOR_NATS_ACK_WAIT_MS: '2000'
-  }
-}
-
-const startWorker = (db: string, env: Record<string, string>) => {
-  const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'pipe']
-  })
-  let log = ''
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
-  const worker = { child, log: () => log }
-  workers.push(worker)
-  return worker
-}
-
-type Worker = ReturnType<typeof startWorker>
+const startWorker = workersPerTest()
 
 /** Starts `count` workers on one store and waits until each serves. */
 const startWorkers = async (db: string, env: Record<string, string>, count: number) => {
   const started = Array.from({ length: count }, () => startWorker(db, env))
-  await waitFor(() => (started.every((w) => w.log().includes('serving')) ? true : undefined), `${count} worker(s) serving`)
+  await serving(started)
   return started
 }
 
