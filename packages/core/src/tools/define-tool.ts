@@ -73,7 +73,13 @@ export interface DefinedTool<A = unknown> {
   run(args: A, ctx: ToolRunContext): unknown
 }
 
-/** A `defineTool` call that cannot make a tool: `message` is one line naming the tool and the problem. */
+/**
+ * A `defineTool` call that cannot make a tool: `message` is one line naming the tool and the problem.
+ *
+ * @example
+ * defineTool({ name: 'look up', description: 'Looks up', input: { type: 'object' }, run: () => '' })
+ * // throws ToolDefinitionError: defineTool "look up": name must be 1 to 64 letters, digits, "_" or "-"
+ */
 export class ToolDefinitionError extends Data.TaggedError('ToolDefinitionError')<{
   /** The name given, as given (it may be the problem). */
   readonly tool: string
@@ -86,7 +92,12 @@ export class ToolDefinitionError extends Data.TaggedError('ToolDefinitionError')
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
-/** Whether `value` is a `defineTool` value of this shape, made by this copy of the package or another. */
+/**
+ * Whether `value` is a `defineTool` value of this shape, made by this copy of the package or another.
+ *
+ * @example
+ * const tools = Object.values(await import('./tools.mjs')).filter(isDefinedTool)
+ */
 export const isDefinedTool = (value: unknown): value is DefinedTool =>
   typeof value === 'object' && value !== null && (value as { [DEFINED_TOOL]?: unknown })[DEFINED_TOOL] === DEFINED_TOOL_VERSION
 

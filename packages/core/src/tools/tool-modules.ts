@@ -18,6 +18,11 @@ import { oneLine } from './tool-input.js'
  * file, a tool whose `defineTool` failed), it exports none, or one of its tools has a name taken.
  * `message` is one line starting with `field` and the path as written:
  * `toolModules.0 (./tools.mjs): cannot load: <why>`.
+ *
+ * @example
+ * const tools = yield* loadToolModules(task.toolModules, baseDir).pipe(
+ *   Effect.mapError((error) => new ContractError({ message: error.message, field: error.field }))
+ * )
  */
 export class ToolModuleError extends Data.TaggedError('ToolModuleError')<{
   readonly message: string
