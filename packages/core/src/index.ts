@@ -24,3 +24,17 @@ export * from './policy/glob.js'
 export * from './policy/command-line.js'
 export * from './policy/policy.js'
 export * from './policy/command-readings.js'
+export {
+  DEFINED_TOOL,
+  DEFINED_TOOL_VERSION,
+  type DefinedTool,
+  type DefineTool,
+  defineTool,
+  isDefinedTool,
+  ToolDefinitionError,
+  type ToolOptions,
+  type ToolRunContext
+} from './tools/define-tool.js'
+export { catalogueToolOf, MODULE_TOOL_MAX_OUTPUT_BYTES } from './tools/module-tool.js'
+export { loadToolModules, ToolModuleError } from './tools/tool-modules.js'
+export type { CheckedArguments, JsonSchemaInput, StandardSchemaIssue, StandardSchemaResult, StandardSchemaV1 } from './tools/tool-input.js'
