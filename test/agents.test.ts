@@ -150,10 +150,7 @@ describe('a team of named agents over NATS', () => {
     mock = await startMockLlm({
       scenarios: {
         models: {
-          [LEAD]: [
-            { toolCalls: [research('A'), research('B')] },
-            { toolCalls: [{ name: 'final_answer', arguments: { summary: 'two parts researched' } }] }
-          ]
+          [LEAD]: [{ toolCalls: [research('A'), research('B')] }, { toolCalls: [{ name: 'final_answer', arguments: { summary: 'two parts researched' } }] }]
         },
         goals: { 'Research part A': facts('A'), 'Research part B': facts('B') }
       } as never,

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import {
-  type ContractError,
+  ContractError,
   DEFAULT_RETRY_POLICY,
+  loadToolModules,
   makeProvider,
   makeSecretSet,
   openWorkspace,
@@ -30,7 +31,7 @@ import { makeRunDriver } from './run-driver.js'
 import type { makeRunFibers } from './run-fibers.js'
 import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
 import type { RunObserver } from './run-observer.js'
-import { availableTools, runCatalogue } from './run-tools.js'
+import { availableTools, registeredTool, runCatalogue } from './run-tools.js'
 import { makeStopSignal } from './stop-signal.js'
 import { handleOf, makeSupervise } from './supervise.js'
 import type { SupervisorOptions } from './supervisor.js'
@@ -68,11 +69,21 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   const concurrentRuns = (): number => driving
   const supervise = makeSupervise({ writer, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
   const newActor = freshActors(options)
-  // The tools of the process, checked once: a clash among them fails every start alike.
-  const registered = availableTools(options.tools ?? [])
-  /** The catalogue of the agent `contract` runs (a root's start checks the task's other agents too). */
-  const catalogueOf = (contract: TaskContract, checkAgents: boolean): Effect.Effect<ToolCatalogue, ContractError> =>
-    Either.flatMap(registered, (available) => runCatalogue(available, contract, checkAgents))
+  // The tools of the process, made catalogue entries once.
+  const registered = (options.tools ?? []).map(registeredTool)
+  /**
+   * The catalogue of the agent `contract` runs: the process's tools and the task's modules (each
+   * imported once per process); a root's start checks the task's other agents too (docs/tools.md).
+   */
+  const catalogueOf = (contract: TaskContract, checkAgents: boolean): Effect.Effect<ToolCatalogue, ContractError> => {
+    const modules = contract.toolModules
+    if (modules === undefined || modules.length === 0)
+      return Either.flatMap(availableTools(registered), (available) => runCatalogue(available, contract, checkAgents))
+    return loadToolModules(modules, contract.workspace).pipe(
+      Effect.mapError((error) => new ContractError({ message: error.message, field: error.field })),
+      Effect.flatMap((taskTools) => Either.flatMap(availableTools(registered, taskTools), (available) => runCatalogue(available, contract, checkAgents)))
+    )
+  }
 
   const launch = (
     runId: string,

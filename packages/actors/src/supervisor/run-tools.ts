@@ -1,6 +1,9 @@
 import {
   agentCatalogue,
   BUILTIN_TOOLS,
+  catalogueToolOf,
+  type DefinedTool,
+  isDefinedTool,
   ContractError,
   FINAL_ANSWER,
   makeToolCatalogue,
@@ -12,6 +15,12 @@ import { Either } from 'effect'
 
 /** Names agentvisor offers by itself to the agents that need them: no tool of a team may take them. */
 const RESERVED: ReadonlySet<string> = new Set([FINAL_ANSWER, 'ask_human'])
+
+/** A tool given to the process (`Agentvisor.open({ tools })`): a `defineTool` value or a catalogue entry. */
+export type RegisteredTool = DefinedTool<never> | ToolDefinition
+
+/** The catalogue entry of a registered tool (a `defineTool` value becomes a `module` tool). */
+export const registeredTool = (tool: RegisteredTool): ToolDefinition => (isDefinedTool(tool) ? catalogueToolOf(tool) : tool)
 
 /**
  * Every tool a run of this process may be offered, in catalogue order: the built-ins, then the

@@ -1,4 +1,4 @@
-import type { ContractError, ModelSettings, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract, ToolDefinition } from '@agentvisor/core'
+import type { ContractError, ModelSettings, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract } from '@agentvisor/core'
 import { makeRunWriter } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 import type { InspectionEvent } from 'xstate'
@@ -14,6 +14,7 @@ import { DEFAULT_LEASE_POLICY, type LeasePolicy, makeLeaseOwner } from './lease.
 import { makeLeaseKeeper, storeLeaseQueries } from './lease-keeper.js'
 import type { Approver } from './run-driver.js'
 import { makeRunFibers } from './run-fibers.js'
+import type { RegisteredTool } from './run-tools.js'
 import type { ChildSpec, LaunchError, RunHandle, StartOptions } from './run-handle.js'
 import type { RunObserver } from './run-observer.js'
 import { serveBus } from './serve-bus.js'
@@ -57,7 +58,7 @@ export interface SupervisorOptions {
    * Tools every run of this process may be offered (`defineTool` values made catalogue entries),
    * beside the built-ins: an agent is offered those its `tools` names (docs/tools.md).
    */
-  readonly tools?: ReadonlyArray<ToolDefinition>
+  readonly tools?: ReadonlyArray<RegisteredTool>
   /** Builds a provider from its config; the default reads the task file's kinds. */
   readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets: SecretSet, settings?: ModelSettings) => Provider
 }

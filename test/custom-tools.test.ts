@@ -1,0 +1,115 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+
+// Tools of a tool module with side effects (test/fixtures/tools/journal-tools.mjs), journalled by
+// their effect class like the built-ins (docs/tools.md, "Effect classes").
+const TOOLS = path.join(import.meta.dirname, 'fixtures', 'tools', 'journal-tools.mjs')
+
+let mock: MockLlm | undefined
+afterEach(async () => {
+  await mock?.close()
+  mock = undefined
+})
+
+const call = (name: string, args: Record<string, unknown> = {}) => ({ toolCalls: [{ name, arguments: args }] })
+const writeDone = call('write_file', { path: 'out.txt', content: 'DONE' })
+
+const setup = async (steps: unknown[]) => {
+  mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+  const dir = tempDir()
+  const file = writeTask(dir, {
+    goal: 'Write DONE into out.txt',
+    workspace: 'ws',
+    providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+    tools: ['write_file', 'append_line', 'record_key'],
+    toolModules: [TOOLS],
+    policy: { layers: [{ name: 'team', allow: { tool: ['append_line', 'record_key'], write: ['out.txt'] } }] },
+    approval: 'defer'
+  })
+  const ws = path.join(dir, 'ws')
+  mkdirSync(ws)
+  return { dir, file, db: path.join(dir, 'av.db'), ws }
+}
+
+/** Starts `agentvisor run` in the background; resolves the run id once it is announced. */
+const startRun = (file: string, db: string) => {
+  let runId: string | undefined
+  let pid = 0
+  const done = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p), onStderr: (text) => (runId ??= /run (\S+) started/.exec(text)?.[1]) })
+  return { done, pid: () => pid, runId: () => waitFor(() => runId, 'the run id') }
+}
+
+const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [])
+
+describe('a custom effect tool across a crash', () => {
+  it('is never run again once its step committed: killed during the next dispatch, the resumed run replays its result', async () => {
+    const { file, db, ws } = await setup([call('append_line', { line: 'once' }), { delayMs: 60_000, text: 'slow' }, writeDone])
+    const run = startRun(file, db)
+    const runId = await run.runId()
+    await waitFor(() => (mock!.requests.length >= 2 ? true : undefined), 'the second dispatch')
+    process.kill(run.pid(), 'SIGKILL')
+    await run.done
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(lines(path.join(ws, 'effects.txt'))).toEqual(['once'])
+    const trace = lastJson<{ steps: Array<{ toolCalls: Array<Record<string, unknown>> }> }>(await runCli(['show', runId, '--json', '--db', db]))
+    expect(trace.steps[0]!.toolCalls[0]).toMatchObject({ name: 'append_line', source: 'module', effect: 'effect' })
+  })
+
+  const killedMidCall = async () => {
+    const ctx = await setup([call('append_line', { line: 'ran' }), writeDone])
+    writeFileSync(path.join(ctx.ws, 'hang'), '')
+    const run = startRun(ctx.file, ctx.db)
+    const runId = await run.runId()
+    await waitFor(() => (lines(path.join(ctx.ws, 'effects.txt')).length > 0 ? true : undefined), 'the call under way')
+    process.kill(run.pid(), 'SIGKILL')
+    await run.done
+    rmSync(path.join(ctx.ws, 'hang'))
+    const paused = await runCli(['resume', runId, '--json', '--db', ctx.db])
+    expect(paused.code, paused.stderr).toBe(3)
+    expect(lastJson(paused)).toMatchObject({ status: 'awaiting_approval' })
+    expect(paused.stderr).toContain('interrupted after it started')
+    expect(lines(path.join(ctx.ws, 'effects.txt'))).toEqual(['ran'])
+    return { ...ctx, runId }
+  }
+
+  it('killed mid-call, waits for a recovery decision and runs exactly once more on --retry', async () => {
+    const { db, ws, runId } = await killedMidCall()
+    expect((await runCli(['approve', runId, '--retry', '--db', db])).code).toBe(0)
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(lastJson(resumed)).toMatchObject({ status: 'succeeded' })
+    expect(lines(path.join(ws, 'effects.txt'))).toEqual(['ran', 'ran'])
+  })
+
+  it('killed mid-call, is never run again on --completed, and the model is told', async () => {
+    const { db, ws, runId } = await killedMidCall()
+    expect((await runCli(['approve', runId, '--completed', 'the line is there', '--db', db])).code).toBe(0)
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(lastJson(resumed)).toMatchObject({ status: 'succeeded' })
+    expect(lines(path.join(ws, 'effects.txt'))).toEqual(['ran'])
+    expect(JSON.stringify(mock!.requests.at(-1)!.body)).toContain('the line is there')
+  })
+})
+
+describe('a custom idempotent tool across a crash', () => {
+  it('killed mid-call, is run again on resume with the same idempotency key, without asking anyone', async () => {
+    const { file, db, ws } = await setup([call('record_key'), writeDone])
+    writeFileSync(path.join(ws, 'hang'), '')
+    const run = startRun(file, db)
+    const runId = await run.runId()
+    await waitFor(() => (lines(path.join(ws, 'keys.txt')).length > 0 ? true : undefined), 'the call under way')
+    process.kill(run.pid(), 'SIGKILL')
+    await run.done
+    rmSync(path.join(ws, 'hang'))
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    const keys = lines(path.join(ws, 'keys.txt'))
+    expect(keys).toHaveLength(2)
+    expect(keys[1]).toBe(keys[0])
+    expect(keys[0]).toBe(`${runId}:1:0`)
+  })
+})
