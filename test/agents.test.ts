@@ -179,3 +179,65 @@ describe('a team of named agents over NATS', () => {
     void dir
   })
 })
+
+describe('tools a worker offers', () => {
+  const startWorker = workersPerTest()
+  const TICKET_TOOLS = path.join(import.meta.dirname, 'fixtures', 'tools', 'ticket-tools.mjs')
+  const withLookup = (baseUrl: string) => {
+    const task = taskFor(baseUrl)
+    return { ...task, agents: { researcher: { ...task.agents.researcher, tools: ['lookup_ticket'] } } }
+  }
+  const lead = [
+    { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Research ticket T-42', agent: 'researcher' } }] },
+    { toolCalls: [{ name: 'final_answer', arguments: { summary: 'done' } }] }
+  ]
+
+  it("are offered to the children it drives: the researcher calls the worker's lookup_ticket", async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: {
+          [LEAD]: lead,
+          [RESEARCHER]: [
+            { toolCalls: [{ name: 'lookup_ticket', arguments: { id: 'T-42' } }] },
+            { toolCalls: [{ name: 'final_answer', arguments: { facts: ['reported by ana'] } }] }
+          ]
+        }
+      } as never,
+      port: 0
+    })
+    const { dir, db, task } = taskInTempDir(withLookup(mock.url))
+    const env = natsEnv()
+    const worker = startWorker(db, env, ['--tools', TICKET_TOOLS])
+    await serving([worker])
+    const result = await runCli(['run', task, '--json', '--db', db], { env })
+    expect(result.code, result.stderr).toBe(0)
+    const researcher = bodiesOf(mock, RESEARCHER)
+    expect(toolNames(researcher[0])).toEqual(['lookup_ticket', 'final_answer'])
+    expect(JSON.parse(toolMessages(researcher[1])[0]!)).toEqual({ id: 'T-42', title: 'Login fails after the 2.3 upgrade', reporter: 'ana' })
+    expect(JSON.parse(toolMessages(bodiesOf(mock, LEAD)[1])[0]!)).toMatchObject({ status: 'succeeded', output: { facts: ['reported by ana'] } })
+    void dir
+  })
+
+  it('fail a child that needs a tool its worker lacks, naming the tool and the worker, and the worker goes on', async () => {
+    mock = await startMockLlm({ scenarios: { models: { [LEAD]: lead } } as never, port: 0 })
+    const { db, task } = taskInTempDir(withLookup(mock.url))
+    const env = natsEnv()
+    const worker = startWorker(db, env)
+    await serving([worker])
+    const result = await runCli(['run', task, '--json', '--db', db], { env })
+    expect(result.code, result.stderr).toBe(0)
+    const answer = JSON.parse(toolMessages(bodiesOf(mock, LEAD)[1])[0]!) as { status: string; error: { kind: string; message: string } }
+    expect(answer.status).toBe('failed')
+    expect(answer.error.kind).toBe('internal')
+    expect(answer.error.message).toMatch(/^worker \S+\/\d+ cannot run it: tools\.0: no tool matches "lookup_ticket"/)
+    expect(worker.child.exitCode).toBeNull()
+    expect(worker.log()).toContain('cannot run child')
+  })
+
+  it('refuses a --tools module that does not load, with one line and exit 2', async () => {
+    const result = await runCli(['worker', '--nats', 'nats://127.0.0.1:9', '--tools', path.join(tempDir(), 'missing.mjs')])
+    expect(result.code).toBe(2)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toMatch(/--tools \(.*missing\.mjs\): /)
+  })
+})

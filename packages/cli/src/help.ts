@@ -68,11 +68,12 @@ in flight and ends it cancelled. A paused or interrupted run is ended at once.
 example:
   agentvisor cancel 0b7c1d2e-...
 `,
-  worker: `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--inspect [URL]]
+  worker: `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--inspect [URL]]
 
 Drives child runs from the NATS work queue (shared by every worker) and answers control
 requests (status, approve, cancel) until SIGINT/SIGTERM. Logs one line per run it starts and
-ends. Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS, _CREDS, _TLS_CA/_CERT/_KEY.
+ends. --tools: comma-separated tool modules (defineTool exports) its runs may be offered
+(docs/tools.md). Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS, _CREDS, _TLS_CA/_CERT/_KEY.
 
 example:
   agentvisor worker --nats nats://127.0.0.1:4222 --db /shared/agentvisor.db --concurrency 4

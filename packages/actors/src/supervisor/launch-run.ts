@@ -102,7 +102,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
     built?: ToolCatalogue
   ): Effect.Effect<RunHandle, WorkspaceError | StoreError | RunNotResumableError | RunNotFoundError | LeaseConflictError | LeaseLostError | ContractError> =>
     Effect.gen(function* () {
-      const tools = built ?? (yield* Effect.mapError(catalogueOf(contract, false), (error) => new RunNotResumableError({ runId, reason: error.message })))
+      // A resume needs the tools its agent names here too: a worker without one refuses the run (docs/tools.md).
+      const tools = built ?? (yield* catalogueOf(contract, false))
       const leaseToken = createdWithToken ?? (yield* takeLease(writer, runId, leaseOwner, leasePolicy))
       const loaded = yield* runPolicyOf(writer, contract)
       // A run whose policy cannot be built never runs permissively: it does not run.
@@ -154,8 +155,9 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // A workspace that cannot be opened (a file, no permission) fails the start before
       // any row exists: a run that never began leaves nothing half made in the store.
       const workspace = yield* openWorkspace(contract.workspace)
-      // So are tools it names that nobody offers: a task's own agents are all checked at its root.
-      const tools = yield* catalogueOf(contract, contract.lineage === undefined)
+      // So are tools it names that nobody offers. A root whose children run in this process checks
+      // the task's other agents too; where workers drive them, each worker checks its own tools.
+      const tools = yield* catalogueOf(contract, contract.lineage === undefined && options.serveChildren !== undefined)
       const runId = randomUUID()
       const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
       const parentId = startOptions.parentId ?? null

@@ -1,4 +1,5 @@
-import { DEFAULT_CHILD_LIMITS, type RunError, WorkspaceError } from '@agentvisor/core'
+import { hostname } from 'node:os'
+import { ContractError, DEFAULT_CHILD_LIMITS, type RunError, WorkspaceError } from '@agentvisor/core'
 import {
   type Database,
   getRun,
@@ -111,9 +112,11 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
       }
       const reason = started.left instanceof Error ? started.left.message : String(started.left)
       log(`cannot run child ${request.runId}: ${reason}`)
-      // A child that cannot open its workspace (spawned onto a file) never starts: it ends
-      // failed, so its parent's wait ends too instead of lasting to the parent's deadline.
+      // A child that cannot open its workspace (spawned onto a file), or whose agent needs a tool
+      // this worker lacks, never starts: it ends failed, so its parent's wait ends too instead of
+      // lasting to the parent's deadline.
       if (started.left instanceof WorkspaceError) yield* failUnstartedChild(deps.db, request.runId, reason)
+      if (started.left instanceof ContractError) yield* failUnstartedChild(deps.db, request.runId, `worker ${workerName()} cannot run it: ${reason}`)
       return yield* delivery.ack
     }
     log(`run ${request.runId} started (child of ${request.parentId}${delivery.deliveryCount > 1 ? `, delivery ${delivery.deliveryCount}` : ''})`)
@@ -154,3 +157,6 @@ const failUnstartedChild = (db: Kysely<Database>, runId: string, message: string
     })
   )
 }
+
+/** How a worker names itself in a run's error: its host and process. */
+const workerName = (): string => `${hostname()}/${process.pid}`

@@ -1,32 +1,37 @@
 import { Agentvisor, natsBusOptionsFromEnv } from '@agentvisor/actors'
+import { type CallableTool, loadToolModules } from '@agentvisor/core'
 import { maskUrlCredentials } from '@agentvisor/core/secrets'
+import { Effect, Either } from 'effect'
 import { resolveDbPath } from '@agentvisor/store'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 /**
- * `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--inspect [URL]]`: drives child runs from the
- * JetStream work queue (one durable consumer shared by every worker) and answers control
- * requests, until SIGINT/SIGTERM. Logs one line per run it starts and ends.
+ * `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--inspect [URL]]`:
+ * drives child runs from the JetStream work queue (one durable consumer shared by every worker)
+ * and answers control requests, until SIGINT/SIGTERM. Logs one line per run it starts and ends.
+ * `--tools`: comma-separated tool modules whose tools every run of this worker may be offered
+ * (docs/tools.md).
  */
 export const workerCommand = async (argv: string[]): Promise<number> => {
   const { values } = parseCommandArgs(
     withInspectDefault(argv),
-    { nats: { type: 'string' }, db: { type: 'string' }, concurrency: { type: 'string' }, inspect: { type: 'string' } },
+    { nats: { type: 'string' }, db: { type: 'string' }, concurrency: { type: 'string' }, tools: { type: 'string' }, inspect: { type: 'string' } },
     { min: 0, max: 0, names: '' }
   )
   const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
   if (nats === undefined) throw new UsageError('worker needs --nats URL (or AGENTVISOR_NATS_URL)')
   const concurrency = values.concurrency === undefined ? 4 : Number(values.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive whole number (got "${values.concurrency}")`)
+  const tools = values.tools === undefined ? [] : await workerTools(values.tools)
   const dbPath = resolveDbPath(values.db)
   const log = (line: string): void => {
     process.stderr.write(`agentvisor worker: ${terminalSafe(line)}\n`)
   }
   const inspector = await startInspector(values.inspect, log)
   try {
-    const av = await Agentvisor.open({ db: dbPath, nats, serveChildren: { concurrency }, serveControl: true, log, ...inspectOptions(inspector) })
+    const av = await Agentvisor.open({ db: dbPath, nats, serveChildren: { concurrency }, serveControl: true, log, tools, ...inspectOptions(inspector) })
     log(maskUrlCredentials(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${dbPath}, ${concurrency} at a time)`))
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve())
@@ -38,4 +43,16 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
     await inspector?.stop()
   }
   return 0
+}
+
+/** The tools of `--tools` (paths relative to the current folder), or a usage error naming the module. */
+const workerTools = async (list: string): Promise<ReadonlyArray<CallableTool>> => {
+  const paths = list
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
+  if (paths.length === 0) throw new UsageError('--tools needs one or more tool modules, separated by commas')
+  const loaded = await Effect.runPromise(Effect.either(loadToolModules(paths, process.cwd())))
+  if (Either.isLeft(loaded)) throw new UsageError(loaded.left.message.replace(/^toolModules\.\d+/, '--tools'))
+  return loaded.right
 }
