@@ -17,7 +17,7 @@ import { Either } from 'effect'
 const RESERVED: ReadonlySet<string> = new Set([FINAL_ANSWER, 'ask_human'])
 
 /** A tool given to the process (`Agentvisor.open({ tools })`): a `defineTool` value or a catalogue entry. */
-export type RegisteredTool = DefinedTool<never> | ToolDefinition
+export type RegisteredTool = DefinedTool | ToolDefinition
 
 /** The catalogue entry of a registered tool (a `defineTool` value becomes a `module` tool). */
 export const registeredTool = (tool: RegisteredTool): ToolDefinition => (isDefinedTool(tool) ? catalogueToolOf(tool) : tool)
