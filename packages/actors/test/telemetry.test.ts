@@ -7,6 +7,7 @@ import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpa
 import { Effect } from 'effect'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { Agentvisor, loadRunTrace, SpanAttribute, SpanName, TRANSITION_EVENT } from '@agentvisor/actors'
+import { defineTool } from '@agentvisor/core'
 import { openStore } from '@agentvisor/store'
 import { startMockLlm, type MockLlm } from '../../cli/src/mock-llm/index.js'
 
@@ -160,6 +161,10 @@ describe('OpenTelemetry spans of a run', () => {
       [idOf(stepSpan(1)), 'write_file', 'notes.txt', true],
       [idOf(stepSpan(2)), 'read_file', 'notes.txt', true]
     ])
+    expect(tools.map((s) => [s.attributes[SpanAttribute.toolSource], s.attributes[SpanAttribute.toolEffect]])).toEqual([
+      ['builtin', 'idempotent'],
+      ['builtin', 'read']
+    ])
 
     expect(new Set(spans.map((s) => s.spanContext().traceId)).size).toBe(1)
     // The content was written and read back to the model, and the key was sent: none of it is in a span.
@@ -170,6 +175,38 @@ describe('OpenTelemetry spans of a run', () => {
       expect(exported(span)).not.toContain(secret)
       expect(exported(span)).not.toContain(secret.slice('password='.length))
     }
+  })
+
+  it("gives a custom tool's span its source and effect class and none of its arguments", async () => {
+    const secret = `password=${randomUUID()}`
+    const stash = defineTool({
+      name: 'stash',
+      description: 'Keeps a value',
+      input: { type: 'object', properties: { path: { type: 'string' }, value: { type: 'string' } } },
+      effect: 'idempotent',
+      run: () => 'kept'
+    })
+    mock = await startMockLlm({ port: 0, scenarios: { models: { m: [{ toolCalls: [{ name: 'stash', arguments: { path: 'vault/key', value: secret } }] }] } } })
+    const dir = tempDir()
+    av = await Agentvisor.open({ db: path.join(dir, 'av.db'), tools: [stash] })
+    const result = await av.run({
+      goal: 'Keep a value',
+      workspace: path.join(dir, 'ws'),
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      tools: ['stash'],
+      policy: { layers: [{ name: 'team', allow: { tool: ['stash'] } }] }
+    })
+    expect(result).toMatchObject({ status: 'succeeded', steps: 2 })
+    const [span, ...others] = named(exporter.getFinishedSpans(), SpanName.tool)
+    expect(others).toEqual([])
+    expect(span!.attributes).toMatchObject({
+      [SpanAttribute.toolName]: 'stash',
+      [SpanAttribute.toolSource]: 'module',
+      [SpanAttribute.toolEffect]: 'idempotent'
+    })
+    expect(span!.attributes[SpanAttribute.toolTarget]).toBeUndefined()
+    expect(exported(span!)).not.toContain('vault/key')
+    expect(exported(span!)).not.toContain(secret)
   })
 
   it('marks the run span as an error with the kind and HTTP status of an auth failure', async () => {

@@ -170,7 +170,12 @@ const resultOf = (run: StepRun, position: number, item: CallPlan): Now<Journalle
   const { journal } = drive
   const step = ctx.step
   if (listens(observers, 'onToolCall')) {
-    const toolCall = { runId, step, name: call.name, target: toolTarget(call) }
+    const tool = item.tool
+    // A built-in's target is its path or command; any other tool's arguments are never shown (docs/tools.md).
+    const toolCall =
+      tool === undefined
+        ? { runId, step, name: call.name, target: '' }
+        : { runId, step, name: call.name, target: tool.source === 'builtin' ? toolTarget(call) : '', source: tool.source, effect: tool.effect }
     journal.whenDurable(() => notify(observers, 'onToolCall', toolCall))
   }
   return thenNow(perform(drive, step, position, item.call, item.tool, run.interrupted.get(position), item.note), (result) => {

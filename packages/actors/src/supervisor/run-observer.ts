@@ -56,7 +56,8 @@ export interface AttemptSettled {
 export interface RunObserver {
   readonly onTransition?: (transition: TransitionRecord) => void
   readonly onDispatch?: (info: { runId: string; step: number; attempt: number; provider: string; reason: string }) => void
-  readonly onToolCall?: (info: { runId: string; step: number; name: string; target: string }) => void
+  /** `target`: a built-in's path or command ('' for other tools: their arguments are never shown); `source` and `effect`: the tool's, when known. */
+  readonly onToolCall?: (info: { runId: string; step: number; name: string; target: string; source?: string; effect?: string }) => void
   readonly onToolResult?: (info: { runId: string; step: number; name: string; ok: boolean; output: string }) => void
   readonly onFinished?: (result: { runId: string; status: string; steps: number; output?: unknown; error?: RunError | undefined }) => void
   /** A driver took the run; every hook of the run until `onDriveEnded` belongs to this drive. */

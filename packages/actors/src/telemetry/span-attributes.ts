@@ -46,6 +46,10 @@ export const SpanAttribute = {
   /** The path or command the call is about; never the content written or the output. */
   toolTarget: 'agentvisor.tool.target',
   toolOk: 'agentvisor.tool.ok',
+  /** `builtin`, `module` or `mcp:<server>` (docs/tools.md). */
+  toolSource: 'agentvisor.tool.source',
+  /** `read`, `idempotent` or `effect`. */
+  toolEffect: 'agentvisor.tool.effect',
   transitionSeq: 'agentvisor.transition.seq',
   transitionFrom: 'agentvisor.transition.from',
   transitionEvent: 'agentvisor.transition.event',

@@ -201,7 +201,9 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
             [SpanAttribute.runId]: info.runId,
             [SpanAttribute.step]: info.step,
             [SpanAttribute.toolName]: info.name,
-            [SpanAttribute.toolTarget]: info.target === '' ? undefined : info.target
+            [SpanAttribute.toolTarget]: info.target === '' ? undefined : info.target,
+            [SpanAttribute.toolSource]: info.source,
+            [SpanAttribute.toolEffect]: info.effect
           })
         },
         contextOf(step)
