@@ -1,18 +1,21 @@
-// The README's first command: runs examples/single-agent against the bundled mock LLM on the
-// embedded defaults (SQLite under .agentvisor/, in-process, no API key), then prints its trace.
+// The README's first command: runs examples/single-agent (or the example named as its argument:
+// `node examples/demo.mjs agents`) against the bundled mock LLM on the embedded defaults (SQLite
+// under .agentvisor/, in-process, no API key), then prints its trace.
 import { spawn } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import * as path from 'node:path'
 import { loadScenarios, startMockLlm } from '@agentvisor/cli'
 import { redactPassword } from '@agentvisor/store'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const example = path.join(here, 'single-agent')
+const example = path.join(here, process.argv[2] ?? 'single-agent')
 const bin = path.join(here, '..', 'packages', 'cli', 'bin', 'agentvisor.js')
+// The mock LLM listens where the example's task sends its requests.
+const port = Number(new URL(JSON.parse(readFileSync(path.join(example, 'task.json'), 'utf8')).providers[0].baseUrl).port)
 
-const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(example, 'scenarios.json')), port: 4010 }).catch((error) => {
-  console.error(`demo: cannot start the mock LLM on 127.0.0.1:4010 (${error.message}); is the port taken?`)
+const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(example, 'scenarios.json')), port }).catch((error) => {
+  console.error(`demo: cannot start the mock LLM on 127.0.0.1:${port} (${error.message}); is the port taken?`)
   process.exit(1)
 })
 try {

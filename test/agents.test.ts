@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
@@ -239,5 +240,31 @@ describe('tools a worker offers', () => {
     expect(result.code).toBe(2)
     expect(result.stderr.trim().split('\n')).toHaveLength(1)
     expect(result.stderr).toMatch(/--tools \(.*missing\.mjs\): /)
+  })
+})
+
+describe('examples/agents', () => {
+  it('runs on the mock LLM with no API key: the lead delegates, the researcher uses the module tool, the typed result comes back', async () => {
+    const dir = tempDir()
+    const demo = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [path.join(import.meta.dirname, '..', 'examples', 'demo.mjs'), 'agents'], {
+        env: { ...process.env, AGENTVISOR_DB: path.join(dir, 'av.db') },
+        stdio: ['ignore', 'pipe', 'pipe']
+      })
+      let stdout = ''
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+      child.once('error', reject)
+      child.once('close', (code) => resolve({ code, stdout }))
+    })
+    expect(demo.code, demo.stdout).toBe(0)
+    expect(demo.stdout).toContain('"output":{"summary":"SSO login regression in 2.3","severity":"high"}')
+    expect(demo.stdout).toContain('/severity: must be equal to one of the allowed values')
+    const rows = lastJson<Array<{ id: string; parentId: string | null }>>(await runCli(['runs', '--json', '--db', path.join(dir, 'av.db')]))
+    const child = rows.find((r) => r.parentId !== null)!
+    const trace = lastJson<{ steps: Array<{ toolCalls: Array<Record<string, unknown>>; results: string[] }> }>(
+      await runCli(['show', child.id, '--json', '--db', path.join(dir, 'av.db')])
+    )
+    expect(trace.steps[0]!.toolCalls[0]).toMatchObject({ name: 'lookup_ticket', source: 'module', effect: 'read' })
+    expect(trace.steps[0]!.results[0]).toContain('Only users with SSO are affected')
   })
 })
