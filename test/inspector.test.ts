@@ -212,6 +212,38 @@ describe('the inspector page in headless Chromium', () => {
     expect(errors).toEqual([])
   })
 
+  it("shows a run's typed output and where each of its tools comes from", async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = writeTask(dir, {
+      goal: 'Look the ticket up',
+      workspace: 'ws',
+      providers: [
+        {
+          name: 'primary',
+          kind: 'scripted',
+          steps: [
+            { toolCalls: [{ name: 'lookup_ticket', arguments: { id: 'T-42' } }] },
+            { toolCalls: [{ name: 'final_answer', arguments: { title: 'Login fails' } }] }
+          ]
+        }
+      ],
+      tools: ['lookup_ticket'],
+      toolModules: [path.join(import.meta.dirname, 'fixtures', 'tools', 'ticket-tools.mjs')],
+      output: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+      approval: 'defer'
+    })
+    const runId = await cliRun(file, db, 0)
+    inspector = await startInspector({ db, port: 0 })
+    const { page, errors } = await openPage(`${inspector.url}#/runs/${runId}`)
+    await page.locator(`[data-testid=run-view][data-run-id="${runId}"]`).waitFor()
+    expect(await page.getByTestId('run-output').textContent()).toBe('output {"title":"Login fails"}')
+    expect(await page.getByTestId('tool-origin').allTextContents()).toEqual([' module, read '])
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-output.png') })
+    await page.close()
+    expect(errors).toEqual([])
+  })
+
   it('approving a pending request from the page lets the paused run finish, shown without a reload', async () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

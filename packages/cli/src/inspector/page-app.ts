@@ -117,7 +117,8 @@ function head(run) {
       h('span', { text: 'created ' + when(r.createdAt) }),
       h('span', { text: 'updated ' + when(r.updatedAt) })
     ]),
-    r.error ? h('div', { class: 'error-box', 'data-testid': 'run-error', text: r.error.kind + ': ' + r.error.message }) : null
+    r.error ? h('div', { class: 'error-box', 'data-testid': 'run-error', text: r.error.kind + ': ' + r.error.message }) : null,
+    run.output !== undefined ? h('div', { class: 'output-box', 'data-testid': 'run-output' }, [h('strong', { text: 'output ' }), h('code', { text: json(run.output) })]) : null
   ]);
 }
 
@@ -251,7 +252,8 @@ function stepsCard(run) {
       h('h3', {}, ['Step ' + n, h('span', { class: 'sub', text: step ? step.provider + ', ' + step.tokens + ' tokens' : 'no answer' })]),
       step && step.text ? h('div', { class: 'said', text: step.text }) : null,
       step && step.toolCalls.length ? h('ul', { class: 'calls' }, step.toolCalls.map(function (c, i) {
-        return h('li', {}, [c.name + ' ' + json(c.arguments), step.results[i] !== undefined ? h('span', { class: 'result', text: '-> ' + step.results[i] }) : null]);
+        var origin = c.source && c.source !== 'builtin' ? h('span', { class: 'sub', 'data-testid': 'tool-origin', text: ' ' + c.source + ', ' + c.effect + ' ' }) : null;
+        return h('li', {}, [c.name, origin, ' ' + json(c.arguments), step.results[i] !== undefined ? h('span', { class: 'result', text: '-> ' + step.results[i] }) : null]);
       })) : null,
       receipt ? h('table', { 'data-testid': 'receipt' }, [
         h('thead', {}, [h('tr', {}, ['#', 'provider', 'reason', 'outcome', 'error', 'latency', 'tokens'].map(function (t) { return h('th', { text: t }); }))]),

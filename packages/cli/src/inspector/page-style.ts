@@ -48,6 +48,7 @@ main.detail { overflow-y: auto; padding: 18px 22px 40px; min-width: 0; }
 .run-head h1 { font-size: 19px; margin: 0 0 6px; font-weight: 600; }
 .facts { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; color: var(--muted); font-size: 12.5px; }
 .facts code { color: var(--ink); }
+.output-box { margin-top: 10px; padding: 8px 12px; border-radius: 6px; background: var(--ok-bg); font-size: 13px; overflow-wrap: anywhere; }
 .error-box { margin-top: 10px; padding: 8px 12px; border-radius: 6px; background: var(--bad-bg); color: var(--bad); font-size: 13px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px; margin-top: 16px; }
 .card h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .6px; color: var(--muted); margin: 0 0 10px; font-weight: 600; }
