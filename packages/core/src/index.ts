@@ -22,3 +22,17 @@ export * from './policy/glob.js'
 export * from './policy/command-line.js'
 export * from './policy/policy.js'
 export * from './policy/command-readings.js'
+export {
+  SecretRef,
+  McpValue,
+  McpStdioServerSpec,
+  McpHttpServerSpec,
+  McpServerSpec,
+  McpServers,
+  MCP_SERVER_NAME,
+  MCP_SERVER_NAME_MAX,
+  mcpSecretNames
+} from './tools/mcp/mcp-server-spec.js'
+export { McpServerError, type McpServerErrorReason } from './tools/mcp/mcp-errors.js'
+export { CATALOGUE_TOOL_NAME, mcpToolEffect, mcpToolName } from './tools/mcp/mcp-tools.js'
+export { makeMcpPool, type McpPool, type McpPoolOptions, type McpServerHandle, type McpStartOptions } from './tools/mcp/mcp-pool.js'
