@@ -104,7 +104,7 @@ const httpProblem = (http: HttpClientModule, url: string, error: unknown): { rea
   }
   if (isNetworkError(error)) {
     const code = errnoCode(error)!
-    return { reason: 'unreachable', text: `cannot reach ${shown} (${NETWORK_REASONS[code] ?? code})` }
+    return { reason: 'unreachable', text: `cannot reach ${shown}: ${NETWORK_REASONS[code] ?? code}` }
   }
   return undefined
 }
@@ -125,6 +125,7 @@ const stdioStartError = (
   server: string,
   launch: ResolvedStdioServer,
   transport: ChildProcessTransport,
+  exitedByItself: boolean,
   error: unknown,
   options: McpSessionOptions
 ): McpServerError => {
@@ -135,7 +136,7 @@ const stdioStartError = (
     if (code === 'EACCES') return fail('spawn', `command "${launch.command}" cannot be run (permission denied)`)
     return fail('spawn', `command "${launch.command}" could not be started (${code ?? messageOf(error)})`)
   }
-  if (transport.exit !== undefined) return fail('exited', describeExit(transport, ' before it answered'))
+  if (exitedByItself) return fail('exited', describeExit(transport, ' before it answered'))
   if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) return fail('timeout', `did not answer within ${options.startTimeoutMs} ms`)
   return fail('protocol', `failed to start: ${messageOf(error)}`)
 }
@@ -192,8 +193,10 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
       await client.connect(stdio, { timeout: remainingMs() })
       tools = await listAllTools(server, client, remainingMs, options.redact)
     } catch (error) {
+      // Before closing, which ends it too.
+      const exitedByItself = stdio.exit !== undefined
       await stdio.close()
-      throw error instanceof McpServerError ? error : stdioStartError(server, launch, stdio, error, options)
+      throw error instanceof McpServerError ? error : stdioStartError(server, launch, stdio, exitedByItself, error, options)
     }
   } else {
     httpClient = await loadHttpClient()

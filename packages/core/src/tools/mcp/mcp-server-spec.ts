@@ -1,5 +1,5 @@
 import * as path from 'node:path'
-import { Either, Schema } from 'effect'
+import { Either, ParseResult, Schema } from 'effect'
 import { McpServerError } from './mcp-errors.js'
 
 /*
@@ -9,7 +9,8 @@ import { McpServerError } from './mcp-errors.js'
  * variables are ever kept; their values are read when the server starts.
  */
 
-const EnvName = Schema.String.pipe(Schema.filter((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s) || 'must be an environment variable name (letters, digits and _)'))
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+const EnvName = Schema.String.pipe(Schema.filter((s) => ENV_NAME.test(s) || 'must be an environment variable name (letters, digits and _)'))
 
 /** `{ "fromEnv": "NAME" }`: a value read from the environment when the server starts, never stored, logged or shown. */
 export const SecretRef = Schema.Struct({ fromEnv: EnvName })
@@ -22,7 +23,19 @@ export type McpValue = typeof McpValue.Type
 const NonBlank = Schema.String.pipe(Schema.filter((s) => s.trim() !== '' || 'must have non-space text'))
 
 // RFC 9110's token: what fetch accepts as a header name.
-const HeaderName = Schema.String.pipe(Schema.filter((s) => /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(s) || 'must be an HTTP header name'))
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/**
+ * Values by name, each name checked here rather than by the record's key schema: a key that
+ * fails that is reported as an unexpected field, which would not say what is wrong with it.
+ */
+const NamedValues = (name: RegExp, wrong: string) =>
+  Schema.Record({ key: Schema.String, value: McpValue }).pipe(
+    Schema.filter((values) => {
+      for (const key of Object.keys(values)) if (!name.test(key)) return { path: [key], message: wrong }
+      return undefined
+    })
+  )
 
 const HttpUrl = Schema.String.pipe(
   Schema.filter((s) => {
@@ -41,7 +54,7 @@ export const McpStdioServerSpec = Schema.Struct({
   command: NonBlank,
   args: Schema.optional(Schema.Array(Schema.String)),
   /** Added to the few variables a server inherits (PATH, HOME, ...); nothing else of ours reaches it. */
-  env: Schema.optional(Schema.Record({ key: EnvName, value: McpValue })),
+  env: Schema.optional(NamedValues(ENV_NAME, 'is not an environment variable name (letters, digits and _)')),
   /** Relative to the task file's folder; that folder when omitted. */
   cwd: Schema.optional(NonBlank)
 })
@@ -50,17 +63,34 @@ export type McpStdioServerSpec = typeof McpStdioServerSpec.Type
 /** A server reached over Streamable HTTP. */
 export const McpHttpServerSpec = Schema.Struct({
   url: HttpUrl,
-  headers: Schema.optional(Schema.Record({ key: HeaderName, value: McpValue }))
+  headers: Schema.optional(NamedValues(HEADER_NAME, 'is not an HTTP header name'))
 })
 export type McpHttpServerSpec = typeof McpHttpServerSpec.Type
 
+export type McpServerSpec = McpStdioServerSpec | McpHttpServerSpec
+type McpServerSpecEncoded = typeof McpStdioServerSpec.Encoded | typeof McpHttpServerSpec.Encoded
+
+/** An object with `url` and no `command` is an HTTP server; anything else is read as a stdio one. */
+const looksHttp = (input: unknown): boolean => typeof input === 'object' && input !== null && 'url' in input && !('command' in input)
+
 /**
- * One MCP server as a task file writes it: stdio (`command`) or Streamable HTTP (`url`). Plain
- * structs in a union, so that decoding with `onExcessProperty: 'error'` refuses a field of the
- * other kind (`url` with `env`) rather than dropping it.
+ * One MCP server as a task file writes it: stdio (`command`) or Streamable HTTP (`url`). The
+ * kind is picked by which of the two fields is there and only that kind's struct decodes it,
+ * so a mistake is reported once, against the kind meant (`url: must be an http:// or https://
+ * URL`, `env: is unexpected`), where a plain union would also report every field of the other
+ * kind. Decoding options pass through: with `onExcessProperty: 'error'`, a field of the other
+ * kind (`env` beside `url`) is refused rather than dropped.
  */
-export const McpServerSpec = Schema.Union(McpStdioServerSpec, McpHttpServerSpec)
-export type McpServerSpec = typeof McpServerSpec.Type
+export const McpServerSpec: Schema.Schema<McpServerSpec, McpServerSpecEncoded> = Schema.declare<
+  McpServerSpec,
+  McpServerSpecEncoded,
+  readonly [typeof McpStdioServerSpec, typeof McpHttpServerSpec]
+>([McpStdioServerSpec, McpHttpServerSpec], {
+  decode: (stdio, http) => (input, options) =>
+    looksHttp(input) ? ParseResult.decodeUnknown(http)(input, options) : ParseResult.decodeUnknown(stdio)(input, options),
+  encode: (stdio, http) => (input, options) =>
+    looksHttp(input) ? ParseResult.encodeUnknown(http)(input, options) : ParseResult.encodeUnknown(stdio)(input, options)
+}).annotations({ identifier: 'McpServerSpec', description: 'an MCP server: { command, args?, env?, cwd? } or { url, headers? }' })
 
 /** What a server name must match: it becomes the head of its tools' names (`<server>__<tool>`). */
 export const MCP_SERVER_NAME = /^[a-zA-Z0-9_-]+$/
