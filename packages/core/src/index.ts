@@ -34,5 +34,5 @@ export {
   mcpSecretNames
 } from './tools/mcp/mcp-server-spec.js'
 export { McpServerError, type McpServerErrorReason } from './tools/mcp/mcp-errors.js'
-export { CATALOGUE_TOOL_NAME, mcpToolEffect, mcpToolName } from './tools/mcp/mcp-tools.js'
+export { CATALOGUE_TOOL_NAME, mcpToolEffect, mcpToolName, type McpToolLeftOut } from './tools/mcp/mcp-tools.js'
 export { makeMcpPool, type McpPool, type McpPoolOptions, type McpServerHandle, type McpStartOptions } from './tools/mcp/mcp-pool.js'

@@ -5,7 +5,7 @@ import { failed, type ToolOutcome } from '../tool-outcome.js'
 import { type McpSession, type McpSessionOptions, openMcpSession } from './mcp-client.js'
 import { McpServerError } from './mcp-errors.js'
 import { type McpServerSpec, type McpServers, mcpServerKey, type ResolvedMcpServer, resolveMcpServer } from './mcp-server-spec.js'
-import { mcpToolDefinitions } from './mcp-tools.js'
+import { mcpToolDefinitions, type McpToolLeftOut, type McpToolSet } from './mcp-tools.js'
 
 /*
  * The MCP servers of a process (docs/tools.md, "MCP servers"): each started once, on the first
@@ -36,6 +36,8 @@ export interface McpServerHandle {
   readonly server: string
   /** Its tools as catalogue entries (`<server>__<tool>`), in the order it listed them. */
   readonly tools: ReadonlyArray<CallableTool<ToolArguments>>
+  /** The tools it lists that are not offered (those that run only as MCP tasks), for the operator to be told. */
+  readonly leftOut: ReadonlyArray<McpToolLeftOut>
 }
 
 /**
@@ -83,11 +85,11 @@ class PooledServer {
     private readonly resolved: ResolvedMcpServer,
     private readonly options: McpSessionOptions,
     session: McpSession,
-    tools: ReadonlyArray<CallableTool<ToolArguments>>
+    tools: McpToolSet
   ) {
     this.state = { kind: 'up', session }
     this.watch(session)
-    this.handle = { server, tools }
+    this.handle = { server, tools: tools.tools, leftOut: tools.leftOut }
   }
 
   /** The values this server was started with, for every run that uses it to redact. */

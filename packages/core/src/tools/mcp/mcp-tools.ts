@@ -29,27 +29,42 @@ export const mcpToolEffect = (annotations: ToolAnnotations | undefined): ToolEff
 /** Performs one call of a server's tool (by its own name); never rejects. */
 export type McpToolCall = (tool: string, args: ToolArguments, signal: AbortSignal) => Promise<ToolOutcome>
 
+/** A tool of a server that is not offered, and why. */
+export interface McpToolLeftOut {
+  readonly tool: string
+  readonly reason: string
+}
+
+/** A server's tools as catalogue entries, and those it lists that cannot be. */
+export interface McpToolSet {
+  readonly tools: ReadonlyArray<CallableTool<ToolArguments>>
+  readonly leftOut: ReadonlyArray<McpToolLeftOut>
+}
+
 /**
  * The catalogue entries of `server`'s `tools`, in the order it listed them, or an error naming
  * the server and the first tool that cannot be one. A tool whose catalogue name
  * (`<server>__<tool>`) would not match `CATALOGUE_TOOL_NAME` (a `.` or `/` in its name, or
  * longer than 64 characters in all) refuses the whole server rather than leaving the tool out
  * or renaming it: a tool missing without a word, or called by a name its server never
- * published, would be harder to find than a server that does not start.
+ * published, would be harder to find than a server that does not start. A tool that can only
+ * run as an MCP task (`execution.taskSupport: "required"`) is left out, and said so in
+ * `leftOut`: agentvisor calls tools with a plain `tools/call`, which such a tool refuses.
  *
  * Each entry's spec is the tool's description (its title when it has none) and its
  * `inputSchema`; its arguments decode as a JSON object checked against that schema; its `run`
  * is an Effect whose interruption aborts the request, so the SDK sends the server
  * `notifications/cancelled`.
  */
-export const mcpToolDefinitions = (
-  server: string,
-  tools: ReadonlyArray<Tool>,
-  call: McpToolCall
-): Either.Either<ReadonlyArray<CallableTool<ToolArguments>>, McpServerError> => {
+export const mcpToolDefinitions = (server: string, tools: ReadonlyArray<Tool>, call: McpToolCall): Either.Either<McpToolSet, McpServerError> => {
   const definitions: CallableTool<ToolArguments>[] = []
+  const leftOut: McpToolLeftOut[] = []
   const names = new Set<string>()
   for (const tool of tools) {
+    if (tool.execution?.taskSupport === 'required') {
+      leftOut.push({ tool: tool.name, reason: 'it runs only as an MCP task, which agentvisor does not call' })
+      continue
+    }
     const name = mcpToolName(server, tool.name)
     if (!CATALOGUE_TOOL_NAME.test(name)) {
       const why =
@@ -86,5 +101,5 @@ export const mcpToolDefinitions = (
       run: (args) => Effect.promise((signal) => call(tool.name, args, signal))
     })
   }
-  return Either.right(definitions)
+  return Either.right({ tools: definitions, leftOut })
 }
