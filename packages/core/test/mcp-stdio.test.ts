@@ -152,6 +152,23 @@ describe('the tools of a stdio MCP server', () => {
 })
 
 describe('a pool of MCP servers', () => {
+  it('starts a dead server again on each next call until it starts, failing the calls it cannot serve with why', async () => {
+    const refuse = path.join(base, 'refuse-start')
+    const phoenix = await Effect.runPromise(pool.start('phoenix', testServer({ MCP_TEST_REFUSE_IF: refuse }), { env: env() }))
+    const run = (tool: string) =>
+      Effect.runPromise(phoenix.tools.find((entry) => entry.name === `phoenix__${tool}`)!.run({ query: 'x' }, ctx) as Effect.Effect<ToolOutcome>)
+    writeFileSync(refuse, '')
+    expect((await run('crash')).ok).toBe(false)
+    expect(await run('lookup')).toEqual({
+      ok: false,
+      output:
+        'MCP server "phoenix" is not running (exited with code 1; stderr: test server starting | fatal: crashing on purpose); ' +
+        'starting it again failed: exited with code 2 before it answered; stderr: fatal: refusing to start'
+    })
+    rmSync(refuse)
+    expect(await run('lookup')).toEqual({ ok: true, output: 'found x' })
+  })
+
   it('starts a server once for every run that names it with the same spec', async () => {
     const again = await Effect.runPromise(pool.start('docs', testServer(), { env: env() }))
     expect(again).toBe(docs)

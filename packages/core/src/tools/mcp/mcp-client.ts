@@ -112,7 +112,9 @@ const httpProblem = (http: HttpClientModule, url: string, error: unknown): { rea
 /** How a stdio server ended (`exited with code 1`), `when` it did, and the last lines of its stderr. */
 const describeExit = (transport: ChildProcessTransport, when = ''): string => {
   const exit = transport.exit
-  const how = exit === undefined ? 'its connection closed' : exit.code !== null ? `exited with code ${exit.code}` : `was ended by ${exit.signal ?? 'a signal'}`
+  const how =
+    transport.problem ??
+    (exit === undefined ? 'its connection closed' : exit.code !== null ? `exited with code ${exit.code}` : `was ended by ${exit.signal ?? 'a signal'}`)
   const tail = transport.stderrTail()
   return `${how}${when}${tail === '' ? '' : `; stderr: ${tail}`}`
 }

@@ -82,6 +82,7 @@ export class ChildProcessTransport implements Transport {
   private readonly stderrLines: string[] = []
   private stderrPartial = ''
   private ended: ChildExit | undefined
+  private broken: string | undefined
   private finished = false
   private markFinished: () => void = () => undefined
   private readonly finishedPromise = new Promise<void>((resolve) => {
@@ -97,6 +98,11 @@ export class ChildProcessTransport implements Transport {
   /** How the process ended, once it has. */
   get exit(): ChildExit | undefined {
     return this.ended
+  }
+
+  /** What it did that made us end it, if it did. */
+  get problem(): string | undefined {
+    return this.broken
   }
 
   /** The process id (its group's id too), once started. */
@@ -164,7 +170,14 @@ export class ChildProcessTransport implements Transport {
       child.stdout.on('error', (error) => this.onerror?.(error))
       child.stderr.on('error', () => undefined)
       child.stdout.on('data', (chunk: Buffer) => {
-        this.buffer.append(chunk)
+        try {
+          this.buffer.append(chunk)
+        } catch {
+          // A line past the SDK's 10 MiB cap: no message will ever end it, and the server goes.
+          this.broken ??= 'sent a message larger than 10 MiB'
+          void this.close()
+          return
+        }
         this.readMessages()
       })
       child.stderr.on('data', (chunk: Buffer) => this.keepStderr(chunk.toString('utf8')))
@@ -214,7 +227,12 @@ export class ChildProcessTransport implements Transport {
         continue
       }
       if (message === null) return
-      this.onmessage?.(message)
+      try {
+        this.onmessage?.(message)
+      } catch (error) {
+        // The data handler must not throw: that would be an uncaught exception of the process.
+        this.onerror?.(error instanceof Error ? error : new Error(String(error)))
+      }
     }
   }
 
