@@ -79,8 +79,15 @@ const NETWORK_REASONS: Readonly<Record<string, string>> = {
   UND_ERR_CONNECT_TIMEOUT: 'connection timed out'
 }
 
-/** Whether an error is fetch failing to reach the server at all (no HTTP answer). */
-const isNetworkError = (error: unknown): boolean => error instanceof TypeError && errnoCode(error) !== undefined
+/** Why fetch could not reach the server at all (no HTTP answer), or undefined when the error is not that. */
+const networkReason = (error: unknown): string | undefined => {
+  if (!(error instanceof TypeError)) return undefined
+  const code = errnoCode(error)
+  if (code !== undefined) return NETWORK_REASONS[code] ?? code
+  // fetch's own refusals (a port it never connects to) say why in their cause.
+  if (error.message === 'fetch failed') return error.cause instanceof Error ? error.cause.message : 'fetch failed'
+  return undefined
+}
 
 /**
  * The SDK's Streamable HTTP client, loaded when the first HTTP server starts: it pulls in
@@ -102,10 +109,8 @@ const httpProblem = (http: HttpClientModule, url: string, error: unknown): { rea
     if (status > 0) return { reason: 'refused', text: `${shown} answered HTTP ${status}` }
     return { reason: 'protocol', text: `${shown} did not answer as an MCP server (${messageOf(error).replace('Streamable HTTP error: ', '')})` }
   }
-  if (isNetworkError(error)) {
-    const code = errnoCode(error)!
-    return { reason: 'unreachable', text: `cannot reach ${shown}: ${NETWORK_REASONS[code] ?? code}` }
-  }
+  const unreachable = networkReason(error)
+  if (unreachable !== undefined) return { reason: 'unreachable', text: `cannot reach ${shown}: ${unreachable}` }
   return undefined
 }
 
