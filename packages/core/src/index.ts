@@ -38,3 +38,17 @@ export {
 export { catalogueToolOf, MODULE_TOOL_MAX_OUTPUT_BYTES } from './tools/module-tool.js'
 export { loadToolModules, ToolModuleError } from './tools/tool-modules.js'
 export type { CheckedArguments, JsonSchemaInput, StandardSchemaIssue, StandardSchemaResult, StandardSchemaV1 } from './tools/tool-input.js'
+export {
+  SecretRef,
+  McpValue,
+  McpStdioServerSpec,
+  McpHttpServerSpec,
+  McpServerSpec,
+  McpServers,
+  MCP_SERVER_NAME,
+  MCP_SERVER_NAME_MAX,
+  mcpSecretNames
+} from './tools/mcp/mcp-server-spec.js'
+export { McpServerError, type McpServerErrorReason } from './tools/mcp/mcp-errors.js'
+export { CATALOGUE_TOOL_NAME, mcpToolEffect, mcpToolName, type McpToolLeftOut } from './tools/mcp/mcp-tools.js'
+export { makeMcpPool, type McpPool, type McpPoolOptions, type McpServerHandle, type McpStartOptions } from './tools/mcp/mcp-pool.js'
