@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import {
   ContractError,
+  contractSecretNames,
   DEFAULT_RETRY_POLICY,
   loadToolModules,
+  type McpPool,
   makeProvider,
   makeSecretSet,
   openWorkspace,
@@ -48,6 +50,8 @@ export interface LaunchDeps {
   readonly leaseOwner: string
   readonly leases: Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>
   readonly runFibers: ReturnType<typeof makeRunFibers>
+  /** The process's MCP servers, started by the first run that names each (docs/tools.md). */
+  readonly mcp: McpPool
 }
 
 const DEFAULT_ATTEMPT_TIMEOUT_MS = 120_000
@@ -72,17 +76,29 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   // The tools of the process, made catalogue entries once.
   const registered = (options.tools ?? []).map(registeredTool)
   /**
-   * The catalogue of the agent `contract` runs: the process's tools and the task's modules (each
-   * imported once per process); a root's start checks the task's other agents too (docs/tools.md).
+   * The catalogue of the agent `contract` runs: the process's tools, the task's modules (each
+   * imported once per process) and its MCP servers' tools (each server started once per process);
+   * a root's start checks the task's other agents too (docs/tools.md).
    */
   const catalogueOf = (contract: TaskContract, checkAgents: boolean): Effect.Effect<ToolCatalogue, ContractError> => {
-    const modules = contract.toolModules
-    if (modules === undefined || modules.length === 0)
+    const modules = contract.toolModules ?? []
+    const servers = contract.mcpServers
+    // A first-edition task (no modules, no servers) costs no Effect step here.
+    if (modules.length === 0 && servers === undefined)
       return Either.flatMap(availableTools(registered), (available) => runCatalogue(available, contract, checkAgents))
-    return loadToolModules(modules, contract.workspace).pipe(
-      Effect.mapError((error) => new ContractError({ message: error.message, field: error.field })),
-      Effect.flatMap((taskTools) => Either.flatMap(availableTools(registered, taskTools), (available) => runCatalogue(available, contract, checkAgents)))
-    )
+    return Effect.gen(function* () {
+      const moduleTools =
+        modules.length === 0
+          ? []
+          : yield* Effect.mapError(loadToolModules(modules, contract.workspace), (error) => new ContractError({ message: error.message, field: error.field }))
+      // Their `fromEnv` values join the secrets every run redacts.
+      const handles = yield* Effect.mapError(
+        deps.mcp.startAll(servers, { env, secrets }),
+        (error) => new ContractError({ message: error.message, field: `mcpServers.${error.server}` })
+      )
+      const available = yield* availableTools(registered, [...moduleTools, ...handles.flatMap((handle) => handle.tools)])
+      return yield* runCatalogue(available, contract, checkAgents)
+    })
   }
 
   const launch = (
@@ -115,7 +131,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const observers = observersOf(startOptions)
       // Known before the first step: a fallback's key can be printed by a tool before that
       // provider is ever asked. A key read later (rotated) is added when it is read.
-      for (const config of contract.providers) if (config.apiKeyEnv !== undefined) secrets.add(env[config.apiKeyEnv])
+      for (const name of contractSecretNames(contract)) secrets.add(env[name])
       const driver = makeRunDriver({
         db,
         writer,

@@ -1,3 +1,4 @@
+import { makeMcpPool } from '@agentvisor/core'
 import type { ContractError, ModelSettings, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract } from '@agentvisor/core'
 import { makeRunWriter } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
@@ -115,7 +116,10 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const leaseOwner = makeLeaseOwner()
       const leases = yield* makeLeaseKeeper(storeLeaseQueries(db), leaseOwner, leasePolicy, warn)
       const runFibers = makeRunFibers()
-      const { start, resume } = makeLaunchRun({ db, writer, options, warn, observersOf, leasePolicy, leaseOwner, leases, runFibers })
+      // The MCP servers runs start: all ended when the layer closes, after the runs (finalizers run in reverse).
+      const mcp = makeMcpPool()
+      yield* Effect.addFinalizer(() => Effect.promise(() => mcp.close()))
+      const { start, resume } = makeLaunchRun({ db, writer, options, warn, observersOf, leasePolicy, leaseOwner, leases, runFibers, mcp })
 
       yield* serveBus({ db, bus: options.bus, options, resume, warn })
       const spawn = yield* makeSpawn({ db, bus: options.bus, warn })

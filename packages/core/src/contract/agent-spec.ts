@@ -3,6 +3,7 @@ import { ContractError } from '../errors.js'
 import { compilePolicy } from '../policy/policy.js'
 import { Limits, NonBlankString, PolicyLayer, PositiveInt, ProviderConfig, VerifySpec } from './contract-fields.js'
 import { compileJsonSchema } from './json-schema.js'
+import { McpServers } from '../tools/mcp/mcp-server-spec.js'
 
 /**
  * Agents as data (docs/agents.md): what one agent of a task is (its instructions, model settings,
@@ -80,7 +81,9 @@ export const AgentFields = {
   delegates: Schema.optional(Schema.Array(AgentName)),
   output: Schema.optional(OutputSchema),
   agents: Schema.optional(Schema.Record({ key: AgentName, value: AgentSpec })),
-  toolModules: Schema.optional(Schema.Array(NonBlankString))
+  toolModules: Schema.optional(Schema.Array(NonBlankString)),
+  /** The task's MCP servers (docs/tools.md, "MCP servers"); their tools are `<server>__<tool>`. */
+  mcpServers: Schema.optional(McpServers)
 }
 
 /** The agent fields of a stored contract (the store decodes its contract column with them). */

@@ -20,6 +20,7 @@ import {
   VerifySpec
 } from './contract-fields.js'
 import { isStackOverflow, MAX_NESTING_DEPTH, valueTooDeepAt } from './nesting.js'
+import { isHttpServer, type McpServers } from '../tools/mcp/mcp-server-spec.js'
 import { type AgentDefinition, AgentFields, AgentName, agentDefinitions, checkAgents, type ModelSettings, type OutputSchema } from './agent-spec.js'
 
 export * from './contract-fields.js'
@@ -83,6 +84,8 @@ export interface TaskContract {
   readonly agents?: Readonly<Record<string, AgentDefinition>> | undefined
   /** Absolute paths of the task's tool modules. */
   readonly toolModules?: ReadonlyArray<string> | undefined
+  /** The task's MCP servers; a stdio server's `cwd` made absolute (the task file's folder by default). */
+  readonly mcpServers?: McpServers | undefined
 }
 
 // 'all': a union (`verify`) reports each member's issue, and the deepest one is the one meant.
@@ -244,5 +247,11 @@ const agentFieldsOf = (file: TaskFile, baseDir: string): Partial<TaskContract> =
   if (file.agents !== undefined) fields.agents = agentDefinitions(file.agents, file.providers)
   // Relative to the task file's folder; a child's are absolute already.
   if (file.toolModules !== undefined) fields.toolModules = file.toolModules.map((module) => path.resolve(baseDir, module))
+  // A stdio server runs in the task file's folder unless it says otherwise, wherever the run is driven.
+  if (file.mcpServers !== undefined) {
+    fields.mcpServers = Object.fromEntries(
+      Object.entries(file.mcpServers).map(([name, spec]) => [name, isHttpServer(spec) ? spec : { ...spec, cwd: path.resolve(baseDir, spec.cwd ?? '.') }])
+    )
+  }
   return fields
 }

@@ -1,4 +1,5 @@
 import type { CommandSandbox, TaskContract } from '../contract/task-contract.js'
+import { mcpSecretNames } from './mcp/mcp-server-spec.js'
 
 /**
  * Variable names that look like credentials. Commands run by or for the model print into tool
@@ -28,9 +29,16 @@ export interface CommandSettings {
   readonly sandbox?: CommandSandbox | undefined
 }
 
-/** The variables that hold a contract's keys: every provider's `apiKeyEnv`. */
-export const contractSecretNames = (contract: Pick<TaskContract, 'providers'>): string[] =>
-  contract.providers.flatMap((provider) => (provider.apiKeyEnv === undefined ? [] : [provider.apiKeyEnv]))
+/**
+ * The variables that hold a contract's secrets: every provider's `apiKeyEnv`, its agents'
+ * providers' too, and the `fromEnv` names of its MCP servers (docs/tools.md).
+ */
+export const contractSecretNames = (contract: Pick<TaskContract, 'providers'> & Partial<Pick<TaskContract, 'agents' | 'mcpServers'>>): string[] => {
+  const providers = [...contract.providers, ...Object.values(contract.agents ?? {}).flatMap((agent) => agent.providers)]
+  const names = new Set(providers.flatMap((provider) => (provider.apiKeyEnv === undefined ? [] : [provider.apiKeyEnv])))
+  for (const name of mcpSecretNames(contract.mcpServers)) names.add(name)
+  return [...names]
+}
 
 /**
  * The settings of a run's commands: the host's environment without the contract's key
@@ -41,7 +49,7 @@ export const contractSecretNames = (contract: Pick<TaskContract, 'providers'>): 
  * yield* runTool(ws, call, settings)
  */
 export const runCommandSettings = (
-  contract: Pick<TaskContract, 'providers' | 'sandbox'>,
+  contract: Pick<TaskContract, 'providers' | 'sandbox'> & Partial<Pick<TaskContract, 'agents' | 'mcpServers'>>,
   moreSecretNames: ReadonlyArray<string> = [],
   base: NodeJS.ProcessEnv = process.env
 ): CommandSettings => {

@@ -1,0 +1,176 @@
+import { existsSync, readFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, taskInTempDir, tempDir, waitFor } from './support/cli.js'
+import { processesMatching } from './support/processes.js'
+
+// Runs whose agents call the tools of MCP servers (docs/tools.md, "MCP servers"): a server built
+// with the SDK in the tests (packages/core/test/fixtures/mcp/test-server.mjs), spawned by the
+// real CLI over stdio, and the third-party server-everything.
+const SERVER = path.join(import.meta.dirname, '..', 'packages', 'core', 'test', 'fixtures', 'mcp', 'test-server.mjs')
+const EVERYTHING = path.join(import.meta.dirname, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js')
+
+let mock: MockLlm | undefined
+afterEach(async () => {
+  await mock?.close()
+  mock = undefined
+})
+
+const call = (name: string, args: Record<string, unknown> = {}) => ({ name, arguments: args })
+interface Body {
+  readonly messages: ReadonlyArray<{ readonly role: string; readonly content?: string }>
+  readonly tools?: ReadonlyArray<{ readonly function: { readonly name: string } }>
+}
+const bodies = (): Body[] => mock!.requests.map((r) => r.body as Body)
+const toolMessages = (body: Body | undefined): string[] => (body?.messages ?? []).filter((m) => m.role === 'tool').map((m) => m.content ?? '')
+const logOf = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [])
+
+/** A task whose agent may call the docs server's tools; the server logs what reaches it to `log`. */
+const mcpTask = (baseUrl: string, log: string, extra: Record<string, unknown> = {}) => ({
+  goal: 'Use the docs',
+  workspace: 'ws',
+  providers: [{ name: 'p', kind: 'openai', baseUrl, model: 'm' }],
+  tools: ['docs__*'],
+  mcpServers: { docs: { command: process.execPath, args: [SERVER], env: { MCP_TEST_LOG: log, DOCS_TOKEN: { fromEnv: 'AV_TEST_DOCS_TOKEN' } } } },
+  policy: { layers: [{ name: 'team', allow: { tool: ['docs__*'] } }] },
+  approval: 'defer',
+  ...extra
+})
+
+describe('MCP servers in a run', () => {
+  it('offers the server tools, feeds back text, structured and error results, and never stores a fromEnv secret', async () => {
+    const token = `docs-token-${Math.random().toString(36).slice(2)}`
+    mock = await startMockLlm({
+      scenarios: {
+        models: {
+          m: [
+            { toolCalls: [call('docs__lookup', { query: 'retries' }), call('docs__weather', { city: 'Oslo' }), call('docs__broken')] },
+            { toolCalls: [call('docs__whoami')] },
+            { text: 'done' }
+          ]
+        }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const log = path.join(dir, 'server.log')
+    const { db, task } = taskInTempDir(mcpTask(mock.url, log))
+    const result = await runCli(['run', task, '--json', '--db', db], { env: { AV_TEST_DOCS_TOKEN: token } })
+    expect(result.code, result.stderr).toBe(0)
+    const [first, second, third] = bodies()
+    expect(first!.tools!.map((t) => t.function.name)).toEqual([
+      'docs__lookup',
+      'docs__put',
+      'docs__send',
+      'docs__weather',
+      'docs__broken',
+      'docs__media',
+      'docs__whoami',
+      'docs__slow',
+      'docs__crash',
+      'docs__family'
+    ])
+    const [lookup, weather, broken] = toolMessages(second)
+    expect(lookup).toBe('found retries')
+    expect(weather).toContain('Sunny in Oslo')
+    expect(weather).toContain('{"city":"Oslo","celsius":21}')
+    expect(broken).toContain('the ticket store is down')
+    // The server got the secret; the model, the store and the trace only ever see it redacted.
+    expect(toolMessages(third).at(-1)).toMatch(/^token=\[redacted\] provider-key=none/)
+    expect(logOf(log)).toContain('lookup "retries"')
+    const runId = lastJson<{ runId: string }>(result).runId
+    const shown = await runCli(['show', runId, '--json', '--db', db])
+    const trace = lastJson<{ steps: Array<{ toolCalls: Array<Record<string, unknown>> }> }>(shown)
+    expect(trace.steps[0]!.toolCalls.map(({ name, source, effect }) => ({ name, source, effect }))).toEqual([
+      { name: 'docs__lookup', source: 'mcp:docs', effect: 'read' },
+      { name: 'docs__weather', source: 'mcp:docs', effect: 'read' },
+      { name: 'docs__broken', source: 'mcp:docs', effect: 'effect' }
+    ])
+    for (const text of [readFileSync(db).toString('latin1'), shown.stdout, result.stdout, result.stderr]) expect(text).not.toContain(token)
+    // The server ended with the run's process.
+    expect(processesMatching(SERVER)).toEqual([])
+  })
+
+  it('refuses a call the policy denies before any request reaches the server', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [{ toolCalls: [call('docs__send', { to: 'everyone' })] }, { text: 'done' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const log = path.join(dir, 'server.log')
+    const task = mcpTask(mock.url, log, { policy: { layers: [{ name: 'team', allow: { tool: ['docs__*'] }, deny: { tool: ['docs__send'] } }] } })
+    const { db, task: file } = taskInTempDir(task)
+    const result = await runCli(['run', file, '--json', '--db', db], { env: { AV_TEST_DOCS_TOKEN: 'x-token' } })
+    expect(result.code, result.stderr).toBe(0)
+    expect(toolMessages(bodies()[1])).toEqual(['Refused by policy: tool docs__send refused by rule "docs__send" in layer "team".'])
+    expect(logOf(log).filter((line) => line.startsWith('send'))).toEqual([])
+    expect(logOf(log).some((line) => line.startsWith('started'))).toBe(true)
+  })
+
+  it('sends the MCP cancellation when the run is cancelled mid-call, and ends cancelled', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [{ toolCalls: [call('docs__slow')] }, { text: 'done' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const log = path.join(dir, 'server.log')
+    const { db, task } = taskInTempDir(mcpTask(mock.url, log))
+    let runId: string | undefined
+    const running = runCli(['run', task, '--json', '--db', db], {
+      env: { AV_TEST_DOCS_TOKEN: 'x-token' },
+      onStderr: (text) => (runId ??= /run (\S+) started/.exec(text)?.[1])
+    })
+    await waitFor(() => (logOf(log).includes('slow started') ? true : undefined), 'the slow call under way')
+    expect((await runCli(['cancel', runId!, '--db', db])).code).toBe(0)
+    const result = await running
+    expect(lastJson(result)).toMatchObject({ status: 'cancelled' })
+    expect(logOf(log).find((line) => line.startsWith('slow cancelled'))).toBeDefined()
+    expect(processesMatching(SERVER)).toEqual([])
+  })
+
+  it('fails only the call of a server that exits mid-run, and starts it again for the next call', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [call('docs__crash')] }, { toolCalls: [call('docs__lookup', { query: 'again' })] }, { text: 'done' }] }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const { db, task } = taskInTempDir(mcpTask(mock.url, path.join(dir, 'server.log')))
+    const result = await runCli(['run', task, '--json', '--db', db], { env: { AV_TEST_DOCS_TOKEN: 'x-token' } })
+    expect(result.code, result.stderr).toBe(0)
+    expect(toolMessages(bodies()[1])[0]).toMatch(/MCP server "docs"/)
+    expect(toolMessages(bodies()[2]).at(-1)).toBe('found again')
+  })
+
+  it.each([
+    ['a command that does not exist', { docs: { command: 'agentvisor-no-such-mcp-server' } }, /^mcpServers\.docs: |MCP server "docs"/],
+    ['an unreachable URL', { docs: { url: 'http://127.0.0.1:9/mcp' } }, /MCP server "docs"/]
+  ])('stops a run whose MCP server is %s: exit 2, one line, no run', async (_what, servers, message) => {
+    const { db, task } = taskInTempDir({ ...mcpTask('http://127.0.0.1:9/v1', '/dev/null'), mcpServers: servers })
+    const result = await runCli(['run', task, '--json', '--db', db])
+    expect(result.code, result.stderr).toBe(2)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).not.toContain('    at ')
+    expect(lastJson<{ error: { message: string } }>(result).error.message).toMatch(message)
+    expect(lastJson(await runCli(['runs', '--json', '--db', db]))).toEqual([])
+  })
+
+  it("calls server-everything's echo over stdio, its tools' annotations giving their effect classes", async () => {
+    mock = await startMockLlm({
+      scenarios: { models: { m: [{ toolCalls: [call('everything__echo', { message: 'hello mcp' })] }, { text: 'done' }] } } as never,
+      port: 0
+    })
+    const { db, task } = taskInTempDir({
+      goal: 'Echo',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      tools: ['everything__*'],
+      mcpServers: { everything: { command: process.execPath, args: [EVERYTHING, 'stdio'] } },
+      approval: 'auto'
+    })
+    const result = await runCli(['run', task, '--json', '--db', db])
+    expect(result.code, result.stderr).toBe(0)
+    expect(bodies()[0]!.tools!.map((t) => t.function.name)).toContain('everything__echo')
+    expect(toolMessages(bodies()[1])[0]).toContain('hello mcp')
+    const trace = lastJson<{ steps: Array<{ toolCalls: Array<Record<string, unknown>> }> }>(
+      await runCli(['show', lastJson<{ runId: string }>(result).runId, '--json', '--db', db])
+    )
+    expect(trace.steps[0]!.toolCalls[0]).toMatchObject({ name: 'everything__echo', source: 'mcp:everything', effect: 'read' })
+  })
+})
