@@ -113,3 +113,32 @@ describe('a custom idempotent tool across a crash', () => {
     expect(keys[0]).toBe(`${runId}:1:0`)
   })
 })
+
+describe('approvals of a custom tool', () => {
+  it('asks before an effect tool no rule covers, and runs the call as an approver edited it', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [call('append_line', { line: 'asked' }), writeDone] } } as never, port: 0 })
+    const dir = tempDir()
+    const file = writeTask(dir, {
+      goal: 'Write DONE into out.txt',
+      workspace: 'ws',
+      providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      tools: ['write_file', 'append_line'],
+      toolModules: [TOOLS],
+      policy: { layers: [{ name: 'team', allow: { write: ['out.txt'] } }] },
+      approval: 'defer'
+    })
+    const db = path.join(dir, 'av.db')
+    const paused = await runCli(['run', file, '--json', '--db', db])
+    expect(paused.code, paused.stderr).toBe(3)
+    const runId = lastJson<{ runId: string }>(paused).runId
+    expect(existsSync(path.join(dir, 'ws', 'effects.txt'))).toBe(false)
+    const approved = await runCli(['approve', runId, '--edit', '{"line":"edited"}', '--db', db])
+    expect(approved.code, approved.stderr).toBe(0)
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(lastJson(resumed)).toMatchObject({ status: 'succeeded' })
+    expect(lines(path.join(dir, 'ws', 'effects.txt'))).toEqual(['edited'])
+    const trace = lastJson<{ approvals: Array<Record<string, unknown>> }>(await runCli(['show', runId, '--json', '--db', db]))
+    expect(trace.approvals).toEqual([expect.objectContaining({ act: 'tool', target: 'append_line', status: 'approved', rule: 'default', layer: 'default' })])
+  })
+})

@@ -122,7 +122,12 @@ export const decideRequest = (input: {
         return Effect.fail(new EditRefusedError({ reason: `the edited arguments are not JSON: ${cause instanceof Error ? cause.message : String(cause)}` }))
       }
       const edited = { name: payload.name, arguments: editedArguments }
-      const editedAct = toolActOf((input.tools ?? builtinCatalogue).get(payload.name), edited.arguments)
+      // A tool judged by name (a module's, an MCP server's, docs/policy.md) keeps its act and target
+      // whatever its arguments, even where this process does not have the tool.
+      const editedAct =
+        request.act === 'tool'
+          ? { act: 'tool' as const, target: payload.name }
+          : toolActOf((input.tools ?? builtinCatalogue).get(payload.name), edited.arguments)
       if (editedAct === undefined) return Effect.fail(new EditRefusedError({ reason: `the edited arguments are not valid for ${payload.name}` }))
       const check = input.policy.check(editedAct.act, editedAct.target)
       if (check.decision === 'deny') return Effect.fail(new EditRefusedError({ reason: `the edited action is refused: ${describeDecision(check)}` }))
