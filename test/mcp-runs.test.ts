@@ -174,3 +174,27 @@ describe('MCP servers in a run', () => {
     expect(trace.steps[0]!.toolCalls[0]).toMatchObject({ name: 'everything__echo', source: 'mcp:everything', effect: 'read' })
   })
 })
+
+describe('a resumed run whose tools changed', () => {
+  it('is told which tools are gone and which are new', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [{ toolCalls: [call('docs__send', { to: 'ops' })] }, { text: 'done' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const task = mcpTask(mock.url, path.join(dir, 'server.log'), {
+      // The server's extra tool is named by the environment of the process that starts it.
+      mcpServers: { docs: { command: process.execPath, args: [SERVER], env: { MCP_TEST_EXTRA_TOOL: { fromEnv: 'AV_TEST_EXTRA' } } } },
+      policy: { layers: [{ name: 'team', allow: { tool: ['docs__lookup'] } }] }
+    })
+    const { db, task: file } = taskInTempDir(task)
+    const paused = await runCli(['run', file, '--json', '--db', db], { env: { AV_TEST_EXTRA: 'extra_a' } })
+    expect(paused.code, paused.stderr).toBe(3)
+    const runId = lastJson<{ runId: string }>(paused).runId
+    expect((await runCli(['approve', runId, '--db', db])).code).toBe(0)
+    const resumed = await runCli(['resume', runId, '--json', '--db', db], { env: { AV_TEST_EXTRA: 'extra_b' } })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    const last = bodies().at(-1)!
+    expect(last.messages.map((m) => m.content)).toContain(
+      'Note: the tools you may call changed while this run was stopped (no longer available: docs__extra_a; new: docs__extra_b).'
+    )
+    expect(last.tools!.map((t) => t.function.name)).toContain('docs__extra_b')
+  })
+})

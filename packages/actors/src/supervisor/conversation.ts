@@ -126,3 +126,12 @@ export const storedOutput = (steps: ReadonlyArray<StoredStep>): unknown =>
   runOutput(
     steps.flatMap((row) => stepMessages({ text: row.text, toolCalls: row.tool_calls, results: row.results ?? undefined, feedback: row.feedback ?? undefined }))
   )
+
+/** What a resumed run is told when its tools are not those it started with; undefined when they are. */
+export const toolsChangedNote = (before: ReadonlyArray<string>, now: ReadonlyArray<string>): string | undefined => {
+  const gone = before.filter((name) => !now.includes(name))
+  const added = now.filter((name) => !before.includes(name))
+  if (gone.length === 0 && added.length === 0) return undefined
+  const parts = [...(gone.length > 0 ? [`no longer available: ${gone.join(', ')}`] : []), ...(added.length > 0 ? [`new: ${added.join(', ')}`] : [])]
+  return `Note: the tools you may call changed while this run was stopped (${parts.join('; ')}).`
+}

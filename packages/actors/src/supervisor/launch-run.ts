@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import {
   ContractError,
   contractSecretNames,
+  builtinCatalogue,
   DEFAULT_RETRY_POLICY,
   loadToolModules,
   type McpPool,
@@ -25,7 +26,7 @@ import { causeLine } from '../loop/survive.js'
 import { machineInput, type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
-import { openingMessages, rebuildConversation, type StepRecord } from './conversation.js'
+import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote } from './conversation.js'
 import { store as storeCall } from './driver-io.js'
 import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
 import type { makeLeaseKeeper } from './lease-keeper.js'
@@ -140,7 +141,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         providers: contract.providers.map((config) => buildProvider(config, env, secrets, contract.model)),
         workspace,
         actor,
-        messages: steps === undefined ? openingMessages(contract) : rebuildConversation(contract, steps),
+        messages: steps === undefined ? openingMessages(contract) : resumedConversation(contract, steps, tools),
         seq,
         observers,
         retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
@@ -180,7 +181,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // A task carries no lineage (docs/task-file.md): a run started under a parent joins
       // the parent's tree, whose root is the parent's own root, or the parent if it is one.
       const parent = parentId === null || contract.lineage !== undefined ? undefined : yield* storeCall('load the parent run', () => getRun(db, parentId))
-      const row = childRunRow(runId, parentId, contract, createdAt)
+      // A task with tools of its own records what its agent had, for a resume to compare (docs/tools.md).
+      const row = childRunRow(runId, parentId, tools === builtinCatalogue ? contract : { ...contract, startedWithTools: toolNames(tools) }, createdAt)
       if (parent?.root_id != null) row.root_id = parent.root_id
       const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
       const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
@@ -229,6 +231,19 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   }
 
   return { start, resume }
+}
+
+const toolNames = (tools: ToolCatalogue): ReadonlyArray<string> => tools.tools.map((tool) => tool.name)
+
+/**
+ * A resumed run's conversation: its stored steps, and, when the tools its agent has now are not
+ * those it started with (a module or an MCP server changed), a note telling the model what changed.
+ */
+const resumedConversation = (contract: TaskContract, steps: ReadonlyArray<StepRecord>, tools: ToolCatalogue) => {
+  const messages = rebuildConversation(contract, steps)
+  const note = contract.startedWithTools === undefined ? undefined : toolsChangedNote(contract.startedWithTools, toolNames(tools))
+  if (note !== undefined) messages.push({ role: 'user', content: note })
+  return messages
 }
 
 const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })

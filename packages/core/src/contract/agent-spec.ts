@@ -90,7 +90,8 @@ export const AgentFields = {
 export const StoredAgentFields = {
   ...AgentFields,
   agents: Schema.optional(Schema.Record({ key: AgentName, value: AgentDefinition })),
-  agent: Schema.optional(AgentName)
+  agent: Schema.optional(AgentName),
+  startedWithTools: Schema.optional(Schema.Array(Schema.String))
 }
 
 /** What a task says of its agents, before they are checked against one another. */

@@ -40,7 +40,9 @@ export const TaskFile = Schema.Struct({
   // The root agent's own fields, and the task's other agents (docs/agents.md).
   ...AgentFields,
   /** The agent a child run runs: set by agentvisor for delegated children, never in a task. */
-  agent: Schema.optional(AgentName)
+  agent: Schema.optional(AgentName),
+  /** Set by agentvisor on a stored contract, never in a task. */
+  startedWithTools: Schema.optional(Schema.Array(Schema.String))
 }).pipe(
   Schema.filter((t) => {
     const seen = new Set<string>()
@@ -86,6 +88,11 @@ export interface TaskContract {
   readonly toolModules?: ReadonlyArray<string> | undefined
   /** The task's MCP servers; a stdio server's `cwd` made absolute (the task file's folder by default). */
   readonly mcpServers?: McpServers | undefined
+  /**
+   * The tools a run's agent had when it started, recorded by agentvisor for a task with tools of
+   * its own: a resumed run is told what changed (docs/tools.md, "The catalogue").
+   */
+  readonly startedWithTools?: ReadonlyArray<string> | undefined
 }
 
 // 'all': a union (`verify`) reports each member's issue, and the deepest one is the one meant.
@@ -160,6 +167,13 @@ const refusedWorkspace = (workspace: string): string | undefined => {
   return undefined
 }
 
+/** The fields only agentvisor writes, and on what. */
+const AGENTVISOR_FIELDS = [
+  ['lineage', 'for child runs'],
+  ['agent', 'for child runs'],
+  ['startedWithTools', 'on the runs it stores']
+] as const
+
 /**
  * Validates an already-parsed task (a task file's content or a TS object). Relative workspace paths
  * resolve against `baseDir` (the task file's folder, or the cwd for the TS API). `lineage` is
@@ -167,9 +181,9 @@ const refusedWorkspace = (workspace: string): string | undefined => {
  */
 export const parseTaskContract = (input: unknown, baseDir: string, source?: string): Either.Either<TaskContract, ContractError> => {
   if (typeof input === 'object' && input !== null) {
-    for (const field of ['lineage', 'agent'] as const) {
+    for (const [field, by] of AGENTVISOR_FIELDS) {
       if ((input as Record<string, unknown>)[field] === undefined) continue
-      return Either.left(new ContractError({ message: `${field}: is set by agentvisor for child runs and is not allowed in a task`, field, source }))
+      return Either.left(new ContractError({ message: `${field}: is set by agentvisor ${by} and is not allowed in a task`, field, source }))
     }
   }
   return parseContract(input, baseDir, source)
@@ -239,6 +253,7 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
 const agentFieldsOf = (file: TaskFile, baseDir: string): Partial<TaskContract> => {
   const fields: { -readonly [K in keyof TaskContract]?: TaskContract[K] } = {}
   if (file.agent !== undefined) fields.agent = file.agent
+  if (file.startedWithTools !== undefined) fields.startedWithTools = file.startedWithTools
   if (file.instructions !== undefined) fields.instructions = file.instructions
   if (file.model !== undefined) fields.model = file.model
   if (file.tools !== undefined) fields.tools = file.tools
