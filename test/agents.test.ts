@@ -244,7 +244,7 @@ describe('tools a worker offers', () => {
 })
 
 describe('examples/agents', () => {
-  it('runs on the mock LLM with no API key: the lead delegates, the researcher uses the module tool, the typed result comes back', async () => {
+  it('runs on the mock LLM with no API key: the lead delegates, the researcher uses its module tool and MCP server, the typed result comes back', async () => {
     const dir = tempDir()
     const demo = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
       const child = spawn(process.execPath, [path.join(import.meta.dirname, '..', 'examples', 'demo.mjs'), 'agents'], {
@@ -264,7 +264,11 @@ describe('examples/agents', () => {
     const trace = lastJson<{ steps: Array<{ toolCalls: Array<Record<string, unknown>>; results: string[] }> }>(
       await runCli(['show', child.id, '--json', '--db', path.join(dir, 'av.db')])
     )
-    expect(trace.steps[0]!.toolCalls[0]).toMatchObject({ name: 'lookup_ticket', source: 'module', effect: 'read' })
+    expect(trace.steps[0]!.toolCalls.map(({ name, source, effect }) => ({ name, source, effect }))).toEqual([
+      { name: 'lookup_ticket', source: 'module', effect: 'read' },
+      { name: 'docs__search', source: 'mcp:docs', effect: 'read' }
+    ])
     expect(trace.steps[0]!.results[0]).toContain('Only users with SSO are affected')
+    expect(trace.steps[0]!.results[1]).toContain('sso.md: SSO logins go through the identity proxy')
   })
 })

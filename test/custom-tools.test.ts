@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { lastJson, runCli, tempDir, waitFor, writeTask, startRunInBackground as startRun } from './support/cli.js'
 
 // Tools of a tool module with side effects (test/fixtures/tools/journal-tools.mjs), journalled by
 // their effect class like the built-ins (docs/tools.md, "Effect classes").
@@ -17,7 +17,7 @@ afterEach(async () => {
 const call = (name: string, args: Record<string, unknown> = {}) => ({ toolCalls: [{ name, arguments: args }] })
 const writeDone = call('write_file', { path: 'out.txt', content: 'DONE' })
 
-const setup = async (steps: unknown[]) => {
+const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
   mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
   const dir = tempDir()
   const file = writeTask(dir, {
@@ -28,19 +28,12 @@ const setup = async (steps: unknown[]) => {
     tools: ['write_file', 'append_line', 'record_key'],
     toolModules: [TOOLS],
     policy: { layers: [{ name: 'team', allow: { tool: ['append_line', 'record_key'], write: ['out.txt'] } }] },
-    approval: 'defer'
+    approval: 'defer',
+    ...task
   })
   const ws = path.join(dir, 'ws')
   mkdirSync(ws)
   return { dir, file, db: path.join(dir, 'av.db'), ws }
-}
-
-/** Starts `agentvisor run` in the background; resolves the run id once it is announced. */
-const startRun = (file: string, db: string) => {
-  let runId: string | undefined
-  let pid = 0
-  const done = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p), onStderr: (text) => (runId ??= /run (\S+) started/.exec(text)?.[1]) })
-  return { done, pid: () => pid, runId: () => waitFor(() => runId, 'the run id') }
 }
 
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [])
@@ -116,19 +109,11 @@ describe('a custom idempotent tool across a crash', () => {
 
 describe('approvals of a custom tool', () => {
   it('asks before an effect tool no rule covers, and runs the call as an approver edited it', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [call('append_line', { line: 'asked' }), writeDone] } } as never, port: 0 })
-    const dir = tempDir()
-    const file = writeTask(dir, {
-      goal: 'Write DONE into out.txt',
-      workspace: 'ws',
-      providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+    // No rule covers append_line: an `effect` tool asks.
+    const { dir, file, db } = await setup([call('append_line', { line: 'asked' }), writeDone], {
       tools: ['write_file', 'append_line'],
-      toolModules: [TOOLS],
-      policy: { layers: [{ name: 'team', allow: { write: ['out.txt'] } }] },
-      approval: 'defer'
+      policy: { layers: [{ name: 'team', allow: { write: ['out.txt'] } }] }
     })
-    const db = path.join(dir, 'av.db')
     const paused = await runCli(['run', file, '--json', '--db', db])
     expect(paused.code, paused.stderr).toBe(3)
     const runId = lastJson<{ runId: string }>(paused).runId

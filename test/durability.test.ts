@@ -4,7 +4,7 @@ import { Agentvisor } from '@agentvisor/actors'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { acquireLease, listTransitions, openStore } from '@agentvisor/store'
 import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { lastJson, runCli, tempDir, waitFor, writeTask, startRunInBackground as startRun } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
 
 let mock: MockLlm | undefined
@@ -29,14 +29,6 @@ const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
     ...task
   })
   return { dir, file, db: path.join(dir, 'av.db'), ws: path.join(dir, 'ws') }
-}
-
-/** Starts `agentvisor run` in the background; resolves the run id once it is announced. */
-const startRun = (file: string, db: string) => {
-  let runId: string | undefined
-  let pid = 0
-  const done = runCli(['run', file, '--json', '--db', db], { onSpawn: (p) => (pid = p), onStderr: (text) => (runId ??= /run (\S+) started/.exec(text)?.[1]) })
-  return { done, pid: () => pid, runId: () => waitFor(() => runId, 'the run id') }
 }
 
 describe('crash and resume', () => {

@@ -82,3 +82,18 @@ export const waitFor = async <T>(check: () => T | undefined | Promise<T | undefi
     await new Promise((r) => setTimeout(r, 25))
   }
 }
+
+/**
+ * Starts `agentvisor run FILE --json --db DB` in the background: its result when it ends, its
+ * pid, and its run id once it announces it (a test that kills it needs both).
+ */
+export const startRunInBackground = (file: string, db: string, env?: NodeJS.ProcessEnv) => {
+  let runId: string | undefined
+  let pid = 0
+  const done = runCli(['run', file, '--json', '--db', db], {
+    ...(env !== undefined ? { env } : {}),
+    onSpawn: (p) => (pid = p),
+    onStderr: (text) => (runId ??= /run (\S+) started/.exec(text)?.[1])
+  })
+  return { done, pid: () => pid, runId: () => waitFor(() => runId, 'the run id') }
+}

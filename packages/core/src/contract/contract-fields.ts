@@ -11,7 +11,7 @@ export const TimerPositiveInt = Schema.Int.pipe(Schema.positive(), TimerMs)
 /** Text with something in it besides spaces. */
 export const NonBlankString = Schema.String.pipe(Schema.filter((s) => s.trim() !== '' || 'must have non-space text'))
 /** Providers are reached over HTTP only: a `file:` or `ftp:` URL would fail every dispatch as transient. */
-const HttpUrl = Schema.String.pipe(
+export const HttpUrl = Schema.String.pipe(
   Schema.filter((s) => {
     try {
       const url = new URL(s)

@@ -1,5 +1,6 @@
 import * as path from 'node:path'
 import { Either, ParseResult, Schema } from 'effect'
+import { HttpUrl } from '../../contract/contract-fields.js'
 import { McpServerError } from './mcp-errors.js'
 
 /*
@@ -36,18 +37,6 @@ const NamedValues = (name: RegExp, wrong: string) =>
       return undefined
     })
   )
-
-const HttpUrl = Schema.String.pipe(
-  Schema.filter((s) => {
-    try {
-      const url = new URL(s)
-      if (url.protocol === 'http:' || url.protocol === 'https:') return true
-    } catch {
-      // not a URL at all: the same answer
-    }
-    return 'must be an http:// or https:// URL'
-  })
-)
 
 /** A server run as a child process, spoken to over its stdin and stdout. */
 export const McpStdioServerSpec = Schema.Struct({
