@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
@@ -196,5 +197,53 @@ describe('a resumed run whose tools changed', () => {
       'Note: the tools you may call changed while this run was stopped (no longer available: docs__extra_a; new: docs__extra_b).'
     )
     expect(last.tools!.map((t) => t.function.name)).toContain('docs__extra_b')
+  })
+})
+
+describe('an MCP server over Streamable HTTP in a run', () => {
+  it('lists and calls its tools with the fromEnv header, feeds back text and structured results, and stores no secret', async () => {
+    const auth = `Bearer tickets-${Math.random().toString(36).slice(2)}`
+    const server = spawn(process.execPath, [path.join(import.meta.dirname, 'fixtures', 'mcp', 'http-tickets-server.mjs')], {
+      env: { ...process.env, TICKETS_AUTH: auth },
+      stdio: ['ignore', 'pipe', 'inherit']
+    })
+    try {
+      const port = await new Promise<string>((resolve, reject) => {
+        server.stdout.on('data', (d: Buffer) => {
+          const found = /listening (\d+)/.exec(d.toString())?.[1]
+          if (found !== undefined) resolve(found)
+        })
+        server.once('exit', () => reject(new Error('the tickets server exited')))
+      })
+      mock = await startMockLlm({
+        scenarios: { models: { m: [{ toolCalls: [call('tickets__open', { title: 'Login fails' }), call('tickets__whoami')] }, { text: 'done' }] } } as never,
+        port: 0
+      })
+      const { db, task } = taskInTempDir({
+        goal: 'Open a ticket',
+        workspace: 'ws',
+        providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+        tools: ['tickets__*'],
+        mcpServers: { tickets: { url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: { fromEnv: 'AV_TEST_TICKETS_AUTH' } } } },
+        approval: 'auto'
+      })
+      const result = await runCli(['run', task, '--json', '--db', db], { env: { AV_TEST_TICKETS_AUTH: auth } })
+      expect(result.code, result.stderr).toBe(0)
+      expect(bodies()[0]!.tools!.map((t) => t.function.name)).toEqual(['tickets__open', 'tickets__whoami'])
+      const [opened, whoami] = toolMessages(bodies()[1])
+      expect(opened).toContain('opened Login fails')
+      expect(opened).toContain('{"id":"T-7","title":"Login fails"}')
+      expect(whoami).toBe('auth=[redacted]')
+      const shown = await runCli(['show', lastJson<{ runId: string }>(result).runId, '--json', '--db', db])
+      const trace = lastJson<{ steps: Array<{ toolCalls: Array<Record<string, unknown>> }> }>(shown)
+      expect(trace.steps[0]!.toolCalls.map(({ source, effect }) => ({ source, effect }))).toEqual([
+        { source: 'mcp:tickets', effect: 'idempotent' },
+        { source: 'mcp:tickets', effect: 'read' }
+      ])
+      const secret = auth.slice('Bearer '.length)
+      for (const text of [readFileSync(db).toString('latin1'), shown.stdout, result.stdout, result.stderr]) expect(text).not.toContain(secret)
+    } finally {
+      server.kill('SIGTERM')
+    }
   })
 })
