@@ -138,9 +138,10 @@ const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Recor
     // The parent's confinement, as is: nothing in the call can loosen it (docs/task-file.md, "sandbox").
     ...(parent.sandbox !== undefined ? { sandbox: parent.sandbox } : {}),
     lineage,
-    // The tree's agents and tool modules travel with every contract of it (a worker loads them).
+    // The tree's agents, tool modules and MCP servers travel with every contract of it (a worker loads them).
     ...(parent.agents !== undefined ? { agents: parent.agents } : {}),
     ...(parent.toolModules !== undefined ? { toolModules: parent.toolModules } : {}),
+    ...(parent.mcpServers !== undefined ? { mcpServers: parent.mcpServers } : {}),
     ...(delegated === undefined ? ownAgentFields(parent) : delegated.right)
   }
   // The internal entry: a child's contract carries the lineage only agentvisor may set.
