@@ -91,6 +91,21 @@ describe('JSON Schema checks', () => {
     const check = Either.getOrThrow(compileJsonSchema(task.agents.researcher.output, true))
     expect(check({ facts: ['a'] })).toEqual([])
     expect(describeViolations(check({ facts: [1, 'b', 2] }))).toBe('/facts/0: must be string; /facts/2: must be string')
-    expect(describeViolations(check({}))).toBe("/: must have required property 'facts'")
+    expect(describeViolations(check({}))).toBe('/facts: is required')
+  })
+
+  it('reads an output schema as the draft its $schema names, and two schemas may share an $id', () => {
+    const pair = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: 'https://example.test/result',
+      type: 'object',
+      properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false } },
+      additionalProperties: false
+    }
+    const check = Either.getOrThrow(compileJsonSchema(pair, true))
+    expect(describeViolations(check({ pair: [1, 2, 3], extra: true }))).toBe(
+      '/extra: is not allowed; /pair/0: must be string; /pair: must NOT have more than 2 items'
+    )
+    expect(Either.isRight(compileJsonSchema({ ...pair, required: ['pair'] }, true))).toBe(true)
   })
 })

@@ -2,7 +2,7 @@ import { Either, Schema } from 'effect'
 import { ContractError } from '../errors.js'
 import { compilePolicy } from '../policy/policy.js'
 import { Limits, NonBlankString, PolicyLayer, PositiveInt, ProviderConfig, VerifySpec } from './contract-fields.js'
-import { compileJsonSchema } from './json-schema.js'
+import { compileJsonSchema } from './output-schema.js'
 import { McpServers } from '../tools/mcp/mcp-server-spec.js'
 
 /**

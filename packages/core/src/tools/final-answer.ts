@@ -1,6 +1,7 @@
 import { Either } from 'effect'
 import type { OutputSchema } from '../contract/agent-spec.js'
-import { compileJsonSchema, describeViolations } from '../contract/json-schema.js'
+import { compileJsonSchema } from '../contract/output-schema.js'
+import { describeViolations } from '../schema/json-schema-check.js'
 import { decodeArgumentsObject } from './tool-arguments.js'
 import type { CallableTool, ToolArguments } from './tool-definition.js'
 import { succeeded } from './tool-outcome.js'

@@ -1,4 +1,5 @@
 import { Effect, Either } from 'effect'
+import { joinViolationTexts } from '../schema/json-schema-check.js'
 import { type DefinedTool, isDefinedTool, ToolDefinitionError, type ToolRunContext } from './define-tool.js'
 import { decodeArgumentsObject } from './tool-arguments.js'
 import type { CallableTool, ToolAct, ToolContext } from './tool-definition.js'
@@ -12,8 +13,6 @@ import { failed, succeeded, type ToolOutcome } from './tool-outcome.js'
 
 /** How much of a tool's answer the model is given, like `read_file`: a longer one is cut with a note. */
 export const MODULE_TOOL_MAX_OUTPUT_BYTES = 100 * 1024
-/** How many argument problems the model is told at once; a schema can find thousands in one array. */
-const MAX_ISSUES_SHOWN = 20
 
 /**
  * The arguments of a tool whose schema checks them asynchronously: `decode` has to answer at once,
@@ -23,14 +22,8 @@ class PendingArguments {
   constructor(readonly validated: Promise<CheckedArguments<unknown>>) {}
 }
 
-const invalidArguments = (name: string, issues: ReadonlyArray<string>): string => {
-  const shown = issues.slice(0, MAX_ISSUES_SHOWN).join('; ')
-  const more = issues.length > MAX_ISSUES_SHOWN ? `; and ${issues.length - MAX_ISSUES_SHOWN} more` : ''
-  return `Invalid arguments for ${name}: ${shown === '' ? 'rejected by the schema' : shown}${more}`
-}
-
-/** The reason `decode` gives, which the catalogue prefixes with `Invalid arguments for <name>: `. */
-const invalidReason = (issues: ReadonlyArray<string>): string => invalidArguments('', issues).slice('Invalid arguments for : '.length)
+/** Arguments an asynchronous check refused inside `run`, answered as the catalogue answers a refusal by `decode` (tool-catalogue.ts). */
+const invalidArguments = (name: string, issues: ReadonlyArray<string>): string => `Invalid arguments for ${name}: ${joinViolationTexts(issues)}`
 
 /** `text` cut to `MODULE_TOOL_MAX_OUTPUT_BYTES` of UTF-8 at a character boundary, with a note saying so. */
 const capped = (name: string, text: string): string => {
@@ -150,7 +143,7 @@ const toCallable = <A>(tool: DefinedTool<A>): CallableTool<A | PendingArguments>
         validated.catch(() => undefined)
         return Either.right(new PendingArguments(validated as Promise<CheckedArguments<unknown>>))
       }
-      return checked.ok ? Either.right(checked.value) : Either.left(invalidReason(checked.issues))
+      return checked.ok ? Either.right(checked.value) : Either.left(joinViolationTexts(checked.issues))
     },
     policy: () => act,
     run: (args, ctx) => {

@@ -1,7 +1,5 @@
-import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv'
-import Ajv2019Module from 'ajv/dist/2019.js'
-import Ajv2020Module from 'ajv/dist/2020.js'
 import { Effect, Either, JSONSchema, ParseResult, Schema } from 'effect'
+import { compileJsonSchemaCheck, jsonPointer, jsonSchemaProblem, violationText } from '../schema/json-schema-check.js'
 
 /*
  * The three kinds of input a `defineTool` accepts (docs/tools.md, "Tools of your own"): a JSON
@@ -60,11 +58,9 @@ export interface ToolInputOptions {
 export const oneLine = (error: unknown): string =>
   (error instanceof Error ? error.message : typeof error === 'string' ? error : String(error)).replace(/\s*\n\s*/g, ' ').trim()
 
-const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1')
-
-/** A JSON pointer into the arguments; the arguments object itself shows as `/`, which reads better than nothing. */
-const pointer = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>): string =>
-  path.length === 0 ? '/' : path.map((segment) => `/${escapePointer(String(typeof segment === 'object' ? segment.key : segment))}`).join('')
+/** A problem an Effect or Standard Schema found, in the form of Ajv's: a JSON pointer into the arguments (`/` for the object itself) and the message. */
+const issueText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>, message: string): string =>
+  violationText({ pointer: jsonPointer(path.map((segment) => (typeof segment === 'object' ? segment.key : segment))), message })
 
 /** A promise, or any thenable (one from another realm or library included). */
 export const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -119,83 +115,40 @@ const inlineTopLevelRef = (schema: Record<string, unknown>): Record<string, unkn
   return { ...rest, ...target, $defs: defs }
 }
 
-// --- JSON Schema, checked by ajv ----------------------------------------------------------------
-
-type AjvInstance = InstanceType<typeof AjvModule.default>
+// --- JSON Schema, checked by Ajv ----------------------------------------------------------------
 
 /*
- * Strict mode makes an unknown keyword (a typo such as `requird`) a definition error rather than
- * a constraint silently not checked; the strict checks that only log are off, and nothing is
- * logged. `format` is offered to the model but not checked: core carries no format library.
- * `addUsedSchema: false` keeps one tool's `$id` from clashing with another's in the shared instance.
+ * Strict (docs/tools.md, "Tools of your own"): an unknown keyword (a typo such as `requird`) is a
+ * definition error rather than a constraint silently not checked. The draft is the one the input's
+ * `$schema` names, which the offered schema no longer has.
  */
-const AJV_OPTIONS = {
-  allErrors: true,
-  strict: true,
-  strictTypes: false,
-  strictTuples: false,
-  strictRequired: false,
-  validateFormats: false,
-  addUsedSchema: false,
-  logger: false
-} as const
-
-const ajvs = new Map<string, AjvInstance>()
-
-/** One ajv per draft, made on first use: a `$schema` of draft 2020-12 or 2019-09 is checked as that draft, any other as draft-07. */
-const ajvFor = (declared: unknown): AjvInstance => {
-  const draft =
-    typeof declared === 'string' && declared.includes('2020-12') ? '2020-12' : typeof declared === 'string' && declared.includes('2019-09') ? '2019-09' : '07'
-  let ajv = ajvs.get(draft)
-  if (ajv === undefined) {
-    ajv =
-      draft === '2020-12'
-        ? new Ajv2020Module.default(AJV_OPTIONS)
-        : draft === '2019-09'
-          ? new Ajv2019Module.default(AJV_OPTIONS)
-          : new AjvModule.default(AJV_OPTIONS)
-    ajvs.set(draft, ajv)
-  }
-  return ajv
-}
-
-/** Ajv's errors as pointer and message; a missing or unexpected property is pointed at itself. */
-const ajvIssues = (errors: ReadonlyArray<ErrorObject> | null | undefined): ReadonlyArray<string> =>
-  (errors ?? []).map((error) => {
-    if (error.keyword === 'required' && typeof error.params['missingProperty'] === 'string') {
-      return `${error.instancePath}/${escapePointer(error.params['missingProperty'])}: is required`
-    }
-    if (error.keyword === 'additionalProperties' && typeof error.params['additionalProperty'] === 'string') {
-      return `${error.instancePath}/${escapePointer(error.params['additionalProperty'])}: is not allowed`
-    }
-    return `${error.instancePath === '' ? '/' : error.instancePath}: ${error.message ?? error.keyword}`
-  })
-
 const jsonSchemaInput = <A>(schema: Record<string, unknown>): Either.Either<ToolInput<A>, string> =>
-  Either.flatMap(offeredSchema(schema, 'input'), (parameters) => {
-    let check: ValidateFunction
-    try {
-      check = ajvFor(schema['$schema']).compile(parameters)
-    } catch (error) {
-      return Either.left(`input is not a valid JSON Schema: ${oneLine(error)}`)
-    }
-    return Either.right({
-      parameters,
-      validate: (value) => (check(value) ? { ok: true, value: value as A } : { ok: false, issues: ajvIssues(check.errors) })
-    })
-  })
+  Either.flatMap(offeredSchema(schema, 'input'), (parameters) =>
+    compileJsonSchemaCheck(parameters, { strictness: 'strict', $schema: schema['$schema'] }).pipe(
+      Either.mapLeft((reason) => `input is not a valid JSON Schema: ${reason}`),
+      Either.map(
+        (check): ToolInput<A> => ({
+          parameters,
+          validate: (value) => {
+            const violations = check(value)
+            return violations.length === 0 ? { ok: true, value: value as A } : { ok: false, issues: violations.map(violationText) }
+          }
+        })
+      )
+    )
+  )
 
 /** Whether `parameters` is a valid JSON Schema (for one given next to a Standard Schema). */
 const checkedParameters = (parameters: JsonSchemaInput): Either.Either<Record<string, unknown>, string> =>
   Either.flatMap(offeredSchema(parameters, 'parameters'), (offered) => {
-    const ajv = ajvFor(parameters['$schema'])
-    return ajv.validateSchema(offered) === true ? Either.right(offered) : Either.left(`parameters is not a valid JSON Schema: ${ajv.errorsText(ajv.errors)}`)
+    const problem = jsonSchemaProblem(offered, { strictness: 'strict', $schema: parameters['$schema'] })
+    return problem === undefined ? Either.right(offered) : Either.left(`parameters is not a valid JSON Schema: ${problem}`)
   })
 
 // --- Effect Schema ------------------------------------------------------------------------------
 
 const effectIssues = (error: ParseResult.ParseError): ReadonlyArray<string> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => `${pointer(issue.path)}: ${issue.message}`)
+  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => issueText(issue.path, issue.message))
 
 const effectSchemaInput = <A>(schema: Schema.Schema<A, unknown, never>, options: ToolInputOptions): Either.Either<ToolInput<A>, string> => {
   let offered: Either.Either<Record<string, unknown>, string>
@@ -220,7 +173,7 @@ const effectSchemaInput = <A>(schema: Schema.Schema<A, unknown, never>, options:
       const issues = ParseResult.ArrayFormatter.formatErrorSync(now.left)
       // A schema with an asynchronous part cannot answer synchronously: it is decoded again as an Effect.
       if (issues.some((issue) => issue._tag === 'Forbidden')) return Effect.runPromise(Effect.either(decodeLater(value))).then(validated)
-      return { ok: false, issues: issues.map((issue) => `${pointer(issue.path)}: ${issue.message}`) }
+      return { ok: false, issues: issues.map((issue) => issueText(issue.path, issue.message)) }
     }
   }))
 }
@@ -230,7 +183,7 @@ const effectSchemaInput = <A>(schema: Schema.Schema<A, unknown, never>, options:
 const standardValidated = <A>(result: StandardSchemaResult<A>): CheckedArguments<A> =>
   result.issues === undefined
     ? { ok: true, value: result.value }
-    : { ok: false, issues: result.issues.map((issue) => `${pointer(issue.path ?? [])}: ${issue.message}`) }
+    : { ok: false, issues: result.issues.map((issue) => issueText(issue.path ?? [], issue.message)) }
 
 /** The Standard JSON Schema of the input: draft-07, which every provider reads, else draft 2020-12. */
 const standardJsonSchema = (schema: StandardSchemaV1): Either.Either<unknown, string> => {
