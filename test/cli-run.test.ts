@@ -62,7 +62,9 @@ describe('agentvisor run against the mock LLM over HTTP', () => {
       const path_ = trace.transitions.map((t) => `${t.from}>${t.to}`)
       expect(path_).toEqual(['dispatching>acting', 'acting>verifying', 'verifying>finished.succeeded'])
       expect(trace.transitions.map((t) => t.seq)).toEqual([1, 2, 3])
-      expect(trace.steps[0]!.toolCalls).toEqual([{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' }, source: 'builtin', effect: 'idempotent' }])
+      expect(trace.steps[0]!.toolCalls).toEqual([
+        { name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' }, source: 'builtin', effect: 'idempotent' }
+      ])
       expect(trace.receipts).toEqual([
         expect.objectContaining({ step: 1, winner: 0, attempts: [expect.objectContaining({ provider: 'primary', reason: 'initial', outcome: 'ok' })] })
       ])
@@ -324,7 +326,9 @@ describe('tool-call arguments nested past the limit', () => {
       expect(second.messages.find((m) => m.tool_calls !== undefined)!.tool_calls![0]!.function.arguments).toBe(TOO_DEEP_ARGUMENTS)
       const show = await runCli(['show', String(result['runId']), '--json', '--db', db])
       expect(show.code, show.stderr).toBe(0)
-      expect(lastJson<Trace>(show).steps[0]!.toolCalls).toEqual([{ name: 'write_file', arguments: TOO_DEEP_ARGUMENTS, source: 'builtin', effect: 'idempotent' }])
+      expect(lastJson<Trace>(show).steps[0]!.toolCalls).toEqual([
+        { name: 'write_file', arguments: TOO_DEEP_ARGUMENTS, source: 'builtin', effect: 'idempotent' }
+      ])
     })
   }
 
