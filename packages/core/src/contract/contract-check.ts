@@ -6,7 +6,7 @@
 // what is wrong. packages/core/test/contract-check.test.ts holds the two side by side.
 import { MAX_TIMER_MS } from '../provider/scripted-step.js'
 import type { TaskContract, TaskFile } from './task-contract.js'
-import { MAX_NESTING_DEPTH } from './nesting.js'
+import { MAX_NESTING_DEPTH, isPlainObject } from './nesting.js'
 
 /** `error`: a field the Schema does not name fails (a task); `preserve`: it is kept (a stored contract). */
 type Excess = 'error' | 'preserve'
@@ -16,12 +16,6 @@ type Check = (value: unknown, excess: Excess, depth: number) => unknown
 const NOT_SURE: unique symbol = Symbol('not sure')
 const notSure = (): never => {
   throw NOT_SURE
-}
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> => {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
 }
 
 interface Field {

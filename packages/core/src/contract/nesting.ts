@@ -65,3 +65,10 @@ export const valueTooDeepAt = (value: unknown, limit: number = MAX_NESTING_DEPTH
 
 /** Whether an error is a stack overflow (V8's `RangeError`, or a parser's error wrapping its message). */
 export const isStackOverflow = (error: unknown): boolean => error instanceof Error && error.message.includes('Maximum call stack size exceeded')
+
+/** A value written as an object literal or parsed from JSON: not an array, a class instance or null. */
+export const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}

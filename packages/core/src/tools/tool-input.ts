@@ -1,4 +1,5 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from 'effect'
+import { isPlainObject } from '../contract/nesting.js'
 import { compileJsonSchemaCheck, jsonPointer, jsonSchemaProblem, violationText } from '../schema/json-schema-check.js'
 
 /*
@@ -65,12 +66,6 @@ const issueText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey
 /** A promise, or any thenable (one from another realm or library included). */
 export const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   (typeof value === 'object' || typeof value === 'function') && value !== null && 'then' in value && typeof value.then === 'function'
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> => {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
-}
 
 const isStandardSchema = (value: unknown): value is StandardSchemaV1 => {
   if ((typeof value !== 'object' && typeof value !== 'function') || value === null || !('~standard' in value)) return false
