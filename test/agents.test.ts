@@ -142,6 +142,34 @@ describe('a team of named agents', () => {
   })
 })
 
+describe('model settings', () => {
+  it('reach the Anthropic adapter too: temperature, top_p and max_tokens in every request', async () => {
+    mock = await startMockLlm({ scenarios: { models: { claude: [{ text: 'done' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
+    try {
+      const result = await av.run(
+        Agentvisor.contract(
+          {
+            goal: 'Say done',
+            workspace: 'ws',
+            providers: [{ name: 'a', kind: 'anthropic', baseUrl: mock.url, model: 'claude' }],
+            instructions: 'Be brief.',
+            model: { temperature: 0.3, topP: 0.9, maxTokens: 512 }
+          },
+          dir
+        )
+      )
+      expect(result).toMatchObject({ status: 'succeeded', output: 'done' })
+    } finally {
+      await av.close()
+    }
+    const [request] = mock.requests
+    expect(request!.path).toBe('/v1/messages')
+    expect(request!.body).toMatchObject({ temperature: 0.3, top_p: 0.9, max_tokens: 512, system: expect.stringContaining('Be brief.') })
+  })
+})
+
 describe('a team of named agents over NATS', () => {
   const startWorker = workersPerTest()
 
