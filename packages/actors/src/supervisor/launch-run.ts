@@ -76,6 +76,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   const newActor = freshActors(options)
   // The tools of the process, made catalogue entries once.
   const registered = (options.tools ?? []).map(registeredTool)
+  // Checked once, not at every start: the same for every run without tools of its own.
+  const processTools = availableTools(registered)
   /**
    * The catalogue of the agent `contract` runs: the process's tools, the task's modules (each
    * imported once per process) and its MCP servers' tools (each server started once per process);
@@ -85,8 +87,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
     const modules = contract.toolModules ?? []
     const servers = contract.mcpServers
     // A first-edition task (no modules, no servers) costs no Effect step here.
-    if (modules.length === 0 && servers === undefined)
-      return Either.flatMap(availableTools(registered), (available) => runCatalogue(available, contract, checkAgents))
+    if (modules.length === 0 && servers === undefined) return Either.flatMap(processTools, (available) => runCatalogue(available, contract, checkAgents))
     return Effect.gen(function* () {
       const moduleTools =
         modules.length === 0
