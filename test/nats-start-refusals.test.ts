@@ -11,6 +11,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Either } from 'effect'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { natsEnv } from './support/workers.js'
 
 const mocks: MockLlm[] = []
 let worker: { child: ChildProcess; log: () => string } | undefined
@@ -26,18 +27,6 @@ afterEach(async () => {
   nc = undefined
   for (const mock of mocks.splice(0)) await mock.close()
 })
-
-/** Its own subjects, stream and consumer on the shared server, so nothing crosses tests. */
-const natsEnv = () => {
-  const suffix = Math.random().toString(36).slice(2, 8)
-  return {
-    AGENTVISOR_NATS_URL: inject('natsUrl'),
-    AGENTVISOR_NATS_PREFIX: `avrefuse${suffix}`,
-    AGENTVISOR_NATS_STREAM: `AV_REFUSE_${suffix}`,
-    AGENTVISOR_NATS_CONSUMER: `av-refuse-${suffix}`,
-    AGENTVISOR_NATS_ACK_WAIT_MS: '2000'
-  }
-}
 
 // The worker's own secret, which a forged contract names in `apiKeyEnv` to have it sent away.
 const STOLEN_ENV = 'AGENTVISOR_TEST_WORKER_SECRET'
