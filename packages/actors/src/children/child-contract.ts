@@ -89,6 +89,7 @@ const delegateFields = (parent: TaskContract, name: unknown, asked: Readonly<Rec
     return Either.left(`Refused: "${name}" is not an agent you may delegate to (${yours}).`)
   }
   const taken = new Set(parent.policy.layers.map((layer) => layer.name))
+  const verify = bothVerified(agent.verify, asked['verify'])
   return Either.right({
     agent: name,
     providers: agent.providers,
@@ -100,7 +101,7 @@ const delegateFields = (parent: TaskContract, name: unknown, asked: Readonly<Rec
     // A layer the tree has already (an agent delegating to itself) is not added twice.
     policy: { layers: [...parent.policy.layers, ...(agent.policy?.layers ?? []).filter((layer) => !taken.has(layer.name))] },
     limits: narrowLimits(narrowLimits(parent.limits, agent.limits), asked['limits']),
-    ...(bothVerified(agent.verify, asked['verify']) !== undefined ? { verify: bothVerified(agent.verify, asked['verify']) } : {})
+    ...(verify !== undefined ? { verify } : {})
   })
 }
 

@@ -30,7 +30,7 @@ export const check = (drive: Drive, ctx: RunContext): Now<Work> => {
     if (result.passed) return PASSED
     if (ctx.lastHadToolCalls) return FAILED
     // The model thinks it is done but the contract disagrees: tell it why.
-    return toldWhy(drive, ctx, `The goal is not reached yet: ${redact(drive, result.detail)}. Keep working.`)
+    return notReached(drive, ctx, result.detail)
   })
 }
 
@@ -40,6 +40,10 @@ const toldWhy = (drive: Drive, ctx: RunContext, feedback: string): Work => ({
   writes: [{ op: 'setStepFeedback', runId: drive.deps.runId, step: ctx.step, feedback }],
   after: () => drive.deps.messages.push({ role: 'user', content: feedback })
 })
+
+/** The contract's checks failed where the model thought it was done. */
+const notReached = (drive: Drive, ctx: RunContext, detail: string): Work =>
+  toldWhy(drive, ctx, `The goal is not reached yet: ${redact(drive, detail)}. Keep working.`)
 
 const NO_FINAL_ANSWER = 'You have not given your result yet: call final_answer with it (its arguments must match its schema).'
 
@@ -52,8 +56,5 @@ const checkWithOutput = (drive: Drive, ctx: RunContext): Now<Work> => {
   const { contract, workspace } = drive.deps
   if (finalAnswerOf(drive.deps.messages) === undefined) return ctx.lastHadToolCalls ? FAILED : toldWhy(drive, ctx, NO_FINAL_ANSWER)
   if (contract.verify === undefined) return PASSED
-  return thenNow(
-    verifyNow(workspace, contract.verify, commandsOf(drive)),
-    (result): Work => (result.passed ? PASSED : toldWhy(drive, ctx, `The goal is not reached yet: ${redact(drive, result.detail)}. Keep working.`))
-  )
+  return thenNow(verifyNow(workspace, contract.verify, commandsOf(drive)), (result): Work => (result.passed ? PASSED : notReached(drive, ctx, result.detail)))
 }

@@ -91,8 +91,12 @@ export const finalAnswerOf = (messages: ReadonlyArray<ChatMessage>): Readonly<Re
     if (message.role !== 'assistant') continue
     for (const call of message.toolCalls) {
       if (call.name !== FINAL_ANSWER) continue
-      const accepted = messages.some((m, j) => j > i && m.role === 'tool' && m.toolCallId === call.id && m.content === FINAL_ANSWER_ACCEPTED)
-      if (accepted) return JSON.parse(call.arguments) as Readonly<Record<string, unknown>>
+      // Its results follow it: only the messages after it are looked at, not the whole conversation.
+      for (let j = i + 1; j < messages.length; j++) {
+        const m = messages[j]!
+        if (m.role === 'tool' && m.toolCallId === call.id && m.content === FINAL_ANSWER_ACCEPTED)
+          return JSON.parse(call.arguments) as Readonly<Record<string, unknown>>
+      }
     }
     return undefined
   }
