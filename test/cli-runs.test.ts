@@ -26,7 +26,7 @@ describe('agentvisor runs and show', () => {
     expect(all.code).toBe(0)
     const rows = lastJson<Array<Record<string, unknown>>>(all)
     expect(rows.map((r) => r['id']).sort()).toEqual([first['runId'], second['runId']].sort())
-    for (const row of rows) expect(Object.keys(row).sort()).toEqual(['createdAt', 'goal', 'id', 'parentId', 'status', 'updatedAt'])
+    for (const row of rows) expect(Object.keys(row).sort()).toEqual(['createdAt', 'goal', 'id', 'parentId', 'status', 'updatedAt', 'usage'])
 
     const failed = lastJson<Array<Record<string, unknown>>>(await runCli(['runs', '--json', '--status', 'step_cap', '--db', db]))
     expect(failed).toEqual([expect.objectContaining({ id: second['runId'], status: 'step_cap', goal: 'capped', parentId: null })])

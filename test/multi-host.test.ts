@@ -293,7 +293,7 @@ describe('one driver per run on PostgreSQL, under a race', () => {
     const won = results.filter((r) => r.code !== 2)
     expect(won).toHaveLength(1)
     expect(won[0]!.code, won[0]!.stderr).toBe(0)
-    expect(lastJson(won[0]!)).toEqual({ runId, status: 'succeeded', steps: 2 })
+    expect(lastJson(won[0]!)).toEqual({ runId, status: 'succeeded', steps: 2, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } })
     await expectDrivenOnce(db, ws, runId)
   })
 
@@ -334,7 +334,9 @@ describe('one driver per run on PostgreSQL, under a race', () => {
     const codes = await Promise.all(racers.map((r) => r.exited))
     expect(codes, racers.map((r) => r.stderr()).join('\n')).toEqual(racers.map(() => 0))
     const winner = racers.find((r) => r.lines[1]!['drove'] === true)!
-    expect(winner.lines[2]).toEqual({ result: { runId, status: 'succeeded', steps: 2 } })
+    expect(winner.lines[2]).toEqual({
+      result: { runId, status: 'succeeded', steps: 2, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } }
+    })
     await expectDrivenOnce(db, ws, runId)
     expect(existsSync(path.join(ws, 'out.txt'))).toBe(true)
   })

@@ -118,7 +118,7 @@ describe('approvals that survive the process', () => {
 
     const resumed = await runCli(['resume', runId, '--json', '--db', db])
     expect(resumed.code, resumed.stderr).toBe(0)
-    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1 })
+    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } })
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE')
     expect(mock!.requests).toHaveLength(1)
     const trace = await show(db, runId)

@@ -66,8 +66,17 @@ describe('the CLI on PostgreSQL', () => {
 
     const run = await cli(dir, ['run', file, '--json'], db.url)
     expect(run.code, run.stderr).toBe(0)
-    const result = lastJson<{ runId: string; status: string; steps: number }>(run)
-    expect(result).toEqual({ runId: expect.any(String), status: 'succeeded', steps: 1 })
+    const result = lastJson<{ runId: string; status: string; steps: number; usage: { inputTokens: number; outputTokens: number } }>(run)
+    expect(result).toEqual({
+      runId: expect.any(String),
+      status: 'succeeded',
+      steps: 1,
+      usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) }
+    })
+    // The usage is what the mock reported for its one answer, and the row records it.
+    const reported = await db.query<{ tokens_in: number; tokens_out: number }>('select tokens_in, tokens_out from attempts where run_id = $1', [result.runId])
+    expect(result.usage).toEqual({ inputTokens: reported[0]!.tokens_in, outputTokens: reported[0]!.tokens_out })
+    expect(result.usage.inputTokens).toBeGreaterThan(0)
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE\n')
     // The store is the database: no SQLite file appeared under the working folder.
     expect(existsSync(path.join(dir, '.agentvisor'))).toBe(false)
@@ -91,7 +100,15 @@ describe('the CLI on PostgreSQL', () => {
     const listed = await cli(dir, ['runs', '--json'], db.url)
     expect(listed.code, listed.stderr).toBe(0)
     expect(lastJson(listed)).toEqual([
-      { id: result.runId, status: 'succeeded', goal: 'Write DONE into out.txt', parentId: null, createdAt: expect.any(String), updatedAt: expect.any(String) }
+      {
+        id: result.runId,
+        status: 'succeeded',
+        goal: 'Write DONE into out.txt',
+        parentId: null,
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+        usage: result.usage
+      }
     ])
     const show = await cli(dir, ['show', result.runId, '--json'], db.url)
     expect(show.code, show.stderr).toBe(0)
@@ -124,7 +141,7 @@ describe('the CLI on PostgreSQL', () => {
 
     const resumed = await cli(dir, ['resume', runId, '--json'], db.url)
     expect(resumed.code, resumed.stderr).toBe(0)
-    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1 })
+    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } })
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE\n')
     expect(mock!.requests).toHaveLength(1)
     expect(await db.query('select act, target, status, source from approvals where run_id = $1', [runId])).toEqual([
@@ -142,7 +159,7 @@ describe('the CLI on PostgreSQL', () => {
 
     const resumed = await cli(dir, ['resume', runId, '--json'], db.url)
     expect(resumed.code, resumed.stderr).toBe(0)
-    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1 })
+    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } })
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE\n')
     expect(await db.query('select attempt, reason, outcome from attempts where run_id = $1 order by attempt', [runId])).toEqual([
       { attempt: 0, reason: 'initial', outcome: 'unknown' },
@@ -178,7 +195,7 @@ describe('a PostgreSQL store written before the step-commit migration', () => {
 
     const resumed = await cli(dir, ['resume', runId, '--json'], db.url)
     expect(resumed.code, resumed.stderr).toBe(0)
-    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1 })
+    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 1, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } })
     expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE\n')
     expect(await db.query('select attempt, reason, outcome from attempts where run_id = $1 order by attempt', [runId])).toEqual([
       { attempt: 0, reason: 'initial', outcome: 'unknown' },

@@ -45,7 +45,7 @@ describe('agentvisor resume', () => {
 
     const resumed = await runCli(['resume', runId!, '--json', '--db', db])
     expect(resumed.code, resumed.stderr).toBe(0)
-    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 2 })
+    expect(lastJson(resumed)).toEqual({ runId, status: 'succeeded', steps: 2, usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } })
     expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
     expect(mock.requests).toHaveLength(3)
 

@@ -8,6 +8,8 @@ import { DEFAULT_RETRY_POLICY, openWorkspace, parseTaskContract, type TaskContra
 import { makeScriptedProvider, type ScriptedStep } from '@agentvisor/core/testing'
 import { LeaseLostError, makeRunWriter, openStore, type RunWriter, type Store } from '@agentvisor/store'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../src/supervisor/circuit-breaker.js'
+import { makeTreeBudgets } from '../src/driver/budget.js'
+import { UsageTally } from '@agentvisor/core'
 import { openingMessages } from '../src/supervisor/conversation.js'
 import { makeRunDriver } from '../src/supervisor/run-driver.js'
 import { childRunRow } from '../src/children/child-contract.js'
@@ -115,6 +117,8 @@ const driveRun = async (
       deadline: Date.now() + 60_000,
       attemptTimeoutMs: 10_000,
       breakers: makeCircuitBreakers(DEFAULT_CIRCUIT_BREAKER),
+      budgets: makeTreeBudgets(),
+      usage: new UsageTally(false),
       policy: policy.right,
       newId: () => crypto.randomUUID(),
       leaseToken

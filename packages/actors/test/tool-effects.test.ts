@@ -21,6 +21,8 @@ import {
 import { makeScriptedProvider, type ScriptedStep } from '@agentvisor/core/testing'
 import { makeRunWriter, openStore, type RunWriter, type Store } from '@agentvisor/store'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../src/supervisor/circuit-breaker.js'
+import { makeTreeBudgets } from '../src/driver/budget.js'
+import { UsageTally } from '@agentvisor/core'
 import { openingMessages, rebuildConversation, type StepRecord } from '../src/supervisor/conversation.js'
 import { makeRunDriver } from '../src/supervisor/run-driver.js'
 import { childRunRow } from '../src/children/child-contract.js'
@@ -112,6 +114,8 @@ const openRun = async () => {
         deadline: Date.now() + 60_000,
         attemptTimeoutMs: 10_000,
         breakers: makeCircuitBreakers(DEFAULT_CIRCUIT_BREAKER),
+        budgets: makeTreeBudgets(),
+        usage: new UsageTally(false),
         policy: policy.right,
         newId: () => crypto.randomUUID(),
         leaseToken,

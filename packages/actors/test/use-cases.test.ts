@@ -239,7 +239,9 @@ describe('Agentvisor.list', () => {
       goal: 'Write DONE into out.txt',
       parentId: null,
       createdAt: expect.any(String),
-      updatedAt: expect.any(String)
+      updatedAt: expect.any(String),
+      // A scripted provider that reports no usage: recorded as the run paused.
+      usage: { inputTokens: 0, outputTokens: 0 }
     })
     expect((await av.list({ status: 'succeeded' })).map((r) => r.id)).toEqual([done.runId])
     expect(await av.list({ status: 'failed' })).toEqual([])

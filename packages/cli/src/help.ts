@@ -46,6 +46,17 @@ examples:
   agentvisor show 0b7c1d2e-...
   agentvisor show 0b7c1d2e-... --json | jq '.receipts'
 `,
+  watch: `agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
+
+Tails a run's events from any process until the run finishes (docs/streaming.md): its recorded
+events from transition --from (default 1), then each new one as the run's driver records it.
+--json prints one JSON event a line. Ctrl-C stops watching; the run goes on. Exit 0 when the run
+succeeded, 1 when it ended otherwise.
+
+examples:
+  agentvisor watch 0b7c1d2e-...
+  agentvisor watch 0b7c1d2e-... --json --from 12 | jq -c 'select(.kind == "toolCall")'
+`,
   approve: `agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH] [--json]
 agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort
 

@@ -13,6 +13,7 @@ usage:
   agentvisor resume --all [--db PATH]
   agentvisor runs [--json] [--status S] [--db PATH]
   agentvisor show RUN [--json] [--db PATH]
+  agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
   agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH]
   agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
   agentvisor cancel RUN [--db PATH]
@@ -58,6 +59,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   resume: async () => (await loadModule<typeof import('./commands/resume.js')>('./commands/resume.js')).resumeCommand,
   runs: async () => (await loadModule<typeof import('./commands/runs.js')>('./commands/runs.js')).runsCommand,
   show: async () => (await loadModule<typeof import('./commands/show.js')>('./commands/show.js')).showCommand,
+  watch: async () => (await loadModule<typeof import('./commands/watch.js')>('./commands/watch.js')).watchCommand,
   approve: async () => (await loadModule<typeof import('./commands/approve.js')>('./commands/approve.js')).approveCommand,
   cancel: async () => (await loadModule<typeof import('./commands/cancel.js')>('./commands/cancel.js')).cancelCommand,
   worker: async () => (await loadModule<typeof import('./commands/worker.js')>('./commands/worker.js')).workerCommand,

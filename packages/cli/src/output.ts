@@ -26,3 +26,9 @@ export const elapsed = (startedAt: number): string => {
   const ms = Date.now() - startedAt
   return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(1)}s`
 }
+
+/** `1,234 tokens (1,000 in, 234 out), $0.0012`: a run's usage as a person reads it. */
+export const describeUsage = (usage: { readonly inputTokens: number; readonly outputTokens: number; readonly costUsd?: number }): string => {
+  const tokens = `${(usage.inputTokens + usage.outputTokens).toLocaleString('en-US')} tokens (${usage.inputTokens.toLocaleString('en-US')} in, ${usage.outputTokens.toLocaleString('en-US')} out)`
+  return usage.costUsd === undefined ? tokens : `${tokens}, $${usage.costUsd}`
+}

@@ -6,6 +6,7 @@ export const ErrorKind = {
   request: 'request',
   transient: 'transient',
   ceiling: 'ceiling',
+  budget: 'budget',
   verification: 'verification',
   timeout: 'timeout',
   cancelled: 'cancelled',

@@ -55,7 +55,8 @@ export {
   settlePendingAttempts,
   countTreeDispatches
 } from './repositories/attempts.repository.js'
-export { toRunRecord, type RunRecord } from './records/run-record.js'
+export * from './repositories/run-usage.repository.js'
+export { recordedUsage, toRunRecord, type RecordedUsage, type RunRecord } from './records/run-record.js'
 export { RunErrorJson, ContractJson } from './tables/runs.columns.js'
 export { ToolCallsJson, ResultsJson } from './tables/steps.columns.js'
 export { PayloadJson, EditedPayloadJson } from './tables/approvals.columns.js'

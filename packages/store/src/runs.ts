@@ -4,7 +4,7 @@
 export type { Executor } from './executor.js'
 export { isFinalStatus, RunStatus, type RunListRow } from './tables/runs.table.js'
 export { listRuns, RUN_LIST_COLUMNS, type ListRunsOptions } from './repositories/run-list.repository.js'
-export { toRunRecord, type RunRecord } from './records/run-record.js'
+export { recordedUsage, toRunRecord, type RecordedUsage, type RunRecord } from './records/run-record.js'
 export { isInterrupted } from './repositories/lease-owner.js'
 export { openCurrentSqlite } from './sqlite/sqlite-reader.js'
 export { decodeJsonText, decodeRows } from './text-codec.js'

@@ -5,6 +5,9 @@ import type { Bus } from '../bus/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 import { StoreLive, StoreService } from '../supervisor/store-service.js'
+import { EventHub } from '../events/event-hub.js'
+import { followEvents } from '../events/follow-events.js'
+import type { RunStreamEvent } from '../events/run-events.js'
 import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-cases/approve.js'
 import { type CancelOptions, type CancelOutcome, cancelRun } from '../use-cases/cancel.js'
 import { listRunRecords, type RunFilter } from '../use-cases/list.js'
@@ -38,6 +41,23 @@ export interface StartedRun {
   readonly cancel: () => Promise<void>
   /** Starts a child of this run from code (see `Agentvisor.spawn`). */
   readonly spawn: (child: ChildSpec) => Promise<StartedRun>
+  /**
+   * The run's events (docs/streaming.md): those recorded from `fromSeq` (default: all), then each
+   * new one, with the model's text as it streams, until the run finishes or this drive of it
+   * pauses.
+   *
+   * @example
+   * for await (const event of run.events()) if (event.kind === 'text') process.stdout.write(event.delta)
+   */
+  readonly events: (options?: EventsOptions) => AsyncIterable<RunStreamEvent>
+}
+
+/** Where a reader of a run's events starts. */
+export interface EventsOptions {
+  /** The first transition whose events are wanted (default 1: all of them). */
+  readonly fromSeq?: number
+  /** Stops the reading (leaving a `for await` early does too). */
+  readonly signal?: AbortSignal
 }
 
 /**
@@ -53,15 +73,19 @@ export class Agentvisor {
     private readonly runtime: ManagedRuntime.ManagedRuntime<Supervisor | StoreService, unknown>,
     private readonly busScope: Scope.CloseableScope,
     /** The bus this instance uses (in-process by default). */
-    readonly bus: Bus
+    readonly bus: Bus,
+    private readonly hub: EventHub
   ) {}
 
   static async open(options: AgentvisorOptions): Promise<Agentvisor> {
     const busScope = Effect.runSync(Scope.make())
     const embedded = options.bus === undefined && options.nats === undefined
     const bus = options.bus ?? (options.nats !== undefined ? await unwrapPlain(Scope.extend(makeNatsBus(options.nats), busScope)) : makeInProcessBus())
+    // Tells `events()` readers of runs driven here when to read again, and hands them the text as it streams.
+    const hub = new EventHub()
     const supervisorOptions: SupervisorOptions = {
       ...options,
+      observers: [...(options.observers ?? []), hub],
       bus,
       // Embedded: nobody else would drive the children or answer control requests.
       ...(embedded ? { serveChildren: options.serveChildren ?? { concurrency: 4 }, serveControl: options.serveControl ?? true } : {})
@@ -74,7 +98,7 @@ export class Agentvisor {
       await Effect.runPromise(Scope.close(busScope, Exit.void))
       throw error
     }
-    return new Agentvisor(runtime, busScope, bus)
+    return new Agentvisor(runtime, busScope, bus, hub)
   }
 
   /**
@@ -191,6 +215,24 @@ export class Agentvisor {
     )
   }
 
+  /**
+   * Any run's events (docs/streaming.md), wherever it is driven: recorded ones from `fromSeq`, then
+   * each new one until the run finishes. Text streams only from runs this process drives.
+   *
+   * @example
+   * for await (const event of av.events(runId, { fromSeq: 12 })) console.log(JSON.stringify(event))
+   */
+  events(runId: string, options: EventsOptions = {}): AsyncIterable<RunStreamEvent> {
+    return this.follow(runId, options, undefined)
+  }
+
+  private follow(runId: string, options: EventsOptions, stopWhen: (() => boolean) | undefined): AsyncIterable<RunStreamEvent> {
+    const { runtime, hub } = this
+    // The store's handle is had synchronously from the runtime: the reader subscribes as `events()` is called.
+    const db = runtime.runSync(StoreService).db
+    return { [Symbol.asyncIterator]: () => followEvents(db, runId, { ...options, hub, stopWhen }) }
+  }
+
   private closed = false
 
   /**
@@ -212,11 +254,18 @@ export class Agentvisor {
     result.catch(() => {})
     // The closures keep what they use, not the whole handle (its `result` effect is no longer needed).
     const { runId, cancel } = handle
+    let settledHere = false
+    void result.then(
+      () => (settledHere = true),
+      () => (settledHere = true)
+    )
     return {
       runId,
       result,
       cancel: () => unwrap(this.runtime, cancel),
-      spawn: (child) => this.spawn(runId, child)
+      spawn: (child) => this.spawn(runId, child),
+      // A drive that paused ends the reading: nothing more happens here until the run is resumed.
+      events: (options = {}) => this.follow(runId, options, () => settledHere)
     }
   }
 }

@@ -1,5 +1,7 @@
 import { Effect } from 'effect'
-import type { RunObserver } from '../supervisor/run-observer.js'
+import type { Executor } from '@agentvisor/store'
+import { type EventCursor, eventCursor, readEvents } from '../events/run-events.js'
+import type { RunObserver, TextDelta } from '../supervisor/run-observer.js'
 import type { Bus } from './bus.js'
 import { PROTOCOL_VERSION } from './messages.js'
 
@@ -8,28 +10,91 @@ import { PROTOCOL_VERSION } from './messages.js'
  * the run's last answer as `result`, read by `lastText`: the run writer's `lastStepText`).
  * Publishing is best effort and never slows the run down.
  */
-export const busObserver = (bus: Bus, lastText: (runId: string) => string | undefined | Promise<string | undefined>): RunObserver => ({
-  onTransition: (t) => {
-    const publish = bus.publishEvent({ v: PROTOCOL_VERSION, runId: t.runId, seq: t.seq, from: t.from, event: t.event, to: t.to, at: t.at })
-    // The in-process bus has delivered already (as it was called): nothing to run for it.
-    if (bus.kind !== 'in-process') Effect.runFork(publish)
-  },
-  onFinished: (result) => {
-    Effect.runFork(
-      Effect.tryPromise(async () => lastText(result.runId)).pipe(
-        Effect.orElseSucceed(() => undefined),
-        Effect.flatMap((text) =>
-          bus.publishDone({
-            v: PROTOCOL_VERSION,
-            runId: result.runId,
-            status: result.status,
-            steps: result.steps,
-            ...(text !== undefined ? { result: text } : {}),
-            ...(result.output !== undefined ? { output: result.output } : {}),
-            ...(result.error !== undefined ? { error: result.error } : {})
-          })
+export const busObserver = (bus: Bus, lastText: (runId: string) => string | undefined | Promise<string | undefined>, db?: Executor): RunObserver => {
+  const streams = bus.kind === 'nats' && db !== undefined ? streamPublisher(bus, db) : undefined
+  return {
+    onTransition: (t) => {
+      const publish = bus.publishEvent({ v: PROTOCOL_VERSION, runId: t.runId, seq: t.seq, from: t.from, event: t.event, to: t.to, at: t.at })
+      // The in-process bus has delivered already (as it was called): nothing to run for it.
+      if (bus.kind !== 'in-process') Effect.runFork(publish)
+      streams?.moved(t.runId, t.seq)
+    },
+    ...(streams !== undefined
+      ? {
+          onText: (delta: TextDelta) =>
+            Effect.runFork(
+              bus.publishStream(delta.runId, { kind: 'text', runId: delta.runId, at: delta.at, step: delta.step, attempt: delta.attempt, delta: delta.delta })
+            ),
+          onDriveEnded: ({ runId }: { runId: string }) => streams.ended(runId)
+        }
+      : {}),
+    onFinished: (result) => {
+      Effect.runFork(
+        Effect.tryPromise(async () => lastText(result.runId)).pipe(
+          Effect.orElseSucceed(() => undefined),
+          Effect.flatMap((text) =>
+            bus.publishDone({
+              v: PROTOCOL_VERSION,
+              runId: result.runId,
+              status: result.status,
+              steps: result.steps,
+              ...(text !== undefined ? { result: text } : {}),
+              ...(result.output !== undefined ? { output: result.output } : {}),
+              ...(result.usage !== undefined ? { usage: result.usage } : {}),
+              ...(result.treeUsage !== undefined ? { treeUsage: result.treeUsage } : {}),
+              ...(result.error !== undefined ? { error: result.error } : {})
+            })
+          )
         )
       )
-    )
+    }
   }
-})
+}
+
+/**
+ * Publishes each run's durable events on its `.stream` subject (docs/streaming.md): after each
+ * transition, what the store recorded since the last reading, read as `events()` reads it, so that
+ * a subscriber sees the same events with the same seqs. One reading at a time per run; the events
+ * of one drive start at its first transition.
+ */
+const streamPublisher = (bus: Bus, db: Executor) => {
+  const runs = new Map<string, { cursor: Promise<EventCursor> | undefined; reading: boolean; again: boolean; ended: boolean }>()
+  const pump = async (runId: string): Promise<void> => {
+    const run = runs.get(runId)
+    if (run === undefined || run.cursor === undefined) return
+    if (run.reading) {
+      run.again = true
+      return
+    }
+    run.reading = true
+    try {
+      const cursor = await run.cursor
+      do {
+        run.again = false
+        for (const event of await readEvents(db, cursor)) Effect.runFork(bus.publishStream(runId, event))
+      } while (run.again)
+    } catch {
+      // Best effort, as every publication: a reading that fails is tried again at the next transition.
+    } finally {
+      run.reading = false
+      if (run.ended) runs.delete(runId)
+    }
+  }
+  return {
+    moved: (runId: string, seq: number): void => {
+      let run = runs.get(runId)
+      if (run === undefined) {
+        run = { cursor: eventCursor(db, runId, seq), reading: false, again: false, ended: false }
+        run.cursor?.catch(() => undefined)
+        runs.set(runId, run)
+      }
+      void pump(runId)
+    },
+    ended: (runId: string): void => {
+      const run = runs.get(runId)
+      if (run === undefined) return
+      run.ended = true
+      if (!run.reading) void pump(runId).then(() => runs.delete(runId))
+    }
+  }
+}

@@ -1,3 +1,4 @@
+import type { RunStreamEvent } from '../events/run-events.js'
 import type { Scope } from 'effect'
 import { Cause, Context, Data, Effect, Schedule } from 'effect'
 import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'
@@ -135,6 +136,13 @@ export interface Bus {
    * in-process bus delivers as it is called (its Effect is `Effect.void`); NATS when it runs.
    */
   readonly publishEvent: (message: RunEventMessage) => Effect.Effect<void>
+  /**
+   * Publishes one of a run's events (docs/streaming.md) on `agentvisor.runs.<id>.stream`; best
+   * effort. NATS only: in one process `events()` reads them where they are made.
+   */
+  readonly publishStream: (runId: string, event: RunStreamEvent) => Effect.Effect<void>
+  /** Calls `onEvent` for each event of `runId` published on its stream until the scope closes. */
+  readonly watchStream: (runId: string, onEvent: (event: RunStreamEvent) => void) => Effect.Effect<void, BusError, Scope.Scope>
   /** Publishes how a run ended or paused; best effort. */
   readonly publishDone: (message: RunDoneMessage) => Effect.Effect<void>
   /** Calls `onDone` for each done message of any run until the scope closes. */

@@ -273,6 +273,9 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
     publishDone,
     watchDone,
     watchEvents,
+    // In one process, `events()` reads a run's events where they are made: nothing travels.
+    publishStream: () => Effect.void,
+    watchStream: () => Effect.void,
     serveControl,
     control
   }

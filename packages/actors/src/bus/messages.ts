@@ -1,4 +1,4 @@
-import type { RunError, TaskContract } from '@agentvisor/core'
+import type { RunError, Usage, TaskContract } from '@agentvisor/core'
 import { Either, ParseResult, Schema } from 'effect'
 
 /** Every payload on the bus carries the protocol version (docs/nats.md). */
@@ -32,6 +32,9 @@ export interface RunDoneMessage {
   readonly result?: string | undefined
   /** What a succeeded run produced (docs/agents.md, "Structured results"). */
   readonly output?: unknown
+  /** What the run's own calls cost, and its tree's when it started children (docs/task-file.md, "Usage and budgets"). */
+  readonly usage?: Usage | undefined
+  readonly treeUsage?: Usage | undefined
   readonly error?: RunError | undefined
 }
 
@@ -102,6 +105,7 @@ export const Subjects = {
   start: 'agentvisor.runs.start',
   events: (runId: string) => `agentvisor.runs.${runId}.events`,
   done: (runId: string) => `agentvisor.runs.${runId}.done`,
+  stream: (runId: string) => `agentvisor.runs.${runId}.stream`,
   control: (runId: string, verb: ControlVerb) => `agentvisor.control.${runId}.${verb}`,
   /** Every run's control subjects, for a worker's subscription. */
   anyControl: 'agentvisor.control.*.*'

@@ -7,12 +7,13 @@ import { Effect, FiberSet } from 'effect'
 import type { Bus } from './bus.js'
 import { BusError } from './bus.js'
 import { answerControl, encodeControlReply } from './control-answer.js'
-import type { RunDoneMessage, RunEventMessage } from './messages.js'
+import type { RunStreamEvent } from '../events/run-events.js'
+import { PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage } from './messages.js'
 import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
 import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
 import { stderrLog } from '../loop/survive.js'
-import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, encodeControlBody, encodeJson } from './wire.js'
+import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, decodeStreamEvent, encodeControlBody, encodeJson } from './wire.js'
 
 /** How to reach NATS and where the bus keeps its queue (docs/nats.md). */
 export interface NatsBusOptions {
@@ -164,6 +165,23 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
 
   const publishEvent: Bus['publishEvent'] = (message) => (isSubjectToken(message.runId) ? publish(nc, subjects.events(message.runId), message) : Effect.void)
 
+  // A stream event is the event itself with the protocol version (docs/streaming.md).
+  const publishStream: Bus['publishStream'] = (runId, event) =>
+    isSubjectToken(runId) ? publish(nc, subjects.stream(runId), { v: PROTOCOL_VERSION, ...event }) : Effect.void
+
+  const watchStream: Bus['watchStream'] = (runId, onEvent) =>
+    validToken('run id', runId).pipe(
+      Effect.zipRight(
+        subscribed(nc, () =>
+          nc.subscribe(subjects.stream(runId), {
+            callback: listen<RunStreamEvent>(decodeStreamEvent, (event) => {
+              if (event.runId === runId) onEvent(event)
+            })
+          })
+        )
+      )
+    )
+
   const publishDone: Bus['publishDone'] = (message) => (isSubjectToken(message.runId) ? publish(nc, subjects.done(message.runId), message) : Effect.void)
 
   const listen =
@@ -252,6 +270,8 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
     submitChild: queue.submit,
     consumeChildren: queue.consume,
     publishEvent,
+    publishStream,
+    watchStream,
     publishDone,
     watchDone,
     watchEvents,

@@ -6,6 +6,7 @@ export interface NatsSubjects {
   readonly start: string
   readonly events: (runId: string) => string
   readonly done: (runId: string) => string
+  readonly stream: (runId: string) => string
   readonly anyDone: string
   readonly control: (runId: string, verb: string) => string
   readonly anyControl: string
@@ -19,6 +20,7 @@ export const natsSubjects = (prefix: string = DEFAULT_SUBJECT_PREFIX): NatsSubje
   start: `${prefix}.runs.start`,
   events: (runId) => `${prefix}.runs.${runId}.events`,
   done: (runId) => `${prefix}.runs.${runId}.done`,
+  stream: (runId) => `${prefix}.runs.${runId}.stream`,
   anyDone: `${prefix}.runs.*.done`,
   control: (runId, verb) => `${prefix}.control.${runId}.${verb}`,
   anyControl: `${prefix}.control.*.*`

@@ -1,3 +1,4 @@
+import type { RunStreamEvent } from '../events/run-events.js'
 import { Either } from 'effect'
 import { BusError } from './bus.js'
 import type { ChildRunRequest, ControlReply, RunDoneMessage, RunEventMessage } from './messages.js'
@@ -41,6 +42,14 @@ export const decodeRunEvent = (text: string): RunEventMessage | undefined => {
   const { runId, seq, from, event, to, at } = value
   const strings = [runId, from, event, to, at].every((field) => typeof field === 'string')
   return strings && typeof seq === 'number' ? (value as unknown as RunEventMessage) : undefined
+}
+
+/** Decodes an `agentvisor.runs.<runId>.stream` payload: one of the run's events (docs/streaming.md). */
+export const decodeStreamEvent = (text: string): RunStreamEvent | undefined => {
+  const value = parseObject(text)
+  if (value === undefined || !isVersioned(value)) return undefined
+  const { runId, kind, at } = value
+  return typeof runId === 'string' && typeof kind === 'string' && typeof at === 'string' ? (value as unknown as RunStreamEvent) : undefined
 }
 
 /** Decodes an `agentvisor.runs.<runId>.done` payload. */

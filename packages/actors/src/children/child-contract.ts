@@ -3,6 +3,7 @@ import * as path from 'node:path'
 import {
   compilePolicy,
   decodeArgumentsObject,
+  type BudgetLimit,
   DEFAULT_CHILD_LIMITS,
   describeDecision,
   type Limits,
@@ -25,16 +26,33 @@ export const childRunId = (parentId: string, step: number, position: number): st
 
 const narrowLimits = (parent: Limits, asked: unknown): Limits => {
   const wanted = (typeof asked === 'object' && asked !== null ? asked : {}) as Partial<Record<keyof Limits, unknown>>
-  const pick = (key: keyof Limits): number => {
+  const pick = (key: Exclude<keyof Limits, BudgetLimit>): number => {
     const value = wanted[key]
     return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? Math.min(value, parent[key]) : parent[key]
+  }
+  /** A budget: the smaller of the two; one only the call gives is taken, since the parent had none. */
+  const budget = (key: BudgetLimit, isValid: (value: number) => boolean): { [K in BudgetLimit]?: number } => {
+    const value = wanted[key]
+    const own = typeof value === 'number' && isValid(value) ? value : undefined
+    const bound = parent[key]
+    const narrowed = own === undefined ? bound : bound === undefined ? own : Math.min(own, bound)
+    return narrowed === undefined ? {} : { [key]: narrowed }
   }
   return {
     maxSteps: Math.max(1, pick('maxSteps')),
     maxRetries: pick('maxRetries'),
     dispatchCeiling: Math.max(1, pick('dispatchCeiling')),
-    timeoutMs: Math.max(1, pick('timeoutMs'))
+    timeoutMs: Math.max(1, pick('timeoutMs')),
+    ...budget('maxTokens', (v) => Number.isInteger(v) && v > 0),
+    ...budget('maxCostUsd', (v) => Number.isFinite(v) && v > 0)
   }
+}
+
+/** The root's budgets, which bound the whole tree (docs/task-file.md, "Usage and budgets"). */
+const treeBudgets = (parent: TaskContract): { treeMaxTokens?: number; treeMaxCostUsd?: number } => {
+  const tokens = parent.lineage === undefined ? parent.limits.maxTokens : parent.lineage.treeMaxTokens
+  const usd = parent.lineage === undefined ? parent.limits.maxCostUsd : parent.lineage.treeMaxCostUsd
+  return { ...(tokens !== undefined ? { treeMaxTokens: tokens } : {}), ...(usd !== undefined ? { treeMaxCostUsd: usd } : {}) }
 }
 
 /** Whether `inner` is `outer` or a folder below it (lexically; both are absolute). */
@@ -124,7 +142,8 @@ const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Recor
     rootId: parent.lineage?.rootId ?? parentId,
     parentId,
     depth: (parent.lineage?.depth ?? 0) + 1,
-    treeDispatchCeiling: parent.lineage?.treeDispatchCeiling ?? parent.limits.dispatchCeiling
+    treeDispatchCeiling: parent.lineage?.treeDispatchCeiling ?? parent.limits.dispatchCeiling,
+    ...treeBudgets(parent)
   }
   const candidate = {
     goal: args['goal'],
@@ -139,6 +158,7 @@ const buildChild = (parent: TaskContract, parentId: string, args: Readonly<Recor
     // The parent's confinement, as is: nothing in the call can loosen it (docs/task-file.md, "sandbox").
     ...(parent.sandbox !== undefined ? { sandbox: parent.sandbox } : {}),
     lineage,
+    ...(parent.pricing !== undefined ? { pricing: parent.pricing } : {}),
     // The tree's agents, tool modules and MCP servers travel with every contract of it (a worker loads them).
     ...(parent.agents !== undefined ? { agents: parent.agents } : {}),
     ...(parent.toolModules !== undefined ? { toolModules: parent.toolModules } : {}),
@@ -181,9 +201,18 @@ const same = (a: unknown, b: unknown): boolean => canonical(a) === canonical(b)
 // task files later cannot widen a child without this list saying how it narrows.
 const CHOSEN_BY_THE_REQUEST: ReadonlySet<string> = new Set(['goal', 'workspace', 'verify', 'limits', 'policy', 'approval', 'children'])
 
-const numbersAbove = <K extends string>(what: string, asked: Readonly<Record<K, number>>, bound: Readonly<Record<K, number>>): string | undefined => {
+/** A limit the parent bounds and the request leaves out (a budget) is unbounded: above it too. */
+const numbersAbove = <K extends string>(
+  what: string,
+  asked: Readonly<Partial<Record<K, number>>>,
+  bound: Readonly<Partial<Record<K, number>>>
+): string | undefined => {
   for (const key of Object.keys(bound) as K[]) {
-    if (asked[key] > bound[key]) return `${what}.${key}: ${asked[key]} is above the parent's ${bound[key]}`
+    const limit = bound[key]
+    if (limit === undefined) continue
+    const value = asked[key]
+    if (value === undefined) return `${what}.${key}: unbounded where the parent's is ${limit}`
+    if (value > limit) return `${what}.${key}: ${value} is above the parent's ${limit}`
   }
   return undefined
 }

@@ -2,6 +2,7 @@ import {
   type ChatMessage,
   type CommandSettings,
   type CompiledPolicy,
+  type ModelPrice,
   type Provider,
   type RetryPolicy,
   type SecretSet,
@@ -10,6 +11,7 @@ import {
   type ToolCatalogue,
   type ToolDefinition,
   type ToolSpec,
+  type UsageTally,
   type Workspace,
   runCommandSettings
 } from '@agentvisor/core'
@@ -23,6 +25,7 @@ import type { makeChildRuns } from '../children/child-runs.js'
 import type { runMachine } from '../machine/run-machine.js'
 import type { CircuitBreakers } from '../supervisor/circuit-breaker.js'
 import type { RunObserver } from '../supervisor/run-observer.js'
+import type { RunBudget, TreeBudgets } from './budget.js'
 import type { TransitionJournal } from './transition-journal.js'
 
 /** Everything one run's driver needs; built by the supervisor, owned by the run's fiber. */
@@ -46,6 +49,10 @@ export interface RunDriverDeps {
   /** Per-attempt deadline applied when the provider config sets none. */
   readonly attemptTimeoutMs: number
   readonly breakers: CircuitBreakers
+  /** The process's share of every budgeted tree (budget.ts). */
+  readonly budgets: TreeBudgets
+  /** What the run's calls have cost so far: from the store on a resume, added to at each answer. */
+  readonly usage: UsageTally
   /** The run's policy: its contract's layers plus the decisions remembered for its workspace. */
   readonly policy: CompiledPolicy
   /** Who answers `ask`s when the contract says `prompt` (the terminal, or a TS callback). */
@@ -101,6 +108,12 @@ export interface Drive {
   clock: Clock.Clock | undefined
   /** The catalogue's entry for each of `toolCalls`, looked up once a step (tool-execution.ts). */
   readonly stepTools: StepTools
+  /** The budgets its dispatches are held against; undefined when none bounds the run (budget.ts). */
+  readonly budget: RunBudget | undefined
+  /** Each provider's price by the task's `pricing`, in chain order (undefined: none). */
+  readonly prices: ReadonlyArray<ModelPrice | undefined>
+  /** The offered tools' specs in characters, for a budget's prompt estimate; counted on the first check. */
+  toolsChars: number | undefined
 }
 
 /** Which calls `tools` was looked up for, and the entries, refilled in place for each step. */

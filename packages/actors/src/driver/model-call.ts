@@ -16,6 +16,8 @@ import { stepMessages, summarizePrompt } from '../supervisor/conversation.js'
 import { attemptWithin } from '../supervisor/deadline.js'
 import { iso, store } from '../supervisor/driver-io.js'
 import { type AttemptSettled, listens, notify } from '../supervisor/run-observer.js'
+import { textRelay } from './text-relay.js'
+import { attemptKey, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
 import type { Drive } from './drive.js'
 import { later, type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
@@ -33,20 +35,50 @@ export const dispatch = (drive: Drive, ctx: RunContext): Now<Work, StoreError | 
   if (ctx.dispatches >= ctx.dispatchCeiling) return CEILING
   // In a tree the ceiling is shared: every run counts the dispatches of all of them.
   const tree = contract.lineage ?? (ctx.spawnedChildren ? { rootId: runId, treeDispatchCeiling: contract.limits.dispatchCeiling } : undefined)
-  if (tree === undefined) return sendWithReceipt(drive, ctx)
+  if (tree === undefined) return guardedSend(drive, ctx)
   return Effect.flatMap(
     store('count tree dispatches', () => countTreeDispatches(deps.db, tree.rootId)),
     (used) =>
       used >= tree.treeDispatchCeiling
         ? Effect.succeed<Work>({ event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } })
-        : later(sendWithReceipt(drive, ctx))
+        : later(guardedSend(drive, ctx))
   )
 }
 
 const CEILING: Work = { event: { type: 'CEILING_REACHED' } }
 
-/** The receipt, durable with everything staged before it, then the call. */
-const sendWithReceipt = (drive: Drive, ctx: RunContext): Now<Work, StoreError | LeaseLostError> => {
+/** The call, held against the run's budgets first when it has any. */
+const guardedSend = (drive: Drive, ctx: RunContext): Now<Work, StoreError | LeaseLostError> => {
+  const budget = drive.budget
+  if (budget === undefined) return thenNow(openReceipt(drive, ctx), (call) => ('event' in call ? call : send(drive, ctx, call)))
+  return Effect.flatMap(drive.deps.budgets.locked(budget.rootId, withinBudget(drive, ctx, budget)), (call) =>
+    later('event' in call ? call : send(drive, ctx, call))
+  )
+}
+
+/**
+ * The budget check and the receipt, under the tree's lock (budget.ts): the run's own spending is
+ * in memory; the tree's is read from the store only when the run is part of a tree. The receipt is
+ * durable before the lock is let go, so the next check of the tree sees this call in flight.
+ */
+const withinBudget = (drive: Drive, ctx: RunContext, budget: RunBudget): Effect.Effect<Call | Work, StoreError | LeaseLostError> =>
+  Effect.gen(function* () {
+    const { deps } = drive
+    drive.toolsChars ??= JSON.stringify(drive.offeredTools).length
+    const claim = reservationOf(deps.contract, drive.prices[ctx.providerIndex], promptTokens(deps.messages, drive.toolsChars))
+    const inTree = deps.contract.lineage !== undefined || ctx.spawnedChildren
+    const treeSpent = inTree ? yield* deps.budgets.spent(deps.db, budget.rootId) : deps.usage.usage
+    const passed =
+      passedBound(budget.tree, treeSpent, claim, inTree ? 'the run tree' : 'the run') ?? passedBound(budget.own, deps.usage.usage, claim, 'this run')
+    if (passed !== undefined) return { event: { type: 'BUDGET_REACHED', message: passed } } satisfies Work
+    const call = yield* later(openReceipt(drive, ctx))
+    if ('event' in call) return call
+    deps.budgets.reserve(budget.rootId, attemptKey(deps.runId, ctx.step, ctx.attempt), claim)
+    return call
+  })
+
+/** The receipt, durable with everything staged before it: what the call is sent with (or why it is not). */
+const openReceipt = (drive: Drive, ctx: RunContext): Now<Call | Work, StoreError | LeaseLostError> => {
   const { deps, journal } = drive
   const provider = deps.providers[ctx.providerIndex]!
   const config = deps.contract.providers[ctx.providerIndex]!
@@ -55,8 +87,8 @@ const sendWithReceipt = (drive: Drive, ctx: RunContext): Now<Work, StoreError | 
   const admission = deps.breakers.admit(key, startedAt)
   if (admission === 'open') return skipOpenCircuit(drive, ctx, provider.name, startedAt)
   journal.stageWrite({ op: 'insertAttempt', row: pendingAttempt(deps.runId, ctx, provider.name, startedAt) })
-  const call = { provider, config, key, admission, startedAt }
-  return thenNow(journal.flushNow(), () => send(drive, ctx, call))
+  const call: Call = { provider, config, key, admission, startedAt }
+  return thenNow(journal.flushNow(), () => call)
 }
 
 interface Call {
@@ -72,13 +104,26 @@ interface Call {
  * delay) costs no fiber and no timer; any other answer is awaited under the attempt deadline.
  */
 const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
+  const { deps } = drive
+  const { runId, observers } = deps
+  if (listens(observers, 'onDispatch'))
+    notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: call.provider.name, reason: ctx.reason })
+  // The live conversation, not a copy: the driver only appends to it once the answer is in.
+  const request = { messages: deps.messages, tools: drive.offeredTools }
+  const relay = textRelay(drive, ctx)
+  if (relay === undefined) return answered(drive, ctx, call, call.provider.chat(request))
+  // Whatever text is still held goes out before the answer's transition.
+  return thenNow(answered(drive, ctx, call, call.provider.chat({ ...request, onText: relay.onText })), (work) => {
+    relay.flush()
+    return work
+  })
+}
+
+/** The call's answer (at once, or awaited under the attempt deadline) made the step's work. */
+const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effect<ChatReply, ProviderError>): Now<Work> => {
   const { deps, journal } = drive
   const { runId, observers } = deps
   const { provider, config, key, admission, startedAt } = call
-  if (listens(observers, 'onDispatch'))
-    notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: provider.name, reason: ctx.reason })
-  // The live conversation, not a copy: the driver only appends to it once the answer is in.
-  const answer = provider.chat({ messages: deps.messages, tools: drive.offeredTools })
   if (Exit.isExit(answer)) {
     const exit = answer as Exit.Exit<ChatReply, ProviderError>
     if (Exit.isSuccess(exit)) return settled(drive, ctx, call, Either.right(exit.value))
@@ -104,7 +149,10 @@ const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
         notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'cancelled', latencyMs: end - startedAt })
         return journal
           .write('settle a cancelled attempt', settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt }))
-          .pipe(Effect.ignore)
+          .pipe(
+            Effect.ignore,
+            Effect.tap(() => releaseReservation(drive, ctx))
+          )
       })
     ),
     (outcome) => settled(drive, ctx, call, outcome)
@@ -138,7 +186,8 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
           partial_text: error.partialText ?? null
         })
       ],
-      notice: () =>
+      notice: () => {
+        releaseReservation(drive, ctx)
         notify(observers, 'onAttemptSettled', {
           ...attemptOf(drive, ctx),
           outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
@@ -146,6 +195,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
           httpStatus: error.httpStatus,
           latencyMs: latency
         })
+      }
     } satisfies Work
   }
   const reply = redactedReply(drive, outcome.right)
@@ -179,14 +229,18 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
       }
     ],
     after: () => {
+      if (reply.usage !== undefined) deps.usage.add(drive.prices[ctx.providerIndex], reply.usage.inputTokens, reply.usage.outputTokens)
       deps.messages.push(...stepMessages(step))
       drive.toolCalls = reply.toolCalls
       // Nobody can have decided or journalled anything for this step yet (tool-execution.ts).
       drive.freshStep = ctx.step
     },
     notice: !listens(observers, 'onAttemptSettled')
-      ? undefined
-      : () =>
+      ? drive.budget === undefined
+        ? undefined
+        : () => releaseReservation(drive, ctx)
+      : () => {
+          releaseReservation(drive, ctx)
           notify(observers, 'onAttemptSettled', {
             ...attemptOf(drive, ctx),
             outcome: 'ok',
@@ -195,7 +249,14 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
             tokensIn: reply.usage?.inputTokens,
             tokensOut: reply.usage?.outputTokens
           })
+        }
   } satisfies Work
+}
+
+/** A settled call's reservation goes once its settlement is durable (budget.ts); nothing for a run without a budget. */
+const releaseReservation = (drive: Drive, ctx: RunContext): void => {
+  const budget = drive.budget
+  if (budget !== undefined) drive.deps.budgets.release(budget.rootId, attemptKey(drive.deps.runId, ctx.step, ctx.attempt))
 }
 
 /** `fallingOver`'s entry work: pure, so staged; the next dispatch's admission skips open circuits. */

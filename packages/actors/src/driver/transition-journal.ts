@@ -91,9 +91,6 @@ export class TransitionJournal {
    */
   readonly flush: Effect.Effect<void, StoreError | LeaseLostError>
 
-  /** Whether any observer has `onTransition` (no payload is built for nobody). */
-  private readonly hearsTransitions: boolean
-
   /** The run's row when a commit leaves it for later (run-row-refresh.ts). */
   private readonly row: RunRowRefresh
 
@@ -110,7 +107,6 @@ export class TransitionJournal {
     this.row = new RunRowRefresh(writer, runId, leaseToken, warn)
     this.seq = seq
     this.durableSeq = seq
-    this.hearsTransitions = listens(observers, 'onTransition')
     this.snapshot = actor.getSnapshot()
     this.at = runStatePath(this.snapshot.value)
     this.scope = runScopeOf(actor)
@@ -158,7 +154,9 @@ export class TransitionJournal {
     staged.last = after
     staged.atMs = atMs
     if (work.notice !== undefined) staged.notices.push(work.notice)
-    if (this.hearsTransitions) {
+    // Asked at each transition, not once: an observer may start or stop listening while the run
+    // goes on (an events() reader, docs/streaming.md). No payload is built for nobody.
+    if (listens(this.observers, 'onTransition')) {
       const observers = this.observers
       const transition = { runId: this.runId, seq, from, event: work.event.type, to, at }
       staged.notices.push(() => notify(observers, 'onTransition', transition))

@@ -59,6 +59,8 @@ export type RunEvent =
   /** A dispatch that was in flight when the driver died: settled `unknown`, sent again. */
   | { readonly type: 'DISPATCH_LOST' }
   | { readonly type: 'CEILING_REACHED'; readonly message?: string }
+  /** The call about to be sent could pass a token or dollar budget (docs/task-file.md, "Usage and budgets"). */
+  | { readonly type: 'BUDGET_REACHED'; readonly message: string }
   | { readonly type: 'NEXT_PROVIDER' }
   | { readonly type: 'RETRY_DUE' }
   | { readonly type: 'TOOLS_DONE' }
@@ -212,6 +214,12 @@ export const runMachine = setup({
                 message:
                   event.type === 'CEILING_REACHED' && event.message !== undefined ? event.message : `dispatch ceiling of ${context.dispatchCeiling} exhausted`
               }) as RunError
+          })
+        },
+        BUDGET_REACHED: {
+          target: 'finished.failed',
+          actions: assign({
+            error: ({ event }) => ({ kind: 'budget', message: event.type === 'BUDGET_REACHED' ? event.message : 'budget exhausted' }) as RunError
           })
         }
       }

@@ -30,6 +30,8 @@ import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote
 import { store as storeCall } from './driver-io.js'
 import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
 import type { makeLeaseKeeper } from './lease-keeper.js'
+import { makeTreeBudgets } from '../driver/budget.js'
+import { storedRunUsage, usageTally } from './run-usage.js'
 import { makeRunDriver } from './run-driver.js'
 import type { makeRunFibers } from './run-fibers.js'
 import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
@@ -69,10 +71,12 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   // from this process's environment, so each run redacts them all (docs/task-file.md).
   const secrets = makeSecretSet()
   const breakers = makeCircuitBreakers(options.circuitBreaker ?? DEFAULT_CIRCUIT_BREAKER)
+  // Shared by every run this process drives: a tree's runs check its budget one at a time.
+  const budgets = makeTreeBudgets()
   let driving = 0
   // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
   const concurrentRuns = (): number => driving
-  const supervise = makeSupervise({ writer, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
+  const supervise = makeSupervise({ writer, db, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
   const newActor = freshActors(options)
   // The tools of the process, made catalogue entries once.
   const registered = (options.tools ?? []).map(registeredTool)
@@ -149,6 +153,9 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         deadline,
         attemptTimeoutMs: options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS,
         breakers,
+        budgets,
+        // A resumed run's tally starts from its receipts in the store.
+        usage: steps === undefined ? usageTally(contract) : yield* storedRunUsage(db, runId, contract),
         policy,
         approver: startOptions.approver ?? options.approver,
         newId: randomUUID,

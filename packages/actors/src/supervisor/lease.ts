@@ -29,8 +29,8 @@ export const takeLease = (
   })
 
 /** Gives the lease up once the driver stops (finished, paused, or cancelled). */
-export const dropLease = (writer: RunWriter, runId: string, token: number): Effect.Effect<void> =>
-  Effect.ignore(store('release the lease', () => writer.releaseLease(runId, token)))
+export const dropLease = (writer: RunWriter, runId: string, token: number, usageJson?: string): Effect.Effect<void> =>
+  Effect.ignore(store('release the lease', () => writer.releaseLease(runId, token, usageJson)))
 
 /** Another live driver holds the run: it is that driver's to move, nothing went wrong. */
 export const isLeaseConflict = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some((error) => error instanceof LeaseConflictError))

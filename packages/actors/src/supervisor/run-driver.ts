@@ -1,7 +1,8 @@
-import { builtinCatalogue, type ChatMessage, type ToolCall } from '@agentvisor/core'
+import { builtinCatalogue, type ChatMessage, priceOf, type ToolCall } from '@agentvisor/core'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { makeChildRuns } from '../children/child-runs.js'
+import { runBudgetOf } from '../driver/budget.js'
 import { type Drive, drivenNow, type RunDriverDeps } from '../driver/drive.js'
 import { ENTRY_WORK, type EntryWorkTable } from '../driver/entry-work.js'
 import { LATER, valueNow } from '../driver/now.js'
@@ -34,7 +35,10 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     commandSettings: undefined,
     now: drivenNow,
     clock: undefined,
-    stepTools: { calls: undefined, tools: [] }
+    stepTools: { calls: undefined, tools: [] },
+    budget: runBudgetOf(runId, contract),
+    prices: contract.providers.map((config) => priceOf(contract.pricing, config)),
+    toolsChars: undefined
   }
 
   notify(observers, 'onDriveStarted', {
@@ -112,6 +116,8 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     lastSeq: () => journal.seq,
     /** What the run produced, read from its conversation (docs/agents.md, "Structured results"). */
     output: (): unknown => runOutput(messages),
+    /** What the run's calls have cost so far (docs/task-file.md, "Usage and budgets"). */
+    usage: () => deps.usage.usage,
     durable: () => journal.durable
   }
 }

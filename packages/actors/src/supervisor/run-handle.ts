@@ -1,4 +1,4 @@
-import type { RunError } from '@agentvisor/core'
+import type { RunError, Usage } from '@agentvisor/core'
 import type { LeaseConflictError, LeaseLostError, RunStatus, StoreError } from '@agentvisor/store'
 import type { ContractError, WorkspaceError } from '@agentvisor/core'
 import type { Effect, Fiber } from 'effect'
@@ -16,6 +16,10 @@ export interface RunResult {
    * arguments when its agent has an `output` schema, else its final answer's text.
    */
   readonly output?: unknown
+  /** What this run's own model calls cost (docs/task-file.md, "Usage and budgets"). */
+  readonly usage?: Usage | undefined
+  /** What the run and every run below it cost: given when the run started children. */
+  readonly treeUsage?: Usage | undefined
   readonly error?: RunError | undefined
 }
 
@@ -37,7 +41,7 @@ export interface RunHandle {
 export interface ChildSpec {
   readonly goal: string
   readonly verify?: unknown
-  readonly limits?: Partial<Record<'maxSteps' | 'maxRetries' | 'dispatchCeiling' | 'timeoutMs', number>>
+  readonly limits?: Partial<Record<'maxSteps' | 'maxRetries' | 'dispatchCeiling' | 'timeoutMs' | 'maxTokens' | 'maxCostUsd', number>>
   readonly workspace?: string
 }
 

@@ -1,4 +1,4 @@
-import type { ErrorKind, ProviderConfig, RunError } from '@agentvisor/core'
+import type { ErrorKind, ProviderConfig, RunError, Usage } from '@agentvisor/core'
 import type { SettledAttemptOutcome } from '@agentvisor/store'
 import type { DispatchReason } from '../machine/run-machine.js'
 
@@ -9,6 +9,16 @@ export interface TransitionRecord {
   readonly from: string
   readonly event: string
   readonly to: string
+  readonly at: string
+}
+
+/** A piece of a streamed answer (`onText`). */
+export interface TextDelta {
+  readonly runId: string
+  readonly step: number
+  readonly attempt: number
+  readonly afterSeq: number
+  readonly delta: string
   readonly at: string
 }
 
@@ -59,7 +69,20 @@ export interface RunObserver {
   /** `target`: a built-in's path or command ('' for other tools: their arguments are never shown); `source` and `effect`: the tool's, when known. */
   readonly onToolCall?: (info: { runId: string; step: number; name: string; target: string; source?: string; effect?: string }) => void
   readonly onToolResult?: (info: { runId: string; step: number; name: string; ok: boolean; output: string }) => void
-  readonly onFinished?: (result: { runId: string; status: string; steps: number; output?: unknown; error?: RunError | undefined }) => void
+  /**
+   * A piece of the model's answer as it streams (docs/streaming.md), before the answer is recorded;
+   * `afterSeq`: the last transition durable when it came. Never stored; redacted like all text.
+   */
+  readonly onText?: (info: TextDelta) => void
+  readonly onFinished?: (result: {
+    runId: string
+    status: string
+    steps: number
+    output?: unknown
+    usage?: Usage | undefined
+    treeUsage?: Usage | undefined
+    error?: RunError | undefined
+  }) => void
   /** A driver took the run; every hook of the run until `onDriveEnded` belongs to this drive. */
   readonly onDriveStarted?: (info: DriveStarted) => void
   /** An attempt's receipt was settled (called after `onDispatch`, or alone for a skipped circuit). */

@@ -1,5 +1,6 @@
 import type { RootHandle, SecretSet } from '@agentvisor/core'
-import { LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import { type Database, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import type { Kysely } from 'kysely'
 import { Cause, Clock, Effect, Fiber } from 'effect'
 import type { Actor } from 'xstate'
 import { oneLine } from '../loop/one-line.js'
@@ -10,12 +11,14 @@ import { dropLease } from './lease.js'
 import type { makeLeaseKeeper } from './lease-keeper.js'
 import type { RunHandle, RunResult } from './run-handle.js'
 import type { RunDriver } from './run-driver.js'
+import { storedTreeUsage } from './run-usage.js'
 import { notify, type RunObserver } from './run-observer.js'
 import type { StopSignal } from './stop-signal.js'
 
 /** What supervising a run needs from its supervisor: the same for every run it drives. */
 export interface SuperviseDeps {
   readonly writer: RunWriter
+  readonly db: Kysely<Database>
   readonly leases: Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>
   readonly secrets: SecretSet
   readonly warn: (line: string) => void
@@ -85,10 +88,18 @@ export const makeSupervise =
         .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: secrets.redact(internalMessage(cause)) } } })
         .pipe(Effect.catchAll((error) => Effect.sync(() => (stoppedBy = letGoFor(error)))))
     }
-    const finished = Effect.sync(() => {
+    const finished = Effect.suspend(() => {
       const result = resultOf(runId, driver, stoppedBy)
-      notify(observers, 'onFinished', result, warn)
-      return result
+      // A run that started children reports its tree's usage too, summed from the store.
+      const tree = stoppedBy === undefined && driver.context().spawnedChildren ? storedTreeUsage(deps.db, runId) : undefined
+      return Effect.map(tree === undefined ? Effect.succeed(undefined) : Effect.option(tree), (treeUsage) => {
+        // In the documented key order: `treeUsage` after `usage`, before `error` (docs/cli.md, `--json`).
+        const { error, ...rest } = result
+        const full: RunResult =
+          treeUsage !== undefined && treeUsage._tag === 'Some' ? { ...rest, treeUsage: treeUsage.value, ...(error !== undefined ? { error } : {}) } : result
+        notify(observers, 'onFinished', full, warn)
+        return full
+      })
     })
     const letGo = Effect.ensuring(
       Effect.suspend(() => {
@@ -96,7 +107,8 @@ export const makeSupervise =
         unwatch()
         stop.dispose()
         actor.stop()
-        return dropLease(writer, runId, leaseToken)
+        // The run's usage goes into its row with the release (docs/task-file.md, "Usage and budgets").
+        return dropLease(writer, runId, leaseToken, stoppedBy === undefined ? JSON.stringify(driver.usage()) : undefined)
       }),
       Effect.sync(ended)
     )
@@ -145,6 +157,7 @@ const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): R
     status,
     steps: ctx.completedSteps,
     ...(output !== undefined ? { output } : {}),
+    usage: driver.usage(),
     ...(ctx.error !== null ? { error: ctx.error } : {})
   }
 }

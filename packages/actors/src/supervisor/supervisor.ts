@@ -108,7 +108,7 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
         ...(options.telemetry === false ? [] : [telemetryObserver(options.telemetry ?? {})]),
         ...(options.observers ?? [])
       ]
-      const trailing: ReadonlyArray<RunObserver> = options.bus !== undefined ? [busObserver(options.bus, writer.lastStepText)] : []
+      const trailing: ReadonlyArray<RunObserver> = options.bus !== undefined ? [busObserver(options.bus, writer.lastStepText, db)] : []
       const shared: ReadonlyArray<RunObserver> = [...leading, ...trailing]
       const observersOf = (startOptions: StartOptions): ReadonlyArray<RunObserver> =>
         startOptions.observers === undefined || startOptions.observers.length === 0 ? shared : [...leading, ...startOptions.observers, ...trailing]

@@ -42,6 +42,13 @@ export const SpanAttribute = {
   ttftMs: 'agentvisor.attempt.ttft_ms',
   tokensIn: 'gen_ai.usage.input_tokens',
   tokensOut: 'gen_ai.usage.output_tokens',
+  /** On the run span: its own calls' totals and dollars (docs/task-file.md, "Usage and budgets"). */
+  runTokensIn: 'agentvisor.run.usage.input_tokens',
+  runTokensOut: 'agentvisor.run.usage.output_tokens',
+  runCostUsd: 'agentvisor.run.usage.cost_usd',
+  treeTokensIn: 'agentvisor.run.tree_usage.input_tokens',
+  treeTokensOut: 'agentvisor.run.tree_usage.output_tokens',
+  treeCostUsd: 'agentvisor.run.tree_usage.cost_usd',
   toolName: 'agentvisor.tool.name',
   /** The path or command the call is about; never the content written or the output. */
   toolTarget: 'agentvisor.tool.target',

@@ -243,7 +243,13 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
           [SpanAttribute.steps]: result.steps,
           [SpanAttribute.errorKind]: error?.kind,
           [SpanAttribute.errorProvider]: error?.provider,
-          [SpanAttribute.errorHttpStatus]: error?.httpStatus
+          [SpanAttribute.errorHttpStatus]: error?.httpStatus,
+          [SpanAttribute.runTokensIn]: result.usage?.inputTokens,
+          [SpanAttribute.runTokensOut]: result.usage?.outputTokens,
+          [SpanAttribute.runCostUsd]: result.usage?.costUsd,
+          [SpanAttribute.treeTokensIn]: result.treeUsage?.inputTokens,
+          [SpanAttribute.treeTokensOut]: result.treeUsage?.outputTokens,
+          [SpanAttribute.treeCostUsd]: result.treeUsage?.costUsd
         })
       )
       if (ERROR_STATUSES.has(result.status))

@@ -1,4 +1,4 @@
-import { BUILTIN_TOOLS, FINAL_ANSWER, jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError, type ToolEffect } from '@agentvisor/core'
+import { BUILTIN_TOOLS, FINAL_ANSWER, jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError, type ToolEffect, type Usage } from '@agentvisor/core'
 import {
   type Executor,
   getRunRow,
@@ -9,12 +9,15 @@ import {
   listSteps,
   listTransitions,
   type RunRecord,
+  recordedUsage,
+  runContracts,
   type StepRow,
   StoreError,
   toRunRecord
 } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { storedOutput } from '../supervisor/conversation.js'
+import { runUsageOf, treeUsageOf } from '../supervisor/run-usage.js'
 
 /** One model-call attempt of a receipt (docs/cli.md, `--json`). Optional fields appear when known. */
 export interface AttemptTrace {
@@ -69,7 +72,8 @@ export interface ApprovalTrace {
 
 /** The full trace of a run, exactly the `show --json` object. */
 export interface RunTrace {
-  readonly run: RunRecord & { readonly error?: RunError }
+  /** `usage` always (summed from the receipts while the run runs); `treeUsage` when it has children. */
+  readonly run: RunRecord & { readonly usage: Usage; readonly treeUsage?: Usage; readonly error?: RunError }
   readonly transitions: ReadonlyArray<{ seq: number; from: string; event: string; to: string; at: string }>
   readonly steps: ReadonlyArray<{
     step: number
@@ -143,6 +147,8 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
     listApprovals(db, runId),
     listPolicyEvents(db, runId)
   ])
+  const usage = recordedUsage(run.usage_json) ?? (await usageFromReceipts(db, runId))
+  const treeUsage = children.length > 0 ? await treeUsageOf(db, runId) : undefined
   const receipts = new Map<number, AttemptTrace[]>()
   const winners = new Map<number, number>()
   for (const a of attempts) {
@@ -164,7 +170,12 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
     receipts.set(a.step, list)
   }
   return {
-    run: { ...toRunRecord(run), ...(run.error !== null ? { error: run.error } : {}) },
+    run: {
+      ...toRunRecord(run),
+      usage,
+      ...(treeUsage !== undefined ? { treeUsage } : {}),
+      ...(run.error !== null ? { error: run.error } : {})
+    },
     transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
     steps: steps.map((s) => ({
       step: s.step,
@@ -206,6 +217,19 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
     children: children.map((c) => ({ id: c.id, status: c.status })),
     ...outputOf(run.status, steps)
   }
+}
+
+/**
+ * A run's usage before its driver let it go (its row has none yet): its receipts, priced by its
+ * contract. A contract that does not read leaves the tokens without dollars: a trace never
+ * depends on the contract (docs/durability.md, "Corrupt rows").
+ */
+const usageFromReceipts = async (db: Executor, runId: string): Promise<Usage> => {
+  const contract = await runContracts(db, [runId]).then(
+    (found) => found.get(runId),
+    () => undefined
+  )
+  return (await runUsageOf(db, runId, contract)).usage
 }
 
 const outputOf = (status: string, steps: ReadonlyArray<StepRow>): { output?: unknown } => {

@@ -2,7 +2,7 @@ import { Agentvisor, natsBusOptionsFromEnv, type RunResult, type StartedRun } fr
 import { ApprovalMode, loadTaskFile, type TaskContract } from '@agentvisor/core'
 import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
-import { elapsed, printJson, say } from '../output.js'
+import { describeUsage, elapsed, printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { terminalApprover } from '../terminal-approver.js'
@@ -26,6 +26,9 @@ export const reportResult = async (result: RunResult, json: boolean, startedAt: 
   // Still `running` in the store once the drive stopped: interrupted (a failing store, a takeover).
   const shown = result.status === 'running' ? 'interrupted' : result.status
   say(`agentvisor: run ${result.runId} ${shown} after ${result.steps} step${result.steps === 1 ? '' : 's'} (${elapsed(startedAt)})${error}`)
+  const usage = result.treeUsage ?? result.usage
+  if (usage !== undefined && usage.inputTokens + usage.outputTokens > 0)
+    say(`agentvisor: ${result.treeUsage !== undefined ? 'the run tree used' : 'used'} ${describeUsage(usage)}`)
   if (result.status === 'awaiting_approval') await reportPending(result.runId, dbPath)
   if (json) printJson(result)
 }

@@ -10,6 +10,8 @@ import {
   RUN_LIST_COLUMNS,
   type RunListRow,
   type RunRecord,
+  type RecordedUsage,
+  recordedUsage,
   RunStatus,
   toRunRecord
 } from '@agentvisor/store/runs'
@@ -80,16 +82,39 @@ const sqliteRows = (sqlite: Sqlite, status: string | undefined): RunListRow[] =>
  * the six columns are read already under their `RunRecord` names and in their order.
  */
 const sqliteRecordsJson = (sqlite: Sqlite, status: string | undefined): string => {
-  const record = `json_object('id', id, 'status', status, 'goal', goal, 'parentId', parent_id, 'createdAt', created_at, 'updatedAt', updated_at)`
+  const record = `json_object('id', id, 'status', status, 'goal', goal, 'parentId', parent_id, 'createdAt', created_at, 'updatedAt', updated_at, 'usage', json(coalesce(usage_json, ${SUMMED_USAGE})))`
   const objects = selectRuns(sqlite, record, status).pluck().all() as string[]
   // A goal is stored encoded (docs/deploy.md, "Text in the store"): undone in the JSON itself.
   return decodeJsonText(`[${objects.join(',')}]`)
 }
 
-/** The same array on other dialects: the six columns read under their `RunRecord` names, in order. */
+/**
+ * A run's usage while it runs (its row has none until its driver lets it go): its receipts'
+ * tokens summed, without dollars (docs/cli.md, `runs --json`).
+ */
+const SUMMED_USAGE = `(select json_object('inputTokens', coalesce(sum(tokens_in), 0), 'outputTokens', coalesce(sum(tokens_out), 0)) from run_log where run_id = runs.id and kind = 'a')`
+
+/** The same array on other dialects: the columns read under their `RunRecord` names, in order. */
 const recordsJson = async (store: Store, status: string | undefined): Promise<string> => {
-  let query = store.db.selectFrom('runs').select(['id', 'status', 'goal', 'parent_id as parentId', 'created_at as createdAt', 'updated_at as updatedAt'])
+  let query = store.db
+    .selectFrom('runs')
+    .select(['id', 'status', 'goal', 'parent_id as parentId', 'created_at as createdAt', 'updated_at as updatedAt', 'usage_json'])
   if (status !== undefined) query = query.where('status', '=', status as RunStatus)
-  const records: RunRecord[] = await query.orderBy('created_at').orderBy('id').execute()
+  const rows = await query.orderBy('created_at').orderBy('id').execute()
+  const running = rows.filter((row) => row.usage_json === null).map((row) => row.id)
+  const summed = new Map<string, RecordedUsage>()
+  for (let i = 0; i < running.length; i += 1000) {
+    const totals = await store.db
+      .selectFrom('attempts')
+      .select((eb) => ['run_id', eb.fn.sum<number>('tokens_in').as('tokens_in'), eb.fn.sum<number>('tokens_out').as('tokens_out')])
+      .where('run_id', 'in', running.slice(i, i + 1000))
+      .groupBy('run_id')
+      .execute()
+    for (const t of totals) summed.set(t.run_id, { inputTokens: Number(t.tokens_in ?? 0), outputTokens: Number(t.tokens_out ?? 0) })
+  }
+  const records: RunRecord[] = rows.map(({ usage_json, ...record }) => ({
+    ...record,
+    usage: recordedUsage(usage_json) ?? summed.get(record.id) ?? { inputTokens: 0, outputTokens: 0 }
+  }))
   return JSON.stringify(records)
 }

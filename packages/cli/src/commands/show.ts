@@ -1,7 +1,7 @@
 import { loadRunTrace, type RunTrace } from '@agentvisor/actors'
 import { Effect, Either } from 'effect'
 import { openCliReader } from '../open-store.js'
-import { printJson } from '../output.js'
+import { describeUsage, printJson } from '../output.js'
 import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
@@ -40,6 +40,7 @@ export const formatTrace = (trace: RunTrace): string => {
   if (run.parentId !== null) lines.push(`  parent: ${run.parentId}`)
   lines.push(`  created ${run.createdAt}, updated ${run.updatedAt}`)
   if (run.error !== undefined) lines.push(`  error: ${run.error.kind}: ${run.error.message}`)
+  lines.push(`  usage: ${describeUsage(run.usage)}${run.treeUsage !== undefined ? `; with its children: ${describeUsage(run.treeUsage)}` : ''}`)
   if (trace.output !== undefined)
     lines.push(`  output: ${(typeof trace.output === 'string' ? trace.output : JSON.stringify(trace.output)).replace(/\s+/g, ' ').slice(0, 400)}`)
   lines.push('', 'transitions:')

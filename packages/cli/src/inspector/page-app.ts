@@ -104,6 +104,12 @@ function renderDetail() {
   }
 }
 
+/** A run's usage as the facts line shows it (docs/task-file.md, "Usage and budgets"). */
+function usageText(u) {
+  var text = (u.inputTokens + u.outputTokens).toLocaleString('en-US') + ' tokens (' + u.inputTokens.toLocaleString('en-US') + ' in, ' + u.outputTokens.toLocaleString('en-US') + ' out)';
+  return u.costUsd === undefined ? text : text + ', $' + u.costUsd;
+}
+
 function head(run) {
   var r = run.run;
   return h('div', { class: 'run-head' }, [
@@ -115,7 +121,8 @@ function head(run) {
       h('span', {}, ['id ', h('code', { text: r.id })]),
       r.parentId ? h('span', {}, ['parent ', h('a', { href: '#/runs/' + encodeURIComponent(r.parentId), class: 'mono', text: short(r.parentId) })]) : null,
       h('span', { text: 'created ' + when(r.createdAt) }),
-      h('span', { text: 'updated ' + when(r.updatedAt) })
+      h('span', { text: 'updated ' + when(r.updatedAt) }),
+      r.usage ? h('span', { 'data-testid': 'run-usage', text: usageText(r.usage) + (r.treeUsage ? '; tree ' + usageText(r.treeUsage) : '') }) : null
     ]),
     r.error ? h('div', { class: 'error-box', 'data-testid': 'run-error', text: r.error.kind + ': ' + r.error.message }) : null,
     run.output !== undefined ? h('div', { class: 'output-box', 'data-testid': 'run-output' }, [h('strong', { text: 'output ' }), h('code', { text: json(run.output) })]) : null

@@ -65,16 +65,42 @@ export const VerifySpec: Schema.Schema<VerifySpec> = Schema.Union(
   Schema.Struct({ allOf: Schema.Array(Schema.suspend((): Schema.Schema<VerifySpec> => VerifySpec)) })
 )
 
+/** A finite number above zero: an amount of money. */
+export const PositiveNumber = Schema.Number.pipe(Schema.finite(), Schema.positive())
+const NonNegativeNumber = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+
 export const Limits = Schema.Struct({
   maxSteps: Schema.optional(PositiveInt),
   maxRetries: Schema.optional(NonNegativeInt),
   dispatchCeiling: Schema.optional(PositiveInt),
-  timeoutMs: Schema.optional(TimerPositiveInt)
+  timeoutMs: Schema.optional(TimerPositiveInt),
+  /** Input plus output tokens the whole run tree may spend (docs/task-file.md, "Budgets"). */
+  maxTokens: Schema.optional(PositiveInt),
+  /** Dollars the whole run tree may spend, by `pricing`. */
+  maxCostUsd: Schema.optional(PositiveNumber)
 })
-export type Limits = Required<typeof Limits.Type>
+/** Limits as a stored contract keeps them: the defaults filled in, budgets still optional. */
+export const StoredLimits = Schema.Struct({
+  maxSteps: PositiveInt,
+  maxRetries: NonNegativeInt,
+  dispatchCeiling: PositiveInt,
+  timeoutMs: TimerPositiveInt,
+  maxTokens: Schema.optional(PositiveInt),
+  maxCostUsd: Schema.optional(PositiveNumber)
+})
+/** The budget limits: no default, absent means unbounded. */
+export type BudgetLimit = 'maxTokens' | 'maxCostUsd'
+export type Limits = Required<Omit<typeof Limits.Type, BudgetLimit>> & Pick<typeof Limits.Type, BudgetLimit>
 
 /** The defaults of docs/task-file.md ("Limits"). */
 export const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 }
+
+/** What a model's tokens cost, in dollars per million (docs/task-file.md, "pricing"). */
+export const ModelPrice = Schema.Struct({ inputPerMTok: NonNegativeNumber, outputPerMTok: NonNegativeNumber })
+export type ModelPrice = typeof ModelPrice.Type
+/** Prices by model name, as the providers' `model` fields name them. */
+export const Pricing = Schema.Record({ key: Schema.NonEmptyString, value: ModelPrice })
+export type Pricing = typeof Pricing.Type
 
 const Globs = Schema.Array(Schema.String)
 const ActRules = Schema.Struct({ read: Schema.optional(Globs), write: Schema.optional(Globs), exec: Schema.optional(Globs), tool: Schema.optional(Globs) })
@@ -104,7 +130,11 @@ export const Lineage = Schema.Struct({
   parentId: Schema.String,
   depth: PositiveInt,
   /** The root's dispatch ceiling, shared by the whole tree. */
-  treeDispatchCeiling: PositiveInt
+  treeDispatchCeiling: PositiveInt,
+  /** The root's token budget, shared by the whole tree; absent when it has none. */
+  treeMaxTokens: Schema.optional(PositiveInt),
+  /** The root's dollar budget, shared by the whole tree; absent when it has none. */
+  treeMaxCostUsd: Schema.optional(PositiveNumber)
 })
 export type Lineage = typeof Lineage.Type
 

@@ -15,10 +15,12 @@ import {
   Lineage,
   NonBlankString,
   PolicyLayer,
+  Pricing,
   ProviderConfig,
   SandboxSpec,
   VerifySpec
 } from './contract-fields.js'
+import { unpricedProvider } from '../usage/usage.js'
 import { isStackOverflow, MAX_NESTING_DEPTH, valueTooDeepAt } from './nesting.js'
 import { isHttpServer, type McpServers } from '../tools/mcp/mcp-server-spec.js'
 import { type AgentDefinition, AgentFields, AgentName, agentDefinitions, checkAgents, type ModelSettings, type OutputSchema } from './agent-spec.js'
@@ -37,6 +39,8 @@ export const TaskFile = Schema.Struct({
   children: Schema.optional(ChildLimits),
   sandbox: Schema.optional(SandboxSpec),
   lineage: Schema.optional(Lineage),
+  /** Dollars per million tokens by model (docs/task-file.md, "Usage and budgets"). */
+  pricing: Schema.optional(Pricing),
   // The root agent's own fields, and the task's other agents (docs/agents.md).
   ...AgentFields,
   /** The agent a child run runs: set by agentvisor for delegated children, never in a task. */
@@ -69,6 +73,8 @@ export interface TaskContract {
   readonly sandbox?: CommandSandbox | undefined
   /** Absent for a root run. */
   readonly lineage?: Lineage | undefined
+  /** Dollars per million tokens by model; kept by every run of the tree. */
+  readonly pricing?: Pricing | undefined
   // The second edition's agents (docs/agents.md). All absent for a task without them, which
   // runs exactly as before: the built-in tools, agentvisor's own system prompt.
   /** The agent this run runs (a delegated child's); absent for the task's own, root agent. */
@@ -229,6 +235,8 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
       if (Either.isLeft(policy)) return Either.left(new ContractError({ message: policy.left.message, field: policy.left.field, source }))
       const agentsError = checkAgents(file, source)
       if (agentsError !== undefined) return Either.left(agentsError)
+      const budgetError = checkPricing(file, source)
+      if (budgetError !== undefined) return Either.left(budgetError)
       if (file.agent !== undefined && file.agents?.[file.agent] === undefined) {
         return Either.left(new ContractError({ message: `agent: unknown agent "${file.agent}"`, field: 'agent', source }))
       }
@@ -243,9 +251,30 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
         children: { ...DEFAULT_CHILD_LIMITS, ...file.children },
         ...(file.sandbox?.exec === 'bwrap' ? { sandbox: { exec: 'bwrap', network: file.sandbox.network ?? false } } : {}),
         ...(file.lineage !== undefined ? { lineage: file.lineage } : {}),
+        ...(file.pricing !== undefined ? { pricing: file.pricing } : {}),
         ...agentFieldsOf(file, baseDir)
       })
     }
+  })
+}
+
+/**
+ * A dollar budget needs a price for every model the tree may call: the task's providers and every
+ * agent's (docs/task-file.md, "Usage and budgets").
+ */
+const checkPricing = (file: TaskFile, source: string | undefined): ContractError | undefined => {
+  const budgeted =
+    file.limits?.maxCostUsd !== undefined ||
+    file.lineage?.treeMaxCostUsd !== undefined ||
+    Object.values(file.agents ?? {}).some((agent) => agent.limits?.maxCostUsd !== undefined)
+  if (!budgeted) return undefined
+  const providers = [...file.providers, ...Object.values(file.agents ?? {}).flatMap((agent) => agent.providers ?? [])]
+  const unpriced = unpricedProvider(file.pricing, providers)
+  if (unpriced === undefined) return undefined
+  return new ContractError({
+    message: `pricing: has no entry for model "${unpriced.model}" of provider "${unpriced.name}", which limits.maxCostUsd needs to count dollars`,
+    field: 'pricing',
+    source
   })
 }
 

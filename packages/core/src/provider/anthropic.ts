@@ -99,7 +99,7 @@ const sendStreaming: Send = async (client, options, request, signal) => {
   const started = performance.now()
   // An error status arrives here, before any event: it is mapped like a plain request's.
   const stream = await client.messages.create({ ...toWire(options, request), stream: true }, { signal })
-  const assembly = new StreamAssembly()
+  const assembly = new StreamAssembly(request.onText)
   const timeToFirstTokenMs = await readStream(
     stream,
     { add: (event) => assembly.add(event), partialText: () => assembly.text(), complete: () => assembly.complete },
@@ -118,6 +118,8 @@ class StreamAssembly {
   private inputTokens = 0
   private outputTokens = 0
 
+  constructor(private readonly onText: ((delta: string) => void) | undefined) {}
+
   add(event: RawMessageStreamEvent): void {
     switch (event.type) {
       case 'message_start':
@@ -126,14 +128,20 @@ class StreamAssembly {
         return
       case 'content_block_start': {
         const block = event.content_block
-        if (block.type === 'text') this.blocks.set(event.index, { kind: 'text', text: block.text })
+        if (block.type === 'text') {
+          this.blocks.set(event.index, { kind: 'text', text: block.text })
+          if (block.text !== '') this.onText?.(block.text)
+        }
         // The start carries `input: {}`; the real input follows as JSON pieces.
         if (block.type === 'tool_use') this.blocks.set(event.index, { kind: 'tool', id: block.id, name: block.name, json: '' })
         return
       }
       case 'content_block_delta': {
         const block = this.blocks.get(event.index)
-        if (event.delta.type === 'text_delta' && block?.kind === 'text') block.text += event.delta.text
+        if (event.delta.type === 'text_delta' && block?.kind === 'text') {
+          block.text += event.delta.text
+          if (event.delta.text !== '') this.onText?.(event.delta.text)
+        }
         if (event.delta.type === 'input_json_delta' && block?.kind === 'tool') block.json += event.delta.partial_json
         return
       }

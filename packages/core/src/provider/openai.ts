@@ -98,7 +98,7 @@ const sendStreaming: Send = async (client, options, request, signal) => {
   }
   // An error status arrives here, before any event: it is mapped like a plain request's.
   const stream = await client.chat.completions.create(body, { signal })
-  const assembly = new StreamAssembly()
+  const assembly = new StreamAssembly(request.onText)
   // The SDK ends the iteration quietly on [DONE] *and* on an abort; without a finish reason the
   // answer is incomplete whichever it was.
   const timeToFirstTokenMs = await readStream(
@@ -117,13 +117,18 @@ class StreamAssembly {
   private usage: ChatReply['usage']
   private readonly calls = new Map<number, { id: string; name: string; arguments: string }>()
 
+  constructor(private readonly onText: ((delta: string) => void) | undefined) {}
+
   add(chunk: ChatCompletionChunk): void {
     if (chunk.usage != null) {
       this.usage = { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens }
     }
     const choice = chunk.choices[0]
     if (choice === undefined) return
-    if (typeof choice.delta.content === 'string') this.text += choice.delta.content
+    if (typeof choice.delta.content === 'string' && choice.delta.content !== '') {
+      this.text += choice.delta.content
+      this.onText?.(choice.delta.content)
+    }
     for (const delta of choice.delta.tool_calls ?? []) {
       // id and name come with a call's first delta; later deltas carry only argument pieces.
       const call = this.calls.get(delta.index) ?? { id: '', name: '', arguments: '' }

@@ -33,6 +33,11 @@ export interface ChatRequest {
    */
   readonly messages: ReadonlyArray<ChatMessage>
   readonly tools: ReadonlyArray<ToolSpec>
+  /**
+   * Called with each piece of the answer's text as it arrives (a streaming adapter's deltas; the
+   * scripted provider's text in pieces), before the call resolves. Absent: nobody listens.
+   */
+  readonly onText?: ((delta: string) => void) | undefined
 }
 
 export interface TokenUsage {

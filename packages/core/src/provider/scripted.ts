@@ -39,12 +39,29 @@ export const makeScriptedProvider = (options: ScriptedProviderOptions): Scripted
       last = { request, length: request.messages.length }
       const step = options.steps[index]
       const answer = step === undefined ? Exit.succeed(textReply(SCRIPT_EXHAUSTED_TEXT)) : playStep(name, index, step)
-      return step?.delayMs ? Effect.zipRight(Effect.sleep(step.delayMs), answer) : answer
+      const onText = request.onText
+      if (!step?.delayMs) {
+        if (onText !== undefined) streamText(answer, onText)
+        return answer
+      }
+      return Effect.zipRight(
+        Effect.sleep(step.delayMs),
+        Effect.suspend(() => {
+          if (onText !== undefined) streamText(answer, onText)
+          return answer
+        })
+      )
     }
   }
 }
 
 const textReply = (text: string): ChatReply => ({ text, toolCalls: [] })
+
+/** A succeeded answer's text handed to `onText` in pieces of a word each, as a stream would. */
+const streamText = (answer: Exit.Exit<ChatReply, ProviderError>, onText: (delta: string) => void): void => {
+  if (!Exit.isSuccess(answer)) return
+  for (const piece of answer.value.text.match(/\S+\s*|\s+/g) ?? []) onText(piece)
+}
 
 const playStep = (provider: string, index: number, step: ScriptedStep): Exit.Exit<ChatReply, ProviderError> => {
   if (step.error !== undefined) {

@@ -57,6 +57,11 @@ export interface SecretSet {
   redact(text: string): string
   /** Whether any secret is known: when not, nothing needs redacting. */
   readonly isEmpty: boolean
+  /**
+   * Whether some secret has a space or a line break in it: text redacted piece by piece must then
+   * be held until it is whole, since no boundary between words is safe to cut at.
+   */
+  readonly hasWhitespace: boolean
 }
 
 /** A secret set holding `values` (more can be added: a key read later, or rotated). */
@@ -78,6 +83,9 @@ export const makeSecretSet = (values: Iterable<string | undefined> = []): Secret
     },
     get isEmpty() {
       return forms.length === 0
+    },
+    get hasWhitespace() {
+      return forms.some((form) => /\s/.test(form))
     }
   }
   for (const value of values) set.add(value)

@@ -15,7 +15,8 @@ export const MIGRATION_NAMES: ReadonlyArray<string> = [
   '2026-12-01T150000-postgres-commit-arguments',
   '2026-12-01T160000-run-log',
   '2026-12-01T170000-postgres-step-commit',
-  '2026-12-02T010000-postgres-deferred-head'
+  '2026-12-02T010000-postgres-deferred-head',
+  '2026-12-02T080000-run-usage'
 ]
 
 /**

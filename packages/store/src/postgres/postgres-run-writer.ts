@@ -161,11 +161,12 @@ export function postgresRunWriter(pool: Pool): RunWriter {
           attempt
         ])
       ).length > 0,
-    releaseLease: async (runId, leaseToken) => {
-      await query('agentvisor_lease_release', 'UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_token = $2', [
-        encodeText(runId),
-        leaseToken
-      ])
+    releaseLease: async (runId, leaseToken, usageJson) => {
+      await query(
+        'agentvisor_lease_release',
+        'UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, usage_json = coalesce($3, usage_json) WHERE id = $1 AND lease_token = $2',
+        [encodeText(runId), leaseToken, usageJson ?? null]
+      )
     },
     settlePending: async (runId, leaseToken, outcome, at) => {
       const [row] = await fenced<{ n: number }>(runId, 'agentvisor_settle_pending', 'SELECT agentvisor_settle_pending($1, $2, $3, $4) AS n', [

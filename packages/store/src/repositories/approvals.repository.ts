@@ -16,9 +16,10 @@ export async function insertApproval(db: Executor, row: NewApproval): Promise<vo
  * only). The id breaks any remaining tie, so the order is the same on every dialect. Rejects with
  * `StoreError` when a payload does not decode.
  */
-export async function listApprovals(db: Executor, runId: string, step?: number): Promise<ApprovalRow[]> {
+export async function listApprovals(db: Executor, runId: string, step?: number, fromStep = 1): Promise<ApprovalRow[]> {
   let query = db.selectFrom('approvals').selectAll().where('run_id', '=', runId)
   if (step !== undefined) query = query.where('step', '=', step)
+  if (fromStep > 1) query = query.where('step', '>=', fromStep)
   return (await query.orderBy('step').orderBy('position').orderBy('created_at').orderBy('id').execute()).map(decodeApprovalRow)
 }
 

@@ -36,8 +36,10 @@ export async function settleAttempt(db: Executor, runId: string, step: number, a
 }
 
 /** A run's receipts by step, then attempt. */
-export async function listAttempts(db: Executor, runId: string): Promise<AttemptRow[]> {
-  return db.selectFrom('attempts').selectAll().where('run_id', '=', runId).orderBy('step').orderBy('attempt').execute()
+export async function listAttempts(db: Executor, runId: string, fromStep = 1): Promise<AttemptRow[]> {
+  let query = db.selectFrom('attempts').selectAll().where('run_id', '=', runId)
+  if (fromStep > 1) query = query.where('step', '>=', fromStep)
+  return query.orderBy('step').orderBy('attempt').execute()
 }
 
 /**

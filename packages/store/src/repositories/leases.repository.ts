@@ -51,9 +51,17 @@ export async function renewLease(db: Executor, runId: string, token: number, exp
   return result.numUpdatedRows > 0n
 }
 
-/** Gives the lease up (when the run finishes or pauses), if this driver still holds it. */
-export async function releaseLease(db: Executor, runId: string, token: number): Promise<void> {
-  await db.updateTable('runs').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', runId).where('lease_token', '=', token).execute()
+/**
+ * Gives the lease up (when the run finishes or pauses), if this driver still holds it; with
+ * `usageJson`, records the run's usage in the same statement.
+ */
+export async function releaseLease(db: Executor, runId: string, token: number, usageJson?: string): Promise<void> {
+  await db
+    .updateTable('runs')
+    .set({ lease_owner: null, lease_expires_at: null, ...(usageJson !== undefined ? { usage_json: usageJson } : {}) })
+    .where('id', '=', runId)
+    .where('lease_token', '=', token)
+    .execute()
 }
 
 /**

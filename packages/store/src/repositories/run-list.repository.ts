@@ -25,7 +25,8 @@ export const RUN_LIST_COLUMNS = [
   'lease_expires_at',
   'lease_token',
   'cancel_requested_at',
-  'root_id'
+  'root_id',
+  'usage_json'
 ] as const satisfies ReadonlyArray<keyof RunListRow>
 
 /** Runs oldest first (by `created_at`, then `id` so equal timestamps keep a stable order). */

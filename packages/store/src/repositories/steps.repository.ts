@@ -27,8 +27,10 @@ export async function setStepFeedback(db: Executor, runId: string, step: number,
 }
 
 /** A run's steps in order; rejects with `StoreError` when one's JSON does not decode. */
-export async function listSteps(db: Executor, runId: string): Promise<StepRow[]> {
-  return (await db.selectFrom('steps').selectAll().where('run_id', '=', runId).orderBy('step').execute()).map(decodeStepRow)
+export async function listSteps(db: Executor, runId: string, fromStep = 1): Promise<StepRow[]> {
+  let query = db.selectFrom('steps').selectAll().where('run_id', '=', runId)
+  if (fromStep > 1) query = query.where('step', '>=', fromStep)
+  return (await query.orderBy('step').execute()).map(decodeStepRow)
 }
 
 /**

@@ -13,8 +13,10 @@ export async function appendTransition(db: Executor, row: NewTransition): Promis
 }
 
 /** A run's transitions in the order they happened (the `transitions` view of its journal). */
-export async function listTransitions(db: Executor, runId: string): Promise<TransitionRow[]> {
-  return db.selectFrom('transitions').selectAll().where('run_id', '=', runId).orderBy('seq').execute()
+export async function listTransitions(db: Executor, runId: string, fromSeq = 1): Promise<TransitionRow[]> {
+  let query = db.selectFrom('transitions').selectAll().where('run_id', '=', runId)
+  if (fromSeq > 1) query = query.where('seq', '>=', fromSeq)
+  return query.orderBy('seq').execute()
 }
 
 /** The latest transition's seq and the snapshot after it (what resume restores), or `undefined` before the first. */

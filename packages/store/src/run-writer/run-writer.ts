@@ -88,8 +88,11 @@ export interface RunWriter {
   readonly acquireLease: (input: LeaseRequest) => Eventually<LeaseAcquisition | undefined>
   /** Whether the receipt of this attempt exists (in whatever outcome). */
   readonly attemptRecorded: (runId: string, step: number, attempt: number) => Eventually<boolean>
-  /** `releaseLease`: gives the lease up if this token still holds it. */
-  readonly releaseLease: (runId: string, leaseToken: number) => Eventually<void>
+  /**
+   * `releaseLease`: gives the lease up if this token still holds it, and records the run's usage
+   * (`runs.usage_json`) in the same statement when given.
+   */
+  readonly releaseLease: (runId: string, leaseToken: number, usageJson?: string) => Eventually<void>
   /** Settles the run's pending receipts (`settlePendingAttempts`), fenced; returns how many. */
   readonly settlePending: (runId: string, leaseToken: number, outcome: SettledAttemptOutcome, at: string) => Eventually<number>
   /** Stops what the writer runs in the background (SQLite's checkpointer); the store stays open. */
@@ -170,7 +173,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
       return { run, last, steps }
     },
     acquireLease: (input) => acquireLease(db, input),
-    releaseLease: (runId, leaseToken) => releaseLease(db, runId, leaseToken),
+    releaseLease: (runId, leaseToken, usageJson) => releaseLease(db, runId, leaseToken, usageJson),
     attemptRecorded: async (runId, step, attempt) =>
       (await db
         .selectFrom('attempts')

@@ -211,8 +211,16 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     acquireLease: (input) => whenFree(() => acquireNow(input)),
     attemptRecorded: (runId, step, attempt) =>
       statement("SELECT 1 FROM run_log WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ?").get(runId, step, attempt) !== undefined,
-    releaseLease: (runId, leaseToken) =>
-      whenFree(() => void update('runs', { lease_owner: null, lease_expires_at: null }, 'id = ? AND lease_token = ?', [runId, leaseToken])),
+    releaseLease: (runId, leaseToken, usageJson) =>
+      whenFree(
+        () =>
+          void update(
+            'runs',
+            usageJson === undefined ? { lease_owner: null, lease_expires_at: null } : { lease_owner: null, lease_expires_at: null, usage_json: usageJson },
+            'id = ? AND lease_token = ?',
+            [runId, leaseToken]
+          )
+      ),
     settlePending: (runId, leaseToken, outcome, at) => whenFree(() => settleNow(runId, leaseToken, outcome, at)),
     commit: (commit, options) => (options?.batch === true ? enqueue(commit) : whenFree(() => commitNow(commit))),
     refreshHead: (runId, leaseToken, head) =>

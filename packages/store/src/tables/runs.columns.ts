@@ -6,10 +6,11 @@ import {
   checkedStoredContract,
   ErrorKind,
   Lineage,
-  Limits,
   PolicyLayer,
+  Pricing,
   ProviderConfig,
   StoredAgentFields,
+  StoredLimits,
   VerifySpec
 } from '@agentvisor/core'
 import * as Either from 'effect/Either'
@@ -45,12 +46,13 @@ export const ContractJson = Schema.parseJson(
     workspace: Schema.String,
     providers: Schema.NonEmptyArray(ProviderConfig),
     verify: Schema.optional(VerifySpec),
-    limits: Schema.required(Limits),
+    limits: StoredLimits,
     policy: Schema.Struct({ layers: Schema.Array(PolicyLayer) }),
     approval: ApprovalMode,
     children: Schema.required(ChildLimits),
     sandbox: Schema.optional(Schema.Struct({ exec: Schema.Literal('bwrap'), network: Schema.Boolean })),
     lineage: Schema.optional(Lineage),
+    pricing: Schema.optional(Pricing),
     ...StoredAgentFields
   })
 )
@@ -68,13 +70,23 @@ const decodeContract: JsonColumn<typeof ContractJson.Type> = (text) => {
 }
 
 /** A `runs` row with its error decoded; throws `StoreError` when it does not decode. */
-export const decodeRunRow = (stored: StoredRunRow): RunRow => {
+export const decodeRunRow = (stored: Omit<StoredRunRow, 'usage_json'> & { readonly usage_json?: string | null }): RunRow => {
   const { error_json, ...row } = stored
-  return { ...row, error: error_json === null ? null : decodeJsonAt(decodeError, error_json, { runId: row.id, column: 'runs.error_json' }) }
+  return {
+    ...row,
+    usage_json: row.usage_json ?? null,
+    error: error_json === null ? null : decodeJsonAt(decodeError, error_json, { runId: row.id, column: 'runs.error_json' })
+  }
 }
 
 /** A run with its error and contract decoded; throws `StoreError` when either does not decode. */
-export const decodeRunWithContract = (stored: StoredRunRow & { readonly contract_json: string }): RunWithContract => {
+export const decodeRunWithContract = (
+  stored: Omit<StoredRunRow, 'usage_json'> & { readonly usage_json?: string | null } & { readonly contract_json: string }
+): RunWithContract => {
   const { contract_json, ...row } = stored
   return { ...decodeRunRow(row), contract: decodeJsonAt(decodeContract, contract_json, { runId: row.id, column: 'run_contracts.contract_json' }) }
 }
+
+/** A run's contract alone; throws `StoreError` when it does not decode. */
+export const decodeContractJson = (runId: string, contractJson: string): RunWithContract['contract'] =>
+  decodeJsonAt(decodeContract, contractJson, { runId, column: 'run_contracts.contract_json' })

@@ -45,6 +45,11 @@ export interface RunsTable {
   cancel_requested_at: Generated<string | null>
   /** The root run of the tree this run belongs to (null: a root, or a row from before trees). */
   root_id: Generated<string | null>
+  /**
+   * The run's own `Usage` as JSON, written when its driver lets it go (ended or paused); null
+   * while it runs. What `runs --json` and the NATS status reply show (records/run-record.ts).
+   */
+  usage_json: Generated<string | null>
 }
 
 /** Each run's task contract, written once with the run; apart so the hot `runs` row stays small. */

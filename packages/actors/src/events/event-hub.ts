@@ -1,0 +1,60 @@
+import type { RunObserver, TextDelta, TransitionRecord } from '../supervisor/run-observer.js'
+
+/** One reader of a run's events in this process: woken when the run moves, handed its text as it streams. */
+export interface EventListener {
+  /** Something of the run became durable, or its driver let go: read the store again. */
+  readonly wake: () => void
+  readonly text: (delta: TextDelta) => void
+}
+
+/**
+ * The run observer behind `events()` in this process (docs/streaming.md). It keeps the text of
+ * each run's latest model call as it streams, so that a reader who comes a moment late (right
+ * after `start`) still gets the answer from its first piece, hands new pieces to the run's readers,
+ * and tells them when to read the store again. Its transition hook exists only while somebody
+ * reads: a process nobody watches pays nothing per transition (the driver asks at each one).
+ */
+export class EventHub implements RunObserver {
+  private readonly readers = new Map<string, Set<EventListener>>()
+  /** Per run, the pieces of its latest call's text (replaced when the next call streams). */
+  private readonly latest = new Map<string, TextDelta[]>()
+
+  get onTransition(): ((transition: TransitionRecord) => void) | undefined {
+    return this.readers.size === 0 ? undefined : this.transition
+  }
+
+  readonly onText = (delta: TextDelta): void => {
+    let pieces = this.latest.get(delta.runId)
+    const first = pieces?.[0]
+    if (pieces === undefined || first === undefined || first.step !== delta.step || first.attempt !== delta.attempt) {
+      pieces = []
+      this.latest.set(delta.runId, pieces)
+    }
+    pieces.push(delta)
+    for (const listener of this.readers.get(delta.runId) ?? []) listener.text(delta)
+  }
+
+  readonly onDriveEnded = ({ runId }: { runId: string }): void => {
+    this.latest.delete(runId)
+    for (const listener of this.readers.get(runId) ?? []) listener.wake()
+  }
+
+  /** Starts handing `runId`'s news to `listener`, the latest call's text so far first; returns how to stop. */
+  subscribe(runId: string, listener: EventListener): () => void {
+    let set = this.readers.get(runId)
+    if (set === undefined) {
+      set = new Set()
+      this.readers.set(runId, set)
+    }
+    set.add(listener)
+    for (const delta of this.latest.get(runId) ?? []) listener.text(delta)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0 && this.readers.get(runId) === set) this.readers.delete(runId)
+    }
+  }
+
+  private readonly transition = (transition: TransitionRecord): void => {
+    for (const listener of this.readers.get(transition.runId) ?? []) listener.wake()
+  }
+}

@@ -1,0 +1,237 @@
+import { type ModelPrice, priceOf, type RunError, type Usage, UsageTally } from '@agentvisor/core'
+import {
+  type AttemptRow,
+  type Executor,
+  getRunRow,
+  isFinalStatus,
+  listApprovals,
+  listAttempts,
+  listRuns,
+  listSteps,
+  listTransitions,
+  runContracts,
+  type StepRow
+} from '@agentvisor/store'
+import { statusOfState } from '../machine/run-state.js'
+import { storedOutput } from '../supervisor/conversation.js'
+import { pendingRequestOf, type PendingRequest } from '../use-cases/pending.js'
+
+// A run's events (docs/streaming.md): what happened to it, one JSON object each, in order. Every
+// event but `text` is durable and carries the `seq` of the transition it belongs to: replayed from
+// the store, or heard live, a run's events are the same list, so a reader that resumes from the
+// seq after the last one it saw gets each event once. `text` events are the model's streamed
+// answer as it arrives, before the transition that records the answer; they are never stored.
+
+interface EventBase {
+  readonly runId: string
+  /** ISO-8601: when the fact was recorded (a text delta: when it arrived). */
+  readonly at: string
+}
+
+/** A durable event: it belongs to the transition `seq`. */
+interface Durable extends EventBase {
+  readonly seq: number
+}
+
+export type RunStreamEvent =
+  | (Durable & { readonly kind: 'transition'; readonly from: string; readonly event: string; readonly to: string })
+  | (EventBase & { readonly kind: 'text'; readonly step: number; readonly attempt: number; readonly delta: string })
+  | (Durable & {
+      readonly kind: 'attempt'
+      readonly step: number
+      readonly attempt: number
+      readonly provider: string
+      readonly reason: string
+      readonly outcome: string
+      readonly errorKind?: string
+      readonly httpStatus?: number
+      readonly latencyMs?: number
+      readonly tokensIn?: number
+      readonly tokensOut?: number
+    })
+  | (Durable & { readonly kind: 'toolCall'; readonly step: number; readonly callId: string; readonly name: string; readonly arguments: unknown })
+  | (Durable & { readonly kind: 'toolResult'; readonly step: number; readonly callId: string; readonly name: string; readonly output: string })
+  | (Durable & { readonly kind: 'approvalRequested'; readonly request: PendingRequest })
+  | (Durable & { readonly kind: 'child'; readonly childId: string; readonly goal: string; readonly status: string })
+  | (Durable & { readonly kind: 'usage'; readonly usage: Usage })
+  | (Durable & {
+      readonly kind: 'done'
+      readonly status: string
+      readonly steps: number
+      readonly output?: unknown
+      readonly usage: Usage
+      readonly error?: RunError
+    })
+
+export type RunStreamEventKind = RunStreamEvent['kind']
+
+/** The events that answer a dispatch: each settles the step's next receipt. */
+const ANSWERS: ReadonlySet<string> = new Set(['PROVIDER_OK', 'PROVIDER_ERROR', 'CIRCUIT_OPEN', 'DISPATCH_LOST'])
+/** The events that end a dispatch without an answer: its receipt settles `cancelled` (or `unknown`). */
+const INTERRUPTIONS: ReadonlySet<string> = new Set(['CANCEL', 'TIMEOUT', 'FAIL'])
+
+/**
+ * Where a reader of a run's events stands: the next transition to read and what the run's
+ * transitions so far imply (the step and attempt the next answer belongs to, the usage). Walked
+ * from the first transition, whatever seq the reader starts at, so that a step's number and its
+ * receipts are the same in every reading.
+ */
+export interface EventCursor {
+  readonly runId: string
+  /** Events of transitions before this one are not yielded. */
+  readonly fromSeq: number
+  nextSeq: number
+  step: number
+  attempt: number
+  completedSteps: number
+  readonly tally: UsageTally
+  readonly prices: ReadonlyMap<string, ModelPrice | undefined>
+  readonly approvals: Set<string>
+  readonly childrenStarted: Set<string>
+  readonly childrenEnded: Set<string>
+  /** The run reached a final state: nothing follows. */
+  ended: boolean
+}
+
+/** A cursor at the start of a run, yielding from `fromSeq` (1: everything). Prices from its contract, when it reads. */
+export const eventCursor = async (db: Executor, runId: string, fromSeq = 1): Promise<EventCursor> => {
+  const contract = await runContracts(db, [runId]).then(
+    (found) => found.get(runId),
+    () => undefined
+  )
+  const prices = new Map<string, ModelPrice | undefined>()
+  for (const provider of contract?.providers ?? []) prices.set(provider.name, priceOf(contract?.pricing, provider))
+  return {
+    runId,
+    fromSeq: Math.max(1, fromSeq),
+    nextSeq: 1,
+    step: 1,
+    attempt: 0,
+    completedSteps: 0,
+    tally: new UsageTally(contract?.pricing !== undefined),
+    prices,
+    approvals: new Set(),
+    childrenStarted: new Set(),
+    childrenEnded: new Set(),
+    ended: false
+  }
+}
+
+/**
+ * The durable events of the transitions recorded since the cursor, in order, and the cursor moved
+ * past them. Reads only the rows of the steps from the cursor's on.
+ */
+export const readEvents = async (db: Executor, cursor: EventCursor): Promise<RunStreamEvent[]> => {
+  const { runId } = cursor
+  const transitions = await listTransitions(db, runId, cursor.nextSeq)
+  if (transitions.length === 0) return []
+  const fromStep = cursor.step
+  const [attempts, steps, approvals, children] = await Promise.all([
+    listAttempts(db, runId, fromStep),
+    listSteps(db, runId, fromStep),
+    listApprovals(db, runId, undefined, fromStep),
+    listRuns(db, { parentId: runId })
+  ])
+  const attemptOf = (step: number, n: number): AttemptRow | undefined => attempts.find((a) => a.step === step && a.attempt === n)
+  const stepOf = (step: number): StepRow | undefined => steps.find((s) => s.step === step)
+  const out: RunStreamEvent[] = []
+  for (const t of transitions) {
+    const seq = t.seq
+    const at = t.at
+    const emit = seq >= cursor.fromSeq
+    const push = (event: RunStreamEvent): void => {
+      if (emit) out.push(event)
+    }
+    push({ kind: 'transition', runId, seq, at, from: t.from_state, event: t.event, to: t.to_state })
+    if (t.from_state === 'dispatching' && (ANSWERS.has(t.event) || INTERRUPTIONS.has(t.event))) {
+      const row = attemptOf(cursor.step, cursor.attempt)
+      if (row !== undefined && row.outcome !== 'pending') push(attemptEvent(runId, seq, row))
+      if (ANSWERS.has(t.event)) cursor.attempt++
+      if (t.event === 'PROVIDER_OK') {
+        cursor.completedSteps++
+        if (row !== undefined) cursor.tally.add(cursor.prices.get(row.provider), row.tokens_in ?? 0, row.tokens_out ?? 0)
+        for (const call of stepOf(cursor.step)?.tool_calls ?? []) {
+          push({ kind: 'toolCall', runId, seq, at, step: cursor.step, callId: call.id, name: call.name, arguments: parsed(call.arguments) })
+        }
+        push({ kind: 'usage', runId, seq, at, usage: cursor.tally.usage })
+      }
+    }
+    if (t.event === 'TOOLS_DONE') {
+      const step = stepOf(cursor.step)
+      for (const result of step?.results ?? []) {
+        const name = step?.tool_calls.find((call) => call.id === result.toolCallId)?.name ?? ''
+        push({ kind: 'toolResult', runId, seq, at, step: cursor.step, callId: result.toolCallId, name, output: result.output })
+      }
+    }
+    if (t.to_state === 'awaitingApproval' || t.event === 'APPROVAL_REQUESTED') {
+      for (const row of approvals) {
+        if (row.step !== cursor.step || cursor.approvals.has(row.id)) continue
+        cursor.approvals.add(row.id)
+        push({ kind: 'approvalRequested', runId, seq, at, request: pendingRequestOf(row) })
+      }
+    }
+    if (t.event === 'CHILDREN_SPAWNED') {
+      for (const child of children) {
+        if (cursor.childrenStarted.has(child.id)) continue
+        cursor.childrenStarted.add(child.id)
+        push({ kind: 'child', runId, seq, at, childId: child.id, goal: child.goal, status: 'running' })
+      }
+    }
+    if (t.event === 'CHILDREN_DONE') {
+      for (const child of children) {
+        if (!cursor.childrenStarted.has(child.id) || cursor.childrenEnded.has(child.id) || !isFinalStatus(child.status)) continue
+        cursor.childrenEnded.add(child.id)
+        push({ kind: 'child', runId, seq, at, childId: child.id, goal: child.goal, status: child.status })
+      }
+    }
+    if (t.event === 'VERIFY_FAILED' && t.to_state === 'dispatching') {
+      cursor.step++
+      cursor.attempt = 0
+    }
+    if (t.to_state.startsWith('finished.')) {
+      cursor.ended = true
+      const status = statusOfState(t.to_state)
+      const run = await getRunRow(db, runId)
+      const output = status === 'succeeded' ? storedOutput(steps) : undefined
+      push({
+        kind: 'done',
+        runId,
+        seq,
+        at,
+        status,
+        steps: cursor.completedSteps,
+        ...(output !== undefined ? { output } : {}),
+        usage: cursor.tally.usage,
+        ...(run?.error != null ? { error: run.error } : {})
+      })
+    }
+    cursor.nextSeq = seq + 1
+  }
+  return out
+}
+
+const attemptEvent = (runId: string, seq: number, row: AttemptRow): RunStreamEvent => ({
+  kind: 'attempt',
+  runId,
+  seq,
+  at: row.settled_at ?? row.started_at,
+  step: row.step,
+  attempt: row.attempt,
+  provider: row.provider,
+  reason: row.reason,
+  outcome: row.outcome,
+  ...(row.error_kind !== null ? { errorKind: row.error_kind } : {}),
+  ...(row.http_status !== null ? { httpStatus: row.http_status } : {}),
+  ...(row.latency_ms !== null ? { latencyMs: row.latency_ms } : {}),
+  ...(row.tokens_in !== null ? { tokensIn: row.tokens_in } : {}),
+  ...(row.tokens_out !== null ? { tokensOut: row.tokens_out } : {})
+})
+
+/** Tool-call arguments as JSON when they parse, else the raw text the model sent. */
+const parsed = (raw: string): unknown => {
+  try {
+    return JSON.parse(raw)
+  } catch {
+    return raw
+  }
+}

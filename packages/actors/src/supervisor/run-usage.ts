@@ -1,0 +1,37 @@
+import { type TaskContract, type Usage, UsageTally } from '@agentvisor/core'
+import { type Database, type Executor, type LeaseLostError, runAttemptTotals, runContracts, type StoreError, treeAttemptTotals } from '@agentvisor/store'
+import type { Effect } from 'effect'
+import type { Kysely } from 'kysely'
+import { addTotals } from '../driver/budget.js'
+import { store } from './driver-io.js'
+
+// A run's `usage` and its tree's `treeUsage` (docs/task-file.md, "Usage and budgets"): what the
+// providers reported for every receipt, priced by each run's own contract.
+
+/** An empty tally for a run of this contract: priced when the task has `pricing`. */
+export const usageTally = (contract: TaskContract): UsageTally => new UsageTally(contract.pricing !== undefined)
+
+/** What a run's receipts add up to, priced by its contract (tokens only without one). */
+export const runUsageOf = async (db: Executor, runId: string, contract: TaskContract | undefined): Promise<UsageTally> => {
+  const tally = contract === undefined ? new UsageTally(false) : usageTally(contract)
+  addTotals(tally, await runAttemptTotals(db, runId), contract === undefined ? new Map() : new Map([[runId, contract]]), 'report')
+  return tally
+}
+
+/** What a run and every run below it spent, each run's receipts priced by its own contract. */
+export const treeUsageOf = async (db: Executor, runId: string): Promise<Usage> => {
+  const totals = await treeAttemptTotals(db, runId)
+  // A contract that does not read leaves the tokens without dollars (docs/durability.md, "Corrupt rows").
+  const contracts = await runContracts(db, [...new Set([runId, ...totals.map((row) => row.runId)])]).catch(() => new Map<string, TaskContract>())
+  const tally = new UsageTally(contracts.size > 0 && [...contracts.values()].every((contract) => contract.pricing !== undefined))
+  addTotals(tally, totals, contracts, 'report')
+  return tally.usage
+}
+
+/** `runUsageOf` for a resumed run's driver: where its tally starts. */
+export const storedRunUsage = (db: Kysely<Database>, runId: string, contract: TaskContract): Effect.Effect<UsageTally, StoreError | LeaseLostError> =>
+  store(`sum run ${runId}'s usage`, () => runUsageOf(db, runId, contract))
+
+/** `treeUsageOf` as a run ends. */
+export const storedTreeUsage = (db: Kysely<Database>, runId: string): Effect.Effect<Usage, StoreError | LeaseLostError> =>
+  store(`sum run ${runId}'s tree usage`, () => treeUsageOf(db, runId))

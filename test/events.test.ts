@@ -1,0 +1,175 @@
+import * as path from 'node:path'
+import { Agentvisor, makeNatsBus, natsBusOptionsFromEnv, type RunStreamEvent } from '@agentvisor/actors'
+import { Effect, Exit, Scope } from 'effect'
+import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor } from './support/cli.js'
+import { natsEnv } from './support/workers.js'
+
+// A run's events (docs/streaming.md) over the mock LLM streaming its answers: text as it streams,
+// then every durable event in seq order, the same whether read live, from the store, or from
+// another process.
+
+const MODEL = 'stream-model'
+const REPLY = 'I looked at the folder and wrote the summary you asked for.'
+
+let mock: MockLlm | undefined
+let av: Agentvisor | undefined
+afterEach(async () => {
+  await av?.close()
+  av = undefined
+  await mock?.close()
+  mock = undefined
+})
+
+const taskFor = (baseUrl: string, dir: string) => ({
+  goal: 'Write a summary into out.txt',
+  workspace: path.join(dir, 'ws'),
+  providers: [{ name: 'p', kind: 'openai', baseUrl, model: MODEL, stream: true }],
+  pricing: { [MODEL]: { inputPerMTok: 2, outputPerMTok: 8 } },
+  approval: 'auto'
+})
+
+const steps = [
+  { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'summary' } }], usage: { inputTokens: 300, outputTokens: 20 } },
+  { text: REPLY, usage: { inputTokens: 420, outputTokens: 15 } }
+]
+
+const collect = async (events: AsyncIterable<RunStreamEvent>): Promise<RunStreamEvent[]> => {
+  const out: RunStreamEvent[] = []
+  for await (const event of events) out.push(event)
+  return out
+}
+
+/** The durable events' seqs never go back, and every transition seq appears once, in order from `from`. */
+const expectInSeqOrder = (events: ReadonlyArray<RunStreamEvent>, from: number) => {
+  const seqs = events.flatMap((e) => ('seq' in e ? [e.seq] : []))
+  expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+  const transitions = events.flatMap((e) => (e.kind === 'transition' ? [e.seq] : []))
+  expect(transitions).toEqual(Array.from({ length: transitions.length }, (_, i) => from + i))
+}
+
+describe('events', () => {
+  it('streams the text of the answer, then its transitions in seq order, and ends with done', async () => {
+    mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
+    const dir = tempDir()
+    av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
+    const run = await av.start(taskFor(mock.url, dir))
+    const events = await collect(run.events())
+    const result = await run.result
+    expect(result.status).toBe('succeeded')
+
+    const texts = events.filter((e) => e.kind === 'text')
+    expect(texts.map((e) => (e.kind === 'text' ? e.delta : '')).join('')).toBe(REPLY)
+    expect(texts.length).toBeGreaterThan(1)
+    // The text comes before the transition that records its answer.
+    const answered = events.findIndex((e) => e.kind === 'transition' && e.event === 'PROVIDER_OK' && e.seq > 3)
+    expect(events.findIndex((e) => e.kind === 'text')).toBeLessThan(answered)
+    expectInSeqOrder(events, 1)
+
+    // Every transition the store has, and the calls, results, usage and end.
+    const trace = lastJson<{ transitions: Array<{ seq: number; event: string }> }>(await runCli(['show', run.runId, '--json', '--db', path.join(dir, 'av.db')]))
+    expect(events.filter((e) => e.kind === 'transition').map((e) => (e.kind === 'transition' ? `${e.seq}:${e.event}` : ''))).toEqual(
+      trace.transitions.map((t) => `${t.seq}:${t.event}`)
+    )
+    expect(events.filter((e) => e.kind === 'toolCall')).toEqual([
+      expect.objectContaining({ name: 'write_file', arguments: { path: 'out.txt', content: 'summary' } })
+    ])
+    expect(events.filter((e) => e.kind === 'toolResult')).toEqual([expect.objectContaining({ name: 'write_file' })])
+    expect(events.filter((e) => e.kind === 'attempt').map((e) => (e.kind === 'attempt' ? e.outcome : ''))).toEqual(['ok', 'ok'])
+    const done = events.at(-1)
+    expect(done).toMatchObject({ kind: 'done', status: 'succeeded', steps: 2, output: REPLY })
+    expect(done?.kind === 'done' ? done.usage : undefined).toEqual({ inputTokens: 720, outputTokens: 35, costUsd: (720 * 2 + 35 * 8) / 1e6 })
+    expect(events.filter((e) => e.kind === 'usage').at(-1)).toMatchObject({ usage: { inputTokens: 720, outputTokens: 35 } })
+  })
+
+  it('yields each durable event once from any seq: a reader from fromSeq gets exactly the tail of the full list', async () => {
+    mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
+    const dir = tempDir()
+    av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
+    const run = await av.start(taskFor(mock.url, dir))
+    await run.result
+    const durable = (events: RunStreamEvent[]) => events.filter((e) => e.kind !== 'text')
+    const all = durable(await collect(av.events(run.runId)))
+    const last = all.at(-1)
+    expect(last?.kind).toBe('done')
+    for (let from = 1; from <= (last && 'seq' in last ? last.seq : 0); from++) {
+      const tail = durable(await collect(av.events(run.runId, { fromSeq: from })))
+      expect(tail).toEqual(all.filter((e) => 'seq' in e && e.seq >= from))
+    }
+  })
+
+  it('reads the same events from another process with watch --json, mid-run or after', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: {
+          [MODEL]: [
+            { ...steps[0], delayMs: 400 },
+            { ...steps[1], delayMs: 400 }
+          ]
+        }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    av = await Agentvisor.open({ db })
+    const run = await av.start(taskFor(mock.url, dir))
+    // Started while the run waits for its first answer, ended by its end.
+    const watching = runCli(['watch', run.runId, '--json', '--db', db])
+    const live = await collect(run.events())
+    const watched = await watching
+    expect(watched.code, watched.stderr).toBe(0)
+    const lines = watched.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as RunStreamEvent)
+    const durable = (events: ReadonlyArray<RunStreamEvent>) => events.filter((e) => e.kind !== 'text')
+    expect(durable(lines)).toEqual(durable(live))
+    const after = await runCli(['watch', run.runId, '--json', '--db', db])
+    expect(after.code).toBe(0)
+    expect(
+      after.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+    ).toEqual(durable(live))
+  })
+
+  it('publishes the same events on agentvisor.runs.<id>.stream for any NATS subscriber, text included', async () => {
+    mock = await startMockLlm({
+      scenarios: { models: { [MODEL]: [{ ...steps[0], delayMs: 400 }, steps[1]] } } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const nats = natsBusOptionsFromEnv({}, natsEnv())!
+    av = await Agentvisor.open({ db: path.join(dir, 'av.db'), nats })
+    const scope = Effect.runSync(Scope.make())
+    try {
+      // Another client of the same NATS: it knows only the run id.
+      const subscriber = await Effect.runPromise(Scope.extend(makeNatsBus(nats), scope))
+      const run = await av.start(taskFor(mock.url, dir))
+      const heard: RunStreamEvent[] = []
+      await Effect.runPromise(
+        Scope.extend(
+          subscriber.watchStream(run.runId, (event) => heard.push(event)),
+          scope
+        )
+      )
+      const local = await collect(run.events())
+      await waitFor(() => (heard.some((e) => e.kind === 'done') ? true : undefined), 'the done event on the stream')
+      const durable = (events: ReadonlyArray<RunStreamEvent>) =>
+        events.filter((e) => e.kind !== 'text').map((e) => Object.fromEntries(Object.entries(e).filter(([key]) => key !== 'v')))
+      expect(durable(heard)).toEqual(durable(local))
+      expect(heard.every((e) => (e as unknown as { v: number }).v === 1)).toBe(true)
+      expect(
+        heard
+          .filter((e) => e.kind === 'text')
+          .map((e) => (e.kind === 'text' ? e.delta : ''))
+          .join('')
+      ).toBe(REPLY)
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  })
+})
