@@ -3,10 +3,10 @@ import * as path from 'node:path'
 import {
   compilePolicy,
   decodeArgumentsObject,
-  type BudgetLimit,
   DEFAULT_CHILD_LIMITS,
   describeDecision,
   type Limits,
+  type OptionalLimit,
   parseChildContract,
   type TaskContract,
   type VerifySpec
@@ -26,12 +26,12 @@ export const childRunId = (parentId: string, step: number, position: number): st
 
 const narrowLimits = (parent: Limits, asked: unknown): Limits => {
   const wanted = (typeof asked === 'object' && asked !== null ? asked : {}) as Partial<Record<keyof Limits, unknown>>
-  const pick = (key: Exclude<keyof Limits, BudgetLimit>): number => {
+  const pick = (key: Exclude<keyof Limits, OptionalLimit>): number => {
     const value = wanted[key]
     return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? Math.min(value, parent[key]) : parent[key]
   }
   /** A budget: the smaller of the two; one only the call gives is taken, since the parent had none. */
-  const budget = (key: BudgetLimit, isValid: (value: number) => boolean): { [K in BudgetLimit]?: number } => {
+  const budget = (key: OptionalLimit, isValid: (value: number) => boolean): { [K in OptionalLimit]?: number } => {
     const value = wanted[key]
     const own = typeof value === 'number' && isValid(value) ? value : undefined
     const bound = parent[key]
@@ -44,7 +44,8 @@ const narrowLimits = (parent: Limits, asked: unknown): Limits => {
     dispatchCeiling: Math.max(1, pick('dispatchCeiling')),
     timeoutMs: Math.max(1, pick('timeoutMs')),
     ...budget('maxTokens', (v) => Number.isInteger(v) && v > 0),
-    ...budget('maxCostUsd', (v) => Number.isFinite(v) && v > 0)
+    ...budget('maxCostUsd', (v) => Number.isFinite(v) && v > 0),
+    ...budget('contextTokens', (v) => Number.isInteger(v) && v > 0)
   }
 }
 

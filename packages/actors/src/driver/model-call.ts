@@ -1,4 +1,5 @@
 import {
+  type ChatMessage,
   type ChatReply,
   type Provider,
   type ProviderConfig,
@@ -17,6 +18,7 @@ import { attemptWithin } from '../supervisor/deadline.js'
 import { iso, store } from '../supervisor/driver-io.js'
 import { type AttemptSettled, listens, notify } from '../supervisor/run-observer.js'
 import { textRelay } from './text-relay.js'
+import { describeElisions, type Elision, fitToContext } from '../supervisor/context-window.js'
 import { attemptKey, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
 import type { Drive } from './drive.js'
 import { later, type Now, thenNow } from './now.js'
@@ -87,11 +89,18 @@ const openReceipt = (drive: Drive, ctx: RunContext): Now<Call | Work, StoreError
   const admission = deps.breakers.admit(key, startedAt)
   if (admission === 'open') return skipOpenCircuit(drive, ctx, provider.name, startedAt)
   journal.stageWrite({ op: 'insertAttempt', row: pendingAttempt(deps.runId, ctx, provider.name, startedAt) })
-  const call: Call = { provider, config, key, admission, startedAt }
+  const limit = deps.contract.limits.contextTokens
+  if (limit !== undefined) drive.toolsChars ??= JSON.stringify(drive.offeredTools).length
+  const fitted = limit === undefined ? undefined : fitToContext(deps.messages, limit, drive.toolsChars ?? 0)
+  const call: Call = { messages: fitted?.messages ?? deps.messages, elided: fitted?.elided ?? [], provider, config, key, admission, startedAt }
   return thenNow(journal.flushNow(), () => call)
 }
 
 interface Call {
+  /** What the request sends: the conversation, or it fitted to `contextTokens`. */
+  readonly messages: ReadonlyArray<ChatMessage>
+  /** The tool results left out of it (recorded with the step's prompt summary). */
+  readonly elided: ReadonlyArray<Elision>
   readonly provider: Provider
   readonly config: ProviderConfig
   readonly key: string
@@ -108,8 +117,9 @@ const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
   const { runId, observers } = deps
   if (listens(observers, 'onDispatch'))
     notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: call.provider.name, reason: ctx.reason })
-  // The live conversation, not a copy: the driver only appends to it once the answer is in.
-  const request = { messages: deps.messages, tools: drive.offeredTools }
+  // The live conversation, not a copy: the driver only appends to it once the answer is in. With
+  // `contextTokens`, a copy with the oldest tool results elided when it would not fit.
+  const request = { messages: call.messages, tools: drive.offeredTools }
   const relay = textRelay(drive, ctx)
   if (relay === undefined) return answered(drive, ctx, call, call.provider.chat(request))
   // Whatever text is still held goes out before the answer's transition.
@@ -218,7 +228,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
           run_id: runId,
           step: ctx.step,
           provider: provider.name,
-          prompt_summary: summarizePrompt(deps.messages),
+          prompt_summary: call.elided.length === 0 ? summarizePrompt(deps.messages) : summarizePrompt(deps.messages) + describeElisions(call.elided),
           text: reply.text,
           tool_calls_json: JSON.stringify(reply.toolCalls),
           results_json: null,

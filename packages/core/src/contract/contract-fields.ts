@@ -77,7 +77,9 @@ export const Limits = Schema.Struct({
   /** Input plus output tokens the whole run tree may spend (docs/task-file.md, "Budgets"). */
   maxTokens: Schema.optional(PositiveInt),
   /** Dollars the whole run tree may spend, by `pricing`. */
-  maxCostUsd: Schema.optional(PositiveNumber)
+  maxCostUsd: Schema.optional(PositiveNumber),
+  /** The prompt a request may send, in estimated tokens: older tool results are elided past it (docs/task-file.md, "Long conversations"). */
+  contextTokens: Schema.optional(PositiveInt)
 })
 /** Limits as a stored contract keeps them: the defaults filled in, budgets still optional. */
 export const StoredLimits = Schema.Struct({
@@ -86,11 +88,14 @@ export const StoredLimits = Schema.Struct({
   dispatchCeiling: PositiveInt,
   timeoutMs: TimerPositiveInt,
   maxTokens: Schema.optional(PositiveInt),
-  maxCostUsd: Schema.optional(PositiveNumber)
+  maxCostUsd: Schema.optional(PositiveNumber),
+  contextTokens: Schema.optional(PositiveInt)
 })
 /** The budget limits: no default, absent means unbounded. */
 export type BudgetLimit = 'maxTokens' | 'maxCostUsd'
-export type Limits = Required<Omit<typeof Limits.Type, BudgetLimit>> & Pick<typeof Limits.Type, BudgetLimit>
+/** The limits without a default: absent means unbounded. */
+export type OptionalLimit = BudgetLimit | 'contextTokens'
+export type Limits = Required<Omit<typeof Limits.Type, OptionalLimit>> & Pick<typeof Limits.Type, OptionalLimit>
 
 /** The defaults of docs/task-file.md ("Limits"). */
 export const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 }
