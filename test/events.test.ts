@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import * as path from 'node:path'
 import { Agentvisor, makeNatsBus, natsBusOptionsFromEnv, type RunStreamEvent } from '@agentvisor/actors'
 import { Effect, Exit, Scope } from 'effect'
@@ -171,5 +172,22 @@ describe('events', () => {
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
+  })
+
+  it('examples/live/events.mjs streams its run, inside its budgets, eliding what its context cannot hold', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env: NodeJS.ProcessEnv = { ...process.env, AGENTVISOR_DB: db }
+    for (const key of Object.keys(env)) if (key.startsWith('AGENTVISOR_NATS')) delete env[key]
+    const example = spawnSync(process.execPath, [path.join(import.meta.dirname, '..', 'examples', 'live', 'events.mjs')], { cwd: dir, env, encoding: 'utf8' })
+    expect(example.status, example.stderr).toBe(0)
+    expect(example.stdout).toContain('model: Let me see what is there.')
+    expect(example.stdout).toMatch(/done: succeeded after 5 steps/)
+    const runId = /show (\S+)/.exec(example.stdout)![1]!
+    const trace = lastJson<{ run: { usage: { costUsd: number } }; steps: Array<{ promptSummary: string }> }>(
+      await runCli(['show', runId, '--json', '--db', db])
+    )
+    expect(trace.run.usage.costUsd).toBeGreaterThan(0)
+    expect(trace.steps.at(-1)!.promptSummary).toContain('elided 1 tool result: read_file reports/alpha.md (step 2')
   })
 })

@@ -20,7 +20,11 @@ afterEach(async () => {
 })
 
 interface Body {
-  readonly messages: ReadonlyArray<{ readonly role: string; readonly content?: string | null; readonly tool_calls?: ReadonlyArray<{ function: { name: string; arguments: string } }> }>
+  readonly messages: ReadonlyArray<{
+    readonly role: string
+    readonly content?: string | null
+    readonly tool_calls?: ReadonlyArray<{ function: { name: string; arguments: string } }>
+  }>
   readonly tools?: unknown
 }
 
@@ -77,7 +81,9 @@ describe('long conversations', () => {
     expect(tools[0]!.content).toBe(
       '[elided to fit the context window: the read_file data/f0.txt result of step 1, 4000 characters; call the tool again if you need it]'
     )
-    const trace = lastJson<{ steps: Array<{ step: number; promptSummary: string }> }>(await runCli(['show', lastJson<{ runId: string }>(ran).runId, '--json', '--db', db]))
+    const trace = lastJson<{ steps: Array<{ step: number; promptSummary: string }> }>(
+      await runCli(['show', lastJson<{ runId: string }>(ran).runId, '--json', '--db', db])
+    )
     expect(trace.steps.at(-1)!.promptSummary).toMatch(/elided \d+ tool results: read_file data\/f0.txt \(step 1, 4000 chars\)/)
     expect(trace.steps[0]!.promptSummary).not.toContain('elided')
   })

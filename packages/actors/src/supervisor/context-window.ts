@@ -47,7 +47,8 @@ export const fitToContext = (messages: ReadonlyArray<ChatMessage>, contextTokens
   messages.forEach((message, index) => {
     if (message.role === 'assistant') starts.push(index)
   })
-  const keepFrom = starts.length > KEPT_STEPS ? starts[starts.length - KEPT_STEPS]! : messages.length
+  // Everything from the first of the last two steps on (all of a conversation of two steps or fewer).
+  const keepFrom = starts[Math.max(0, starts.length - KEPT_STEPS)] ?? messages.length
   const out = [...messages]
   const elided: Elision[] = []
   let step = 0
