@@ -41,9 +41,10 @@ export class RequestDecidedError extends Data.TaggedError('RequestDecidedError')
 /** Nothing of the asked kind waits for a decision: `approval` (approve/deny) or `recovery`. */
 export class NothingPendingError extends Data.TaggedError('NothingPendingError')<{
   readonly runId: string
-  readonly kind: 'approval' | 'recovery'
+  readonly kind: 'approval' | 'recovery' | 'input'
 }> {
   override get message(): string {
+    if (this.kind === 'input') return `run ${this.runId} has no question waiting for an answer`
     return this.kind === 'recovery' ? `run ${this.runId} has no pending recovery request` : `run ${this.runId} has no pending approval requests`
   }
 }
@@ -67,10 +68,11 @@ export class RecoveryDecisionNeededError extends Data.TaggedError('RecoveryDecis
 /** A decision that needs exactly one request (an edit, a recovery) matched several: name one. */
 export class AmbiguousRequestError extends Data.TaggedError('AmbiguousRequestError')<{
   readonly runId: string
-  readonly what: 'edit' | 'recovery'
+  readonly what: 'edit' | 'recovery' | 'answer'
   readonly count: number
 }> {
   override get message(): string {
+    if (this.what === 'answer') return `run ${this.runId} has ${this.count} questions waiting: name the one this answers`
     return this.what === 'edit'
       ? `an edit needs exactly one request and run ${this.runId} has ${this.count} pending: name one`
       : `run ${this.runId} has ${this.count} recovery requests pending: name one`

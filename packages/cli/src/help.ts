@@ -11,7 +11,7 @@ Progress goes to stderr; with --json the last line of stdout is {"runId","status
   --nats URL          send child runs to agentvisor workers over NATS (docs/nats.md)
   --inspect [URL]     stream XState inspection events to a Stately inspector relay
 
-Exit codes: 0 succeeded, 1 other end, 2 bad input, 3 paused awaiting approval. Ctrl-C cancels.
+Exit codes: 0 succeeded, 1 other end, 2 bad input, 3 paused awaiting approval or an answer. Ctrl-C cancels.
 
 examples:
   agentvisor run examples/single-agent/task.json
@@ -31,7 +31,7 @@ examples:
   runs: `agentvisor runs [--json] [--status S] [--db PATH]
 
 Lists runs, oldest first. Interrupted runs show as "running (interrupted)".
-S is one of running, awaiting_approval, succeeded, step_cap, failed, cancelled, timed_out.
+S is one of running, awaiting_approval, awaiting_input, succeeded, step_cap, failed, cancelled, timed_out.
 
 examples:
   agentvisor runs --status failed
@@ -45,6 +45,16 @@ every model-call attempt, policy events, approvals and child runs.
 examples:
   agentvisor show 0b7c1d2e-...
   agentvisor show 0b7c1d2e-... --json | jq '.receipts'
+`,
+  answer: `agentvisor answer RUN [REQUEST] TEXT [--db PATH] [--json]
+
+Answers a question the run's model asked with ask_human (docs/policy.md, "Questions"): its only
+open question, or REQUEST's when it has several (agentvisor show lists them). The answer is the
+call's result once the run goes on: continue it with agentvisor resume RUN.
+
+examples:
+  agentvisor answer 0b7c... "Use the staging bucket" && agentvisor resume 0b7c...
+  agentvisor answer 0b7c... 5f1e... "No: keep the old name"
 `,
   watch: `agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
 

@@ -16,13 +16,14 @@ usage:
   agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
   agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH]
   agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
+  agentvisor answer RUN [REQUEST] TEXT [--db PATH]
   agentvisor cancel RUN [--db PATH]
   agentvisor worker --nats URL [--db PATH] [--concurrency N]
   agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 
 The store is --db PATH, else $AGENTVISOR_DB, else .agentvisor/agentvisor.db under the current folder.
-Exit codes: 0 run succeeded; 1 run ended otherwise; 2 usage or invalid input; 3 paused awaiting approval.
+Exit codes: 0 run succeeded; 1 run ended otherwise; 2 usage or invalid input; 3 paused awaiting approval or an answer.
 agentvisor COMMAND --help tells more about each command, with examples.
 
 examples:
@@ -61,6 +62,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   show: async () => (await loadModule<typeof import('./commands/show.js')>('./commands/show.js')).showCommand,
   watch: async () => (await loadModule<typeof import('./commands/watch.js')>('./commands/watch.js')).watchCommand,
   approve: async () => (await loadModule<typeof import('./commands/approve.js')>('./commands/approve.js')).approveCommand,
+  answer: async () => (await loadModule<typeof import('./commands/answer.js')>('./commands/answer.js')).answerCommand,
   cancel: async () => (await loadModule<typeof import('./commands/cancel.js')>('./commands/cancel.js')).cancelCommand,
   worker: async () => (await loadModule<typeof import('./commands/worker.js')>('./commands/worker.js')).workerCommand,
   inspect: async () => (await loadModule<typeof import('./commands/inspect.js')>('./commands/inspect.js')).inspectCommand,

@@ -42,6 +42,22 @@ export const terminalApprover = (): Approver | undefined => {
       } finally {
         rl.close()
       }
+    },
+    // A question the model asked (`ask_human`): asked here, the line typed is the answer; an empty
+    // line leaves it open (the run pauses, exit 3, for `agentvisor answer`).
+    answer: async (question) => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr })
+      rl.on('SIGINT', () => {
+        rl.close()
+        process.kill(process.pid, 'SIGINT')
+      })
+      try {
+        process.stderr.write(`\nthe model asks: ${terminalSafe(question.question, true)}\n`)
+        const line = (await rl.question('your answer (empty: answer later): ')).trim()
+        return line === '' ? undefined : line
+      } finally {
+        rl.close()
+      }
     }
   }
 }

@@ -9,6 +9,7 @@ import { EventHub } from '../events/event-hub.js'
 import { followEvents } from '../events/follow-events.js'
 import type { RunStreamEvent } from '../events/run-events.js'
 import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-cases/approve.js'
+import { type AnswerOutcome, answerRun } from '../use-cases/answer.js'
 import { type CancelOptions, type CancelOutcome, cancelRun } from '../use-cases/cancel.js'
 import { listRunRecords, type RunFilter } from '../use-cases/list.js'
 import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
@@ -185,6 +186,25 @@ export class Agentvisor {
   }
 
   /**
+   * Answers a question the run's model asked (`ask_human`): its only one, or `requestId`'s;
+   * recorded with source `api`, as `agentvisor answer` and NATS do. The run goes on with `resume`,
+   * the answer being the call's result. Rejects with `RunNotFoundError`, `RequestNotFoundError`,
+   * `RequestDecidedError` (answered already: the first answer wins), `NothingPendingError`,
+   * `AmbiguousRequestError` (several questions wait: name one), `StoreError` (docs/typescript-api.md).
+   *
+   * @example
+   * const [question] = (await av.pending(runId)).filter((r) => r.kind === 'input')
+   * await av.answer(runId, 'Use the staging bucket', { requestId: question.id })
+   * await (await av.resume(runId)).result
+   */
+  answer(runId: string, text: string, options: { readonly requestId?: string } = {}): Promise<AnswerOutcome> {
+    return unwrap(
+      this.runtime,
+      Effect.flatMap(StoreService, (store) => answerRun({ db: store.db, source: 'api' }, runId, { text, requestId: options.requestId }))
+    )
+  }
+
+  /**
    * Cancels a run wherever it is driven, as `agentvisor cancel` does: the request goes to the
    * store; a run nobody drives (paused, interrupted) is ended here; a run driven by another
    * process (or by this one) is waited for, up to `waitMs` (default 10 s; then
@@ -199,7 +219,7 @@ export class Agentvisor {
     )
   }
 
-  /** The requests a run waits on: `[{id, kind: 'approval' | 'recovery', step, act, target, arguments, rule, layer}]`. */
+  /** The requests a run waits on: `[{id, kind: 'approval' | 'recovery', step, act, target, arguments, rule, layer}]`, and its questions `{id, kind: 'input', step, question}`. */
   pending(runId: string): Promise<PendingRequest[]> {
     return unwrap(
       this.runtime,

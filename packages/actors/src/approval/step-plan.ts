@@ -1,5 +1,16 @@
-import { type ApprovalMode, builtinCatalogue, type CompiledPolicy, describeDecision, type ToolCall, type ToolDefinition, toolActOf } from '@agentvisor/core'
+import {
+  ASK_HUMAN,
+  decodeAskHumanArgs,
+  type ApprovalMode,
+  builtinCatalogue,
+  type CompiledPolicy,
+  describeDecision,
+  type ToolCall,
+  type ToolDefinition,
+  toolActOf
+} from '@agentvisor/core'
 import type { ApprovalRow, NewApproval, NewPolicyEvent } from '@agentvisor/store'
+import { Either } from 'effect'
 
 /** What happens to one tool call of a step once policy and approvals have spoken. */
 export type CallPlan =
@@ -16,12 +27,19 @@ export type CallPlan =
     }
   /** Do not run it: `output` tells the model why. */
   | { readonly kind: 'refuse'; readonly requested: ToolCall; readonly output: string }
+  /** An `ask_human` call a person answered: `output` is the answer. */
+  | { readonly kind: 'answered'; readonly requested: ToolCall; readonly output: string }
 
 /** Policy's verdict on a whole step: what to run, what to refuse, what to ask first, what to record. */
 export interface StepPlan {
   readonly calls: ReadonlyArray<CallPlan>
   /** Requests a person must decide before anything of the step runs (the run pauses). */
   readonly pending: ReadonlyArray<Omit<NewApproval, 'created_at'>>
+  /**
+   * Questions (`ask_human`) waiting for a person's answer (kind `input`): the run pauses for them
+   * once nothing else is pending (docs/policy.md, "Questions").
+   */
+  readonly questions: ReadonlyArray<Omit<NewApproval, 'created_at'>>
   /** Requests decided on the spot (`approval: auto`), recorded as decided. */
   readonly decided: ReadonlyArray<Omit<NewApproval, 'created_at'>>
   /** Refusals and on-the-spot decisions for the audit trail (without `at`). */
@@ -57,10 +75,15 @@ export const planStep = (input: {
 }): StepPlan => {
   const calls: CallPlan[] = []
   const pending: Array<Omit<NewApproval, 'created_at'>> = []
+  const questions: Array<Omit<NewApproval, 'created_at'>> = []
   const decided: Array<Omit<NewApproval, 'created_at'>> = []
   const events: Array<Omit<NewPolicyEvent, 'at'>> = []
   for (const [position, call] of input.calls.entries()) {
     const tool = input.tools === undefined ? builtinCatalogue.get(call.name) : input.tools[position]
+    if (tool?.name === ASK_HUMAN) {
+      calls.push(planQuestion(input, position, call, questions))
+      continue
+    }
     const toolAct = toolActOf(tool, call.arguments)
     if (toolAct === undefined) {
       calls.push({ kind: 'run', requested: call, call, tool })
@@ -112,7 +135,45 @@ export const planStep = (input: {
       }
     }
   }
-  return { calls, pending, decided, events }
+  return { calls, pending, questions, decided, events }
+}
+
+/**
+ * An `ask_human` call: answered by its request when a person answered it, else a question to
+ * wait for (the one already stored, or a new one). Never decided by `approval: auto`.
+ */
+const planQuestion = (
+  input: { readonly runId: string; readonly step: number; readonly approvals: ReadonlyArray<ApprovalRow>; readonly newId: () => string },
+  position: number,
+  call: ToolCall,
+  questions: Array<Omit<NewApproval, 'created_at'>>
+): CallPlan => {
+  const decoded = decodeAskHumanArgs(call.arguments)
+  if (Either.isLeft(decoded)) return { kind: 'refuse', requested: call, output: `Invalid arguments for ${ASK_HUMAN}: ${decoded.left}` }
+  const existing = input.approvals.find((a) => a.tool_call_id === call.id && a.kind === 'input')
+  if (existing?.status === 'approved') return { kind: 'answered', requested: call, output: existing.account ?? '' }
+  if (existing?.status === 'denied') return { kind: 'refuse', requested: call, output: 'Nobody answered this question: go on without it.' }
+  questions.push(
+    existing !== undefined
+      ? plannedAgain(existing)
+      : {
+          run_id: input.runId,
+          step: input.step,
+          kind: 'input',
+          act: ASK_HUMAN,
+          target: decoded.right.question,
+          rule: ASK_HUMAN,
+          layer: 'agent',
+          id: input.newId(),
+          position,
+          tool_call_id: call.id,
+          payload_json: payloadOf(call),
+          source: null,
+          edited_payload_json: null,
+          decided_at: null
+        }
+  )
+  return { kind: 'refuse', requested: call, output: 'waiting for an answer' }
 }
 
 /**

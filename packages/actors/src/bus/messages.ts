@@ -53,7 +53,7 @@ export const invalidRunId = (id: unknown, what = 'run id'): string | undefined =
   return `${what} ${shown} is not valid: expected 1 to 64 letters, digits, "_" or "-"`
 }
 
-export const ControlVerb = { cancel: 'cancel', approve: 'approve', status: 'status' } as const
+export const ControlVerb = { cancel: 'cancel', approve: 'approve', status: 'status', answer: 'answer', pending: 'pending' } as const
 export type ControlVerb = (typeof ControlVerb)[keyof typeof ControlVerb]
 
 /** `agentvisor.control.<runId>.approve` request body. */
@@ -66,7 +66,15 @@ export const ApproveBody = Schema.Struct({
 })
 export type ApproveBody = typeof ApproveBody.Type
 
-/** `cancel` and `status` take an empty body (besides the version). */
+/** `agentvisor.control.<runId>.answer` request body: the answer to a question (`ask_human`). */
+export const AnswerBody = Schema.Struct({
+  v: Schema.Literal(PROTOCOL_VERSION),
+  requestId: Schema.optional(Schema.String),
+  text: Schema.String.pipe(Schema.filter((text) => text.trim() !== '' || 'must not be empty'))
+})
+export type AnswerBody = typeof AnswerBody.Type
+
+/** `cancel`, `status` and `pending` take an empty body (besides the version). */
 export const EmptyBody = Schema.Struct({ v: Schema.Literal(PROTOCOL_VERSION) })
 
 /** What every control request is answered with: `{v, ok: true, ...}` or `{v, ok: false, error}`. */
@@ -80,17 +88,20 @@ export const controlError = (error: string): ControlReply => ({ v: PROTOCOL_VERS
  * Parses a control request's raw bytes (as text) for a verb; a malformed payload is a one-line
  * reason, never an exception: whatever arrives on a subject must not crash a worker.
  */
-export const parseControlBody = (verb: ControlVerb, text: string): Either.Either<ApproveBody | typeof EmptyBody.Type, string> => {
+export const parseControlBody = (verb: ControlVerb, text: string): Either.Either<ApproveBody | AnswerBody | typeof EmptyBody.Type, string> => {
   let raw: unknown
   try {
     raw = text.trim() === '' ? {} : JSON.parse(text)
   } catch {
     return Either.left('payload is not JSON')
   }
-  const schema = verb === 'approve' ? ApproveBody : EmptyBody
+  const schema = verb === 'approve' ? ApproveBody : verb === 'answer' ? AnswerBody : EmptyBody
   // Unknown fields are refused, as in task files (docs/task-file.md): a misspelt `remeber` must
   // not pass as a plain approval.
-  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<ApproveBody | typeof EmptyBody.Type>, { errors: 'first', onExcessProperty: 'error' })
+  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<ApproveBody | AnswerBody | typeof EmptyBody.Type>, {
+    errors: 'first',
+    onExcessProperty: 'error'
+  })
   return Either.mapLeft(decode(raw), (error) => {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
     if (issue === undefined) return 'payload is malformed'

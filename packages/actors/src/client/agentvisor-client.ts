@@ -1,3 +1,5 @@
+import type { RunStreamEvent } from '../events/run-events.js'
+import type { PendingRequest } from '../use-cases/pending.js'
 import { Cause, Data, Effect, Exit, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
 import { type ControlReply, PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage } from '../bus/messages.js'
@@ -71,6 +73,25 @@ export class AgentvisorClient {
   ): Promise<ReadonlyArray<string>> {
     const reply = accepted(await run(this.bus.control(runId, 'approve', { v: PROTOCOL_VERSION, ...decision })))
     return (reply['decided'] as string[] | undefined) ?? []
+  }
+
+  /** The requests the run waits on: approvals, recovery decisions and questions (docs/nats.md). */
+  async pending(runId: string): Promise<ReadonlyArray<PendingRequest>> {
+    const reply = accepted(await run(this.bus.control(runId, 'pending', { v: PROTOCOL_VERSION })))
+    return (reply['requests'] as PendingRequest[] | undefined) ?? []
+  }
+
+  /** Answers the run's question (`ask_human`; `requestId` when it has several); returns the question's id. */
+  async answer(runId: string, text: string, options: { readonly requestId?: string } = {}): Promise<string> {
+    const reply = accepted(await run(this.bus.control(runId, 'answer', { v: PROTOCOL_VERSION, text, ...options })))
+    return reply['answered'] as string
+  }
+
+  /** Calls `onEvent` for each of the run's events on its stream (docs/streaming.md) until the returned stop function is called. */
+  async stream(runId: string, onEvent: (event: RunStreamEvent) => void): Promise<() => Promise<void>> {
+    const scope = Effect.runSync(Scope.make())
+    await run(Scope.extend(this.bus.watchStream(runId, onEvent), scope))
+    return () => run(Scope.close(scope, Exit.void))
   }
 
   /** Calls `onEvent` for each transition of the run until the returned stop function is called. */

@@ -24,7 +24,10 @@ export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Wor
   Effect.gen(function* () {
     const { deps } = drive
     const { contract } = deps
-    const pending = (yield* store('load approvals', () => deps.writer.approvals(deps.runId, ctx.step))).filter((a) => a.status === 'pending')
+    // Questions (`ask_human`) are answered in `awaitingInput`, by a person: not here.
+    const pending = (yield* store('load approvals', () => deps.writer.approvals(deps.runId, ctx.step))).filter(
+      (a) => a.status === 'pending' && a.kind !== 'input'
+    )
     if (pending.length > 0) {
       const approver = deps.approver
       // Recovery requests are an operator's call (`approve --retry|--completed|--abort`).

@@ -82,6 +82,18 @@ export interface RunDriverDeps {
 export interface Approver {
   readonly source: 'prompt' | 'api'
   readonly decide: (request: ApprovalRequest) => Promise<ApprovalAnswer>
+  /**
+   * Answers a question the model asked (`ask_human`): the terminal asks it. Absent: questions wait
+   * for `agentvisor answer` (docs/policy.md, "Questions"). Undefined: no answer, the run pauses.
+   */
+  readonly answer?: ((question: QuestionRequest) => Promise<string | undefined>) | undefined
+}
+
+/** A question a run waits on, as an approver is asked it. */
+export interface QuestionRequest {
+  readonly id: string
+  readonly step: number
+  readonly question: string
 }
 
 /**

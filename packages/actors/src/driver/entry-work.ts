@@ -1,3 +1,4 @@
+import { awaitAnswers } from './questions.js'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import type { RunContext } from '../machine/run-machine.js'
 import type { RunStatePath } from '../machine/run-state.js'
@@ -44,6 +45,7 @@ export const ENTRY_WORK: EntryWorkTable = {
   acting: { run: act, pure: always },
   verifying: { run: check, pure: verifyingIsPure },
   awaitingApproval: { run: awaitApprovals, pure: never },
+  awaitingInput: { run: awaitAnswers, pure: never },
   awaitingChildren: { run: awaitChildren, pure: never },
   'finished.succeeded': null,
   'finished.stepCapReached': null,

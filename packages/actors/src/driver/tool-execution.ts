@@ -79,6 +79,14 @@ const planned = (drive: Drive, ctx: RunContext, approvals: ReadonlyArray<Approva
       writes: plan.pending.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at } }))
     } satisfies Work
   }
+  // Decisions first, then questions: a step waits for a person's answers only once nothing else of it does.
+  if (plan.questions.length > 0) {
+    const fresh = plan.questions.filter((question) => !approvals.some((row) => row.id === question.id))
+    return {
+      event: { type: 'INPUT_REQUESTED' },
+      writes: fresh.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at } }))
+    } satisfies Work
+  }
   if (fresh) return journalled(drive, ctx, plan, approvals, NO_ROWS, at)
   return Effect.flatMap(
     store('load the tool journal', () => deps.writer.toolEffects(deps.runId, ctx.step)),
@@ -159,6 +167,7 @@ const performed = (run: StepRun, position: number): Now<Work, StoreError | Lease
 /** What one call of the step comes to: refused, a child's answer, a replayed result, or performed now. */
 const resultOf = (run: StepRun, position: number, item: CallPlan): Now<JournalledResult, StoreError | LeaseLostError> => {
   if (item.kind === 'refuse') return { ok: false, output: item.output }
+  if (item.kind === 'answered') return { ok: true, output: item.output }
   const child = run.spawns.results.get(position)
   if (child !== undefined) return child
   const entry = run.toolJournal.length === 0 ? undefined : run.toolJournal.find((e) => e.position === position)

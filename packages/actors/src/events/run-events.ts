@@ -52,6 +52,7 @@ export type RunStreamEvent =
   | (Durable & { readonly kind: 'toolCall'; readonly step: number; readonly callId: string; readonly name: string; readonly arguments: unknown })
   | (Durable & { readonly kind: 'toolResult'; readonly step: number; readonly callId: string; readonly name: string; readonly output: string })
   | (Durable & { readonly kind: 'approvalRequested'; readonly request: PendingRequest })
+  | (Durable & { readonly kind: 'inputRequested'; readonly request: PendingRequest })
   | (Durable & { readonly kind: 'child'; readonly childId: string; readonly goal: string; readonly status: string })
   | (Durable & { readonly kind: 'usage'; readonly usage: Usage })
   | (Durable & {
@@ -163,11 +164,12 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
         push({ kind: 'toolResult', runId, seq, at, step: cursor.step, callId: result.toolCallId, name, output: result.output })
       }
     }
-    if (t.to_state === 'awaitingApproval' || t.event === 'APPROVAL_REQUESTED') {
+    if (t.event === 'APPROVAL_REQUESTED' || t.event === 'INPUT_REQUESTED') {
+      const questions = t.event === 'INPUT_REQUESTED'
       for (const row of approvals) {
-        if (row.step !== cursor.step || cursor.approvals.has(row.id)) continue
+        if (row.step !== cursor.step || cursor.approvals.has(row.id) || (row.kind === 'input') !== questions) continue
         cursor.approvals.add(row.id)
-        push({ kind: 'approvalRequested', runId, seq, at, request: pendingRequestOf(row) })
+        push({ kind: questions ? 'inputRequested' : 'approvalRequested', runId, seq, at, request: pendingRequestOf(row) })
       }
     }
     if (t.event === 'CHILDREN_SPAWNED') {

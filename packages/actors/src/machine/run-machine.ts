@@ -66,6 +66,9 @@ export type RunEvent =
   | { readonly type: 'TOOLS_DONE' }
   | { readonly type: 'APPROVAL_REQUESTED' }
   | { readonly type: 'APPROVALS_DECIDED' }
+  /** The step asked a person a question (`ask_human`): the run pauses for the answer. */
+  | { readonly type: 'INPUT_REQUESTED' }
+  | { readonly type: 'INPUT_ANSWERED' }
   | { readonly type: 'CHILDREN_SPAWNED' }
   | { readonly type: 'CHILDREN_DONE' }
   | { readonly type: 'VERIFY_PASSED' }
@@ -239,10 +242,15 @@ export const runMachine = setup({
     awaitingApproval: {
       on: { APPROVALS_DECIDED: 'acting' }
     },
+    awaitingInput: {
+      // A question the model asked (`ask_human`) waits for a person; answered, the step runs on.
+      on: { INPUT_ANSWERED: 'acting' }
+    },
     acting: {
       on: {
         TOOLS_DONE: 'verifying',
         APPROVAL_REQUESTED: 'awaitingApproval',
+        INPUT_REQUESTED: 'awaitingInput',
         CHILDREN_SPAWNED: { target: 'awaitingChildren', actions: assign(() => ({ spawnedChildren: true })) }
       }
     },

@@ -36,6 +36,7 @@ const FINAL_STATUS: Readonly<Record<string, RunStatus>> = {
 /** The run status string (docs/cli.md, "Statuses and error kinds") a machine state stands for. */
 export const statusOfState = (path: string): RunStatus => {
   if (path === 'awaitingApproval') return 'awaiting_approval'
+  if (path === 'awaitingInput') return 'awaiting_input'
   return FINAL_STATUS[path] ?? 'running'
 }
 

@@ -1,5 +1,7 @@
 import {
   agentCatalogue,
+  ASK_HUMAN,
+  askHumanDefinition,
   BUILTIN_TOOLS,
   catalogueToolOf,
   type DefinedTool,
@@ -14,7 +16,7 @@ import {
 import { Either } from 'effect'
 
 /** Names agentvisor offers by itself to the agents that need them: no tool of a team may take them. */
-const RESERVED: ReadonlySet<string> = new Set([FINAL_ANSWER, 'ask_human'])
+const RESERVED: ReadonlySet<string> = new Set([FINAL_ANSWER, ASK_HUMAN])
 
 /** A tool given to the process (`Agentvisor.open({ tools })`): a `defineTool` value or a catalogue entry. */
 export type RegisteredTool = DefinedTool | ToolDefinition
@@ -23,16 +25,17 @@ export type RegisteredTool = DefinedTool | ToolDefinition
 export const registeredTool = (tool: RegisteredTool): ToolDefinition => (isDefinedTool(tool) ? catalogueToolOf(tool) : tool)
 
 /**
- * Every tool a run of this process may be offered, in catalogue order: the built-ins, then the
- * tools registered with the process (`Agentvisor.open({ tools })`, `worker --tools`), then the
- * task's own (docs/tools.md). Two tools of one name are a `ContractError` naming it.
+ * Every tool a run of this process may be offered, in catalogue order: the built-ins, `ask_human`
+ * (offered only to an agent whose `tools` name it), then the tools registered with the process
+ * (`Agentvisor.open({ tools })`, `worker --tools`), then the task's own (docs/tools.md). Two tools
+ * of one name are a `ContractError` naming it.
  */
 export const availableTools = (
   registered: ReadonlyArray<ToolDefinition>,
   taskTools: ReadonlyArray<ToolDefinition> = []
 ): Either.Either<ReadonlyArray<ToolDefinition>, ContractError> => {
-  const all = [...BUILTIN_TOOLS, ...registered, ...taskTools]
-  const reserved = all.find((tool) => RESERVED.has(tool.name))
+  const all = [...BUILTIN_TOOLS, askHumanDefinition, ...registered, ...taskTools]
+  const reserved = [...registered, ...taskTools].find((tool) => RESERVED.has(tool.name))
   if (reserved !== undefined) {
     return Either.left(
       new ContractError({ message: `tools: "${reserved.name}" is agentvisor's own tool name; give the ${reserved.source} tool another`, field: 'tools' })

@@ -14,7 +14,6 @@ import {
   RunNotFoundError,
   RunUnreadableError
 } from '../errors.js'
-import { requestKindOf } from './pending.js'
 import { query } from './store-query.js'
 
 /**
@@ -91,9 +90,11 @@ export const approveRun = (deps: ApproveDeps, runId: string, answer: ApproveAnsw
     const run = yield* query(`load run ${runId}`, () => getRun(db, runId))
     if (run === undefined) return yield* new RunNotFoundError({ runId })
     const requests = yield* query(`load the requests of run ${runId}`, () => listApprovals(db, runId))
-    const pending = requests.filter((r) => r.status === 'pending' && (requestId === undefined || r.id === requestId))
+    // Questions are answered (`answerRun`), never approved.
+    const pending = requests.filter((r) => r.status === 'pending' && r.kind !== 'input' && (requestId === undefined || r.id === requestId))
     if (pending.length === 0) {
       const named = requests.find((r) => r.id === requestId)
+      if (named?.kind === 'input' && named.status === 'pending') return yield* new NothingPendingError({ runId, kind: 'approval' })
       if (requestId !== undefined && named !== undefined) return yield* new RequestDecidedError({ requestId, status: named.status })
       if (requestId !== undefined) return yield* new RequestNotFoundError({ runId, requestId })
       return yield* new NothingPendingError({ runId, kind: 'approval' })
@@ -137,7 +138,7 @@ export const approveRun = (deps: ApproveDeps, runId: string, answer: ApproveAnsw
         source: deps.source,
         at: at()
       })
-      decided.push({ id: request.id, kind: requestKindOf(request), act: request.act, target: request.target, status })
+      decided.push({ id: request.id, kind: request.kind === 'recovery' ? 'recovery' : 'approval', act: request.act, target: request.target, status })
     }
     return { runId, decided, runStatus: run.status, pending: yield* remaining }
   })

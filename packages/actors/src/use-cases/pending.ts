@@ -12,7 +12,8 @@ import { query } from './store-query.js'
  */
 export interface PendingRequest {
   readonly id: string
-  readonly kind: 'approval' | 'recovery'
+  /** `input`: a question the model asked a person (`ask_human`, docs/policy.md, "Questions"). */
+  readonly kind: 'approval' | 'recovery' | 'input'
   readonly step: number
   readonly act?: string
   readonly target?: string
@@ -20,10 +21,12 @@ export interface PendingRequest {
   readonly arguments?: Readonly<Record<string, unknown>> | string
   readonly rule?: string
   readonly layer?: string
+  /** The question of an `input` request. */
+  readonly question?: string
 }
 
 /** The kind a stored request is shown as. */
-export const requestKindOf = (row: ApprovalRow): PendingRequest['kind'] => (row.kind === 'recovery' ? 'recovery' : 'approval')
+export const requestKindOf = (row: ApprovalRow): PendingRequest['kind'] => (row.kind === 'recovery' ? 'recovery' : row.kind === 'input' ? 'input' : 'approval')
 
 const argumentsOf = (row: ApprovalRow): PendingRequest['arguments'] => {
   const raw = row.payload.arguments
@@ -36,6 +39,7 @@ const argumentsOf = (row: ApprovalRow): PendingRequest['arguments'] => {
 }
 
 export const pendingRequestOf = (row: ApprovalRow): PendingRequest => {
+  if (row.kind === 'input') return { id: row.id, kind: 'input', step: row.step, question: row.target }
   const args = argumentsOf(row)
   return {
     id: row.id,

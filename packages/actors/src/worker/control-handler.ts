@@ -2,9 +2,11 @@ import { type Database, getRunRow, type StoreError, toRunRecord } from '@agentvi
 import { Cause, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ControlHandler } from '../bus/bus.js'
-import { type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
+import { type AnswerBody, type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
 import { RunNotFoundError } from '../errors.js'
+import { answerRun } from '../use-cases/answer.js'
 import { type ApproveAnswer, type ApproveError, approveRun } from '../use-cases/approve.js'
+import { pendingRequests } from '../use-cases/pending.js'
 import { requestRunCancel } from '../use-cases/cancel.js'
 import { query } from '../use-cases/store-query.js'
 
@@ -60,6 +62,25 @@ export const makeControlHandler =
         if (requested.right.alreadyEnded) return { v: PROTOCOL_VERSION, ok: true as const, status: requested.right.status }
         if (requested.right.undriven) deps.drive(runId)
         return { v: PROTOCOL_VERSION, ok: true as const }
+      }
+      if (verb === 'pending') {
+        const pending = yield* Effect.either(pendingRequests(deps.db, runId))
+        if (Either.isLeft(pending)) {
+          const error = pending.left
+          return controlError(error._tag === 'StoreError' ? storeFailure('list the requests of', runId, error) : error.message)
+        }
+        return { v: PROTOCOL_VERSION, ok: true as const, requests: pending.right }
+      }
+      if (verb === 'answer') {
+        const { text, requestId } = parsed.right as AnswerBody
+        const answered = yield* Effect.either(answerRun({ db: deps.db, source: 'nats' }, runId, { text, requestId }))
+        if (Either.isLeft(answered)) {
+          const error = answered.left
+          return controlError(error._tag === 'StoreError' ? storeFailure('answer', runId, error) : error.message)
+        }
+        // Like an approval: a paused run is driven on here, the answer being its call's result.
+        if (answered.right.pending === 0) deps.drive(runId)
+        return { v: PROTOCOL_VERSION, ok: true as const, answered: answered.right.requestId }
       }
       const approved = yield* Effect.either(approveRun({ db: deps.db, source: 'nats' }, runId, answerOf(parsed.right as ApproveBody)))
       if (Either.isLeft(approved)) return controlError(approveRefusal(runId, approved.left))

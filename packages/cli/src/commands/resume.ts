@@ -60,7 +60,6 @@ const resumeAll = async (flags: DriveFlags): Promise<number> => {
   for (const result of results) say(`agentvisor: run ${result.runId} ${result.status}`)
   if (flags.json) printJson(results)
   if (results.every((r) => r.status === 'succeeded')) return ExitCode.succeeded
-  return results.some((r) => r.status === 'awaiting_approval') && results.every((r) => r.status === 'succeeded' || r.status === 'awaiting_approval')
-    ? ExitCode.paused
-    : ExitCode.failed
+  const paused = (status: string): boolean => status === 'awaiting_approval' || status === 'awaiting_input'
+  return results.some((r) => paused(r.status)) && results.every((r) => r.status === 'succeeded' || paused(r.status)) ? ExitCode.paused : ExitCode.failed
 }

@@ -13,7 +13,7 @@ const isApprovalMode = Schema.is(ApprovalMode)
 /** The exit code a run's status means (docs/cli.md, "Exit codes"). */
 export const exitCodeOf = (status: RunResult['status']): ExitCode => {
   if (status === 'succeeded') return ExitCode.succeeded
-  if (status === 'awaiting_approval') return ExitCode.paused
+  if (status === 'awaiting_approval' || status === 'awaiting_input') return ExitCode.paused
   return ExitCode.failed
 }
 
@@ -29,14 +29,22 @@ export const reportResult = async (result: RunResult, json: boolean, startedAt: 
   const usage = result.treeUsage ?? result.usage
   if (usage !== undefined && usage.inputTokens + usage.outputTokens > 0)
     say(`agentvisor: ${result.treeUsage !== undefined ? 'the run tree used' : 'used'} ${describeUsage(usage)}`)
-  if (result.status === 'awaiting_approval') await reportPending(result.runId, dbPath)
+  if (result.status === 'awaiting_approval' || result.status === 'awaiting_input') await reportPending(result.runId, dbPath)
   if (json) printJson(result)
 }
 
 const reportPending = async (runId: string, dbPath: string): Promise<void> => {
   const store = await openStore(dbPath)
   try {
-    const pending = (await listApprovals(store.db, runId)).filter((a) => a.status === 'pending')
+    const all = (await listApprovals(store.db, runId)).filter((a) => a.status === 'pending')
+    const questions = all.filter((a) => a.kind === 'input')
+    for (const question of questions) say(`agentvisor: the model asks: ${question.target}  [${question.id}]`)
+    if (questions.length > 0) {
+      say(`answer with: agentvisor answer ${runId}${questions.length > 1 ? ' REQUEST' : ''} "..."`)
+      say(`then continue with: agentvisor resume ${runId}`)
+      return
+    }
+    const pending = all
     say(`agentvisor: waiting for ${pending.length === 1 ? 'a decision' : `${pending.length} decisions`}:`)
     for (const request of pending) {
       const why =

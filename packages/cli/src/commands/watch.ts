@@ -57,6 +57,8 @@ const humanLine = (event: RunStreamEvent): string | undefined => {
       return `      ${event.name} -> ${event.output.replace(/\s+/g, ' ').slice(0, 160)}`
     case 'approvalRequested':
       return `      waits for approval: ${event.request.act ?? ''} ${event.request.target ?? ''} [${event.request.id}]`
+    case 'inputRequested':
+      return `      the model asks: ${event.request.question ?? ''} [${event.request.id}]`
     case 'child':
       return `      child ${event.childId} ${event.status}: ${event.goal.slice(0, 80)}`
     case 'usage':

@@ -5,6 +5,7 @@ import type { Generated, Insertable, Selectable, Updateable } from 'kysely'
 export const RunStatus = {
   running: 'running',
   awaitingApproval: 'awaiting_approval',
+  awaitingInput: 'awaiting_input',
   succeeded: 'succeeded',
   stepCap: 'step_cap',
   failed: 'failed',
