@@ -104,6 +104,8 @@ describe('migrations on PostgreSQL', () => {
 describe.each(DIALECTS)('migrations on %s', (dialect) => {
   it('move existing contracts out of the runs rows when run_contracts arrives', async () => {
     const store = await tempStore(dialect)
+    // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
+    store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
     const migrator = new Migrator({ db, provider: migrationProvider })
     // Back to the schema before run_contracts, with a run as that version wrote it.
@@ -129,6 +131,8 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
 
   it('turn each transition of an older store into a journal entry of its own, its snapshot in the version 1 envelope', async () => {
     const store = await tempStore(dialect)
+    // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
+    store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
     const migrator = new Migrator({ db, provider: migrationProvider })
     // Back to the schema before the compact journal, with a run's rows as that version wrote them.
@@ -177,8 +181,23 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     ])
   })
 
+  it('let a run be awaiting_input after the awaiting-input migration, and still refuse a status nobody writes', async () => {
+    const store = await tempStore(dialect)
+    // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
+    store.sqlite?.unsafeMode(true)
+    const migrator = new Migrator({ db: store.db, provider: migrationProvider })
+    expect((await migrator.migrateTo('2026-12-02T080000-run-usage')).error).toBeUndefined()
+    await expect(insertRun(store.db, run({ id: 'before', status: 'awaiting_input' as never }))).rejects.toThrow(/runs_status_check|CHECK/)
+    expect((await migrator.migrateToLatest()).error).toBeUndefined()
+    await insertRun(store.db, run({ id: 'paused', status: 'awaiting_input' as never }))
+    expect((await getRun(store.db, 'paused'))?.status).toBe('awaiting_input')
+    await expect(insertRun(store.db, run({ id: 'bogus', status: 'bogus' as never }))).rejects.toThrow(/runs_status_check|CHECK/)
+  })
+
   it('roll back to nothing and forward again', async () => {
     const store = await tempStore(dialect)
+    // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
+    store.sqlite?.unsafeMode(true)
     const migrator = new Migrator({ db: store.db, provider: migrationProvider })
     expect((await migrator.migrateTo(NO_MIGRATIONS)).error).toBeUndefined()
     const left = await store.db.introspection.getTables()
@@ -192,6 +211,8 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
 describe('the run log migration on SQLite', () => {
   it("moves an older store's receipts, steps, entries and tool effects into run_log, read under their old names as they were", async () => {
     const store = await tempStore('sqlite')
+    // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
+    store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
     const migrator = new Migrator({ db, provider: migrationProvider })
     expect((await migrator.migrateTo('2026-12-01T130000-postgres-run-writer')).error).toBeUndefined()

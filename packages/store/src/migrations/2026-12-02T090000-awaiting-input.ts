@@ -32,9 +32,18 @@ export async function up(db: Kysely<any>): Promise<void> {
   // A store that lost only the record of this migration has the value already (see 2026-12-01T160000).
   if (text.includes(`'awaiting_input'`)) return
   if (!text.includes(OLD)) throw new Error(`the runs table's status CHECK is not the one this migration knows: ${text}`)
+  await editRunsTable(db, OLD, NEW)
+}
+
+/** Replaces `from` by `to` in the `runs` table's SQL text, the documented way (see above). */
+const editRunsTable = async (db: Kysely<any>, from: string, to: string): Promise<void> => {
   const version = await sql<{ schema_version: number }>`pragma schema_version`.execute(db)
   await sql`pragma writable_schema = on`.execute(db)
-  await sql`update sqlite_schema set sql = replace(sql, ${OLD}, ${NEW}) where type = 'table' and name = 'runs'`.execute(db)
+  try {
+    await sql`update sqlite_schema set sql = replace(sql, ${from}, ${to}) where type = 'table' and name = 'runs'`.execute(db)
+  } catch (error) {
+    throw new Error(`cannot loosen the runs table's status CHECK: this migration needs SQLite's defensive mode off, as openStore runs it (${String(error)})`)
+  }
   await sql.raw(`pragma schema_version = ${Number(version.rows[0]?.schema_version) + 1}`).execute(db)
   await sql`pragma writable_schema = off`.execute(db)
 }
@@ -45,9 +54,5 @@ export async function down(db: Kysely<any>): Promise<void> {
     await sql.raw(`alter domain agentvisor_run_status add constraint runs_status_check check (value in (${OLD_VALUES}))`).execute(db)
     return
   }
-  const version = await sql<{ schema_version: number }>`pragma schema_version`.execute(db)
-  await sql`pragma writable_schema = on`.execute(db)
-  await sql`update sqlite_schema set sql = replace(sql, ${NEW}, ${OLD}) where type = 'table' and name = 'runs'`.execute(db)
-  await sql.raw(`pragma schema_version = ${Number(version.rows[0]?.schema_version) + 1}`).execute(db)
-  await sql`pragma writable_schema = off`.execute(db)
+  await editRunsTable(db, NEW, OLD)
 }

@@ -64,6 +64,8 @@ export async function tempStore(dialect: TestDialect = 'sqlite'): Promise<Store>
  */
 export async function olderSqliteStore(file: string): Promise<void> {
   const store = await openStore(file)
+  // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
+  store.sqlite?.unsafeMode(true)
   try {
     const { error } = await new Migrator({ db: store.db, provider: migrationProvider }).migrateDown()
     if (error !== undefined) throw error
