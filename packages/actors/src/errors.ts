@@ -17,6 +17,16 @@ export class RunNotResumableError extends Data.TaggedError('RunNotResumableError
   }
 }
 
+/** A follow-up (`agentvisor send`) asked of a run that cannot take one (docs/policy.md, "Follow-ups"). */
+export class FollowUpRefusedError extends Data.TaggedError('FollowUpRefusedError')<{
+  readonly runId: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `run ${this.runId} cannot take a follow-up: ${this.reason}`
+  }
+}
+
 /** An approval or cancel named a request the run does not have. */
 export class RequestNotFoundError extends Data.TaggedError('RequestNotFoundError')<{
   readonly runId: string

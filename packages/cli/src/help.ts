@@ -56,6 +56,16 @@ examples:
   agentvisor answer 0b7c... "Use the staging bucket" && agentvisor resume 0b7c...
   agentvisor answer 0b7c... 5f1e... "No: keep the old name"
 `,
+  send: `agentvisor send RUN TEXT [--json] [--db PATH] [--nats URL]
+
+Continues a finished run with a follow-up message as a new turn, under the same run id
+(docs/policy.md, "Follow-ups"): the model gets the whole conversation so far, then TEXT, and works
+on with a fresh maxSteps and timeout. Exit codes as for run.
+
+examples:
+  agentvisor send 0b7c... "Now add a section on costs"
+  agentvisor send 0b7c... "Use the staging bucket instead" --json
+`,
   watch: `agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
 
 Tails a run's events from any process until the run finishes (docs/streaming.md): its recorded

@@ -17,6 +17,7 @@ usage:
   agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH]
   agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
   agentvisor answer RUN [REQUEST] TEXT [--db PATH]
+  agentvisor send RUN TEXT [--json] [--db PATH]
   agentvisor cancel RUN [--db PATH]
   agentvisor worker --nats URL [--db PATH] [--concurrency N]
   agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
@@ -62,6 +63,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   show: async () => (await loadModule<typeof import('./commands/show.js')>('./commands/show.js')).showCommand,
   watch: async () => (await loadModule<typeof import('./commands/watch.js')>('./commands/watch.js')).watchCommand,
   approve: async () => (await loadModule<typeof import('./commands/approve.js')>('./commands/approve.js')).approveCommand,
+  send: async () => (await loadModule<typeof import('./commands/send.js')>('./commands/send.js')).sendCommand,
   answer: async () => (await loadModule<typeof import('./commands/answer.js')>('./commands/answer.js')).answerCommand,
   cancel: async () => (await loadModule<typeof import('./commands/cancel.js')>('./commands/cancel.js')).cancelCommand,
   worker: async () => (await loadModule<typeof import('./commands/worker.js')>('./commands/worker.js')).workerCommand,
@@ -82,6 +84,7 @@ const isUserError = (error: unknown): error is Error =>
       'LeaseConflictError',
       'RunNotFoundError',
       'RunNotResumableError',
+      'FollowUpRefusedError',
       'WorkspaceError',
       'WorkspaceEscapeError',
       'StoreError'

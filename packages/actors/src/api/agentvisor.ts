@@ -42,6 +42,8 @@ export interface StartedRun {
   readonly cancel: () => Promise<void>
   /** Starts a child of this run from code (see `Agentvisor.spawn`). */
   readonly spawn: (child: ChildSpec) => Promise<StartedRun>
+  /** Once it finished: continues it with a follow-up message as a new turn (see `Agentvisor.send`). */
+  readonly send: (text: string) => Promise<StartedRun>
   /**
    * The run's events (docs/streaming.md): those recorded from `fromSeq` (default: all), then each
    * new one, with the model's text as it streams, until the run finishes or this drive of it
@@ -134,6 +136,20 @@ export class Agentvisor {
   /** Starts a run and waits for it to finish or pause. */
   async run(task: unknown, options: StartOptions = {}): Promise<RunResult> {
     return (await this.start(task, options)).result
+  }
+
+  /**
+   * Continues a finished run with a follow-up message as a new turn, under the same run id
+   * (docs/policy.md, "Follow-ups"): the conversation so far, then `text` as the user's message,
+   * then a fresh `maxSteps` and timeout. Rejects with `FollowUpRefusedError` for a run that has not
+   * finished or never got an answer, `RunNotFoundError`, `LeaseConflictError`, `StoreError`.
+   *
+   * @example
+   * const first = await av.run(task)
+   * const second = await (await av.send(first.runId, 'Now add a section on costs')).result
+   */
+  async send(runId: string, text: string, options: StartOptions = {}): Promise<StartedRun> {
+    return this.resume(runId, { ...options, followUp: text })
   }
 
   /** Continues an interrupted or paused run under the same run id. */
@@ -284,6 +300,7 @@ export class Agentvisor {
       result,
       cancel: () => unwrap(this.runtime, cancel),
       spawn: (child) => this.spawn(runId, child),
+      send: (text) => this.send(runId, text),
       // A drive that paused ends the reading: nothing more happens here until the run is resumed.
       events: (options = {}) => this.follow(runId, options, () => settledHere)
     }

@@ -186,6 +186,12 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
         push({ kind: 'child', runId, seq, at, childId: child.id, goal: child.goal, status: child.status })
       }
     }
+    if (t.event === 'FOLLOW_UP') {
+      // A new turn of a finished run: its first step follows the steps answered so far.
+      cursor.step = cursor.completedSteps + 1
+      cursor.attempt = 0
+      cursor.ended = false
+    }
     if (t.event === 'VERIFY_FAILED' && t.to_state === 'dispatching') {
       cursor.step++
       cursor.attempt = 0

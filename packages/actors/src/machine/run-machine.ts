@@ -49,6 +49,13 @@ export interface RunContext extends RunMachineInput {
   readonly ended: boolean
   /** Whether this run started children: from then on it shares its tree's dispatch ceiling. */
   readonly spawnedChildren: boolean
+  /**
+   * Set by a follow-up (docs/policy.md, "Follow-ups"): the steps answered before the current turn
+   * began (its step cap counts from there) and when it began (its timeout counts from then).
+   * Absent for a run of one turn, and then written nowhere.
+   */
+  readonly turnStart?: number | undefined
+  readonly turnAt?: number | undefined
 }
 
 export type RunEvent =
@@ -66,6 +73,8 @@ export type RunEvent =
   | { readonly type: 'TOOLS_DONE' }
   | { readonly type: 'APPROVAL_REQUESTED' }
   | { readonly type: 'APPROVALS_DECIDED' }
+  /** A person continues a finished run with a new message: a new turn (`agentvisor send`). */
+  | { readonly type: 'FOLLOW_UP'; readonly at: number; readonly text: string }
   /** The step asked a person a question (`ask_human`): the run pauses for the answer. */
   | { readonly type: 'INPUT_REQUESTED' }
   | { readonly type: 'INPUT_ANSWERED' }
@@ -122,7 +131,7 @@ export const runMachine = setup({
     hasNextProvider: ({ context }) => context.providerIndex + 1 < context.providerCount,
     hasRetryLeft: ({ context }) => context.retries < context.maxRetries,
     hasToolCalls: ({ event }) => event.type === 'PROVIDER_OK' && event.hasToolCalls,
-    atStepCap: ({ context }) => context.step >= context.maxSteps,
+    atStepCap: ({ context }) => context.step - (context.turnStart ?? 0) >= context.maxSteps,
     isActive: ({ context }) => !context.ended
   },
   actions: {
@@ -270,8 +279,27 @@ export const runMachine = setup({
       }
     },
     finished: {
-      // Nothing leaves a finished run: `ended` switches off the root-level CANCEL/TIMEOUT/FAIL.
+      // Nothing leaves a finished run but a follow-up, which begins a new turn: `ended` switches
+      // off the root-level CANCEL/TIMEOUT/FAIL until then.
       entry: assign(() => ({ ended: true })),
+      on: {
+        FOLLOW_UP: {
+          target: 'dispatching',
+          actions: assign(({ context, event }) => ({
+            ended: false,
+            error: null,
+            step: context.completedSteps + 1,
+            attempt: 0,
+            providerIndex: 0,
+            reason: 'initial' as const,
+            retries: 0,
+            retryAt: null,
+            lastHadToolCalls: false,
+            turnStart: context.completedSteps,
+            turnAt: event.at
+          }))
+        }
+      },
       // Required by XState for a compound state; every transition here names its final child.
       initial: 'failed',
       states: {

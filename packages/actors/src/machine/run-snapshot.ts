@@ -53,7 +53,9 @@ const STORED_FIELDS = {
   lastHadToolCalls: true,
   error: true,
   ended: true,
-  spawnedChildren: true
+  spawnedChildren: true,
+  turnStart: true,
+  turnAt: true
 } as const satisfies Record<keyof StoredContext, true>
 
 /** How many context fields a version 2 snapshot holds (a test checks the encoder writes them all). */
@@ -70,7 +72,9 @@ export const encodeRunSnapshot = (snapshot: RunSnapshot): string => {
   const c = snapshot.context
   const value = typeof snapshot.value === 'string' ? `"${snapshot.value}"` : JSON.stringify(snapshot.value)
   const error = c.error === null ? 'null' : JSON.stringify(c.error)
-  return `{"v":2,"snapshot":{"status":"${snapshot.status}","value":${value},"context":{"step":${c.step},"completedSteps":${c.completedSteps},"providerIndex":${c.providerIndex},"attempt":${c.attempt},"reason":"${c.reason}","retries":${c.retries},"dispatches":${c.dispatches},"retryAt":${c.retryAt},"lastHadToolCalls":${c.lastHadToolCalls},"error":${error},"ended":${c.ended},"spawnedChildren":${c.spawnedChildren}}}}`
+  // A run of one turn has no turn fields: nothing more is written for them.
+  const turn = c.turnStart === undefined ? '' : `,"turnStart":${c.turnStart},"turnAt":${c.turnAt ?? null}`
+  return `{"v":2,"snapshot":{"status":"${snapshot.status}","value":${value},"context":{"step":${c.step},"completedSteps":${c.completedSteps},"providerIndex":${c.providerIndex},"attempt":${c.attempt},"reason":"${c.reason}","retries":${c.retries},"dispatches":${c.dispatches},"retryAt":${c.retryAt},"lastHadToolCalls":${c.lastHadToolCalls},"error":${error},"ended":${c.ended},"spawnedChildren":${c.spawnedChildren}${turn}}}}`
 }
 
 /**

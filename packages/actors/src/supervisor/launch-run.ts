@@ -15,13 +15,22 @@ import {
   type WorkspaceError,
   withRootHandle
 } from '@agentvisor/core'
-import { type Database, getRun, type LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
+import {
+  clearCancelRequest,
+  type Database,
+  getRun,
+  isFinalStatus,
+  type LeaseConflictError,
+  type LeaseLostError,
+  type RunWriter,
+  type StoreError
+} from '@agentvisor/store'
 import { Clock, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import { type Actor, createActor, type Snapshot } from 'xstate'
 import { runPolicyOf } from '../approval/run-policy.js'
 import { childRunRow } from '../children/child-contract.js'
-import { RunNotFoundError, RunNotResumableError } from '../errors.js'
+import { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { causeLine } from '../loop/survive.js'
 import { machineInput, type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
@@ -133,7 +142,9 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const policy = loaded.right
       // Its root held open while the run's fiber runs (supervise.ts), closed when it lets go.
       const { workspace, handle: rootHandle } = withRootHandle(opened ?? (yield* openWorkspace(contract.workspace)))
-      const deadline = Date.parse(createdAt) + contract.limits.timeoutMs
+      // A turn's timeout counts from its start (docs/policy.md, "Follow-ups"); a run of one turn's from its creation.
+      const turnAt = startOptions.followUp !== undefined ? Date.now() : actor.getSnapshot().context.turnAt
+      const deadline = (turnAt ?? Date.parse(createdAt)) + contract.limits.timeoutMs
       const observers = observersOf(startOptions)
       // Known before the first step: a fallback's key can be printed by a tool before that
       // provider is ever asked. A key read later (rotated) is added when it is read.
@@ -170,7 +181,19 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const stop = makeStopSignal(runId)
       driving += 1
       const fiber = yield* runFibers.fork(
-        supervise({ runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh: createdWithToken !== undefined, rootHandle })
+        supervise({
+          runId,
+          driver,
+          actor,
+          deadline,
+          stop,
+          observers,
+          leaseToken,
+          cancelRequested,
+          fresh: createdWithToken !== undefined,
+          rootHandle,
+          followUp: startOptions.followUp === undefined ? undefined : { text: startOptions.followUp, at: turnAt ?? Date.now() }
+        })
       )
       return handleOf(runId, fiber, stop)
     })
@@ -205,6 +228,13 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // The contract and steps come decoded: a corrupt one failed the load (docs/durability.md, "Corrupt rows").
       const { run, last, steps } = loaded
       const { contract } = run
+      if (startOptions.followUp !== undefined) {
+        // A follow-up continues a finished run that has a conversation to continue.
+        if (!isFinalStatus(run.status)) return yield* new FollowUpRefusedError({ runId, reason: `it is ${run.status}: a follow-up continues a finished run` })
+        if (steps.length === 0) return yield* new FollowUpRefusedError({ runId, reason: 'no model answer was ever recorded for it: start a new run' })
+        // A cancel that ended the last turn does not end the next one.
+        if (run.cancel_requested_at !== null) yield* storeCall(`clear run ${runId}'s cancel request`, () => clearCancelRequest(db, runId))
+      }
       const decoded = last === undefined ? Either.right(undefined) : decodeRunSnapshot(last.snapshot_json, machineInput(contract))
       if (Either.isLeft(decoded)) return yield* new RunNotResumableError({ runId, reason: `its last snapshot ${decoded.left}` })
       const snapshot = decoded.right
@@ -224,7 +254,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
           feedback: row.feedback ?? undefined
         })
       )
-      const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions, undefined, run.cancel_requested_at !== null)
+      const cancelled = run.cancel_requested_at !== null && startOptions.followUp === undefined
+      const handle = yield* launch(runId, contract, actor, records, last?.seq ?? 0, run.created_at, startOptions, undefined, cancelled)
       return handle
     })
 

@@ -2,7 +2,7 @@ import type { RunError, Usage } from '@agentvisor/core'
 import type { LeaseConflictError, LeaseLostError, RunStatus, StoreError } from '@agentvisor/store'
 import type { ContractError, WorkspaceError } from '@agentvisor/core'
 import type { Effect, Fiber } from 'effect'
-import type { RunNotFoundError, RunNotResumableError } from '../errors.js'
+import type { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
 import type { Approver } from './run-driver.js'
 import type { RunObserver } from './run-observer.js'
 
@@ -50,8 +50,21 @@ export interface StartOptions {
   /** Answers this run's `ask`s (overrides the supervisor's approver). */
   readonly approver?: Approver | undefined
   readonly observers?: ReadonlyArray<RunObserver>
+  /**
+   * On a resume: continue the finished run with this message as a new turn (docs/policy.md,
+   * "Follow-ups"): the conversation so far, then the message, then a fresh `maxSteps` and timeout.
+   */
+  readonly followUp?: string | undefined
 }
 
 /** Why a run could not be started or resumed. */
 /** `ContractError`: the task's tools do not fit what the process offers (docs/tools.md). */
-export type LaunchError = StoreError | WorkspaceError | RunNotFoundError | RunNotResumableError | LeaseConflictError | LeaseLostError | ContractError
+export type LaunchError =
+  | StoreError
+  | WorkspaceError
+  | RunNotFoundError
+  | RunNotResumableError
+  | FollowUpRefusedError
+  | LeaseConflictError
+  | LeaseLostError
+  | ContractError

@@ -40,6 +40,8 @@ export interface Supervised {
   readonly fresh: boolean
   /** The run's workspace root: held from the fiber's start until it lets go (docs/task-file.md). */
   readonly rootHandle: RootHandle
+  /** A new turn to begin before driving (a finished run sent a follow-up). */
+  readonly followUp?: { readonly text: string; readonly at: number } | undefined
 }
 
 /** Why a drive stopped without its run ending: another driver took it over, or the store failed. */
@@ -53,7 +55,7 @@ export const makeSupervise =
   (deps: SuperviseDeps) =>
   (run: Supervised): Effect.Effect<RunResult> => {
     const { writer, leases, secrets, warn, ended } = deps
-    const { runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh, rootHandle } = run
+    const { runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh, rootHandle, followUp } = run
     let stoppedBy: LetGo | undefined
     const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
     const drive = Effect.gen(function* () {
@@ -69,6 +71,7 @@ export const makeSupervise =
         return
       }
       if (!fresh) yield* driver.recover
+      if (followUp !== undefined) yield* driver.followUp(followUp.text, followUp.at)
       stop.arm(deadline - (yield* Clock.currentTimeMillis))
       const stopped = yield* stop.race(driver.drive, driver.afterInterrupt)
       // By now the drive fiber is interrupted and its finalizers (tool process groups,

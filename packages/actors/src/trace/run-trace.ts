@@ -4,6 +4,7 @@ import {
   getRunRow,
   listAttempts,
   listApprovals,
+  listJournalEntries,
   listPolicyEvents,
   listRuns,
   listSteps,
@@ -91,6 +92,11 @@ export interface RunTrace {
   readonly children: ReadonlyArray<{ id: string; status: string }>
   /** What a succeeded run produced (docs/agents.md, "Structured results"). */
   readonly output?: unknown
+  /**
+   * The run's turns (docs/policy.md, "Follow-ups"): the first from seq 1, then one per follow-up,
+   * from its `FOLLOW_UP` transition, with the message that began it.
+   */
+  readonly turns: ReadonlyArray<{ turn: number; seq: number; firstStep: number; at: string; message?: string }>
 }
 
 /** The built-ins' classes are fixed: their calls' results do not record them (docs/tools.md). */
@@ -215,8 +221,32 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       ...(a.edited_payload !== null ? { editedArguments: parseArguments(a.edited_payload.arguments) } : {})
     })),
     children: children.map((c) => ({ id: c.id, status: c.status })),
-    ...outputOf(run.status, steps)
+    ...outputOf(run.status, steps),
+    turns: await turnsOf(db, runId, transitions)
   }
+}
+
+/** The turns of a run: where each began (`FOLLOW_UP` transitions), with its message read from the journal. */
+const turnsOf = async (db: Executor, runId: string, transitions: ReadonlyArray<{ seq: number; event: string; at: string }>): Promise<RunTrace['turns']> => {
+  const turns: Array<RunTrace['turns'][number]> = [{ turn: 1, seq: 1, firstStep: 1, at: transitions[0]?.at ?? '' }]
+  if (!transitions.some((t) => t.event === 'FOLLOW_UP')) return turns
+  const messages = new Map<number, string>()
+  for (const entry of await listJournalEntries(db, runId)) {
+    try {
+      const events = JSON.parse(entry.transitions_json) as Array<{ seq: number; event: { type?: unknown; text?: unknown } }>
+      for (const t of events) if (t.event?.type === 'FOLLOW_UP' && typeof t.event.text === 'string') messages.set(t.seq, t.event.text)
+    } catch {
+      // An unreadable entry (docs/durability.md, "Corrupt rows"): its turn shows without its message.
+    }
+  }
+  let answered = 0
+  for (const t of transitions) {
+    if (t.event === 'PROVIDER_OK') answered++
+    if (t.event !== 'FOLLOW_UP') continue
+    const message = messages.get(t.seq)
+    turns.push({ turn: turns.length + 1, seq: t.seq, firstStep: answered + 1, at: t.at, ...(message !== undefined ? { message } : {}) })
+  }
+  return turns
 }
 
 /**

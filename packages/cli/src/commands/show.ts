@@ -43,6 +43,11 @@ export const formatTrace = (trace: RunTrace): string => {
   lines.push(`  usage: ${describeUsage(run.usage)}${run.treeUsage !== undefined ? `; with its children: ${describeUsage(run.treeUsage)}` : ''}`)
   if (trace.output !== undefined)
     lines.push(`  output: ${(typeof trace.output === 'string' ? trace.output : JSON.stringify(trace.output)).replace(/\s+/g, ' ').slice(0, 400)}`)
+  if (trace.turns.length > 1) {
+    for (const turn of trace.turns.slice(1)) {
+      lines.push(`  turn ${turn.turn} from step ${turn.firstStep} (seq ${turn.seq}, ${turn.at}): ${(turn.message ?? '').replace(/\s+/g, ' ').slice(0, 200)}`)
+    }
+  }
   lines.push('', 'transitions:')
   for (const t of trace.transitions) lines.push(`  ${String(t.seq).padStart(3)}  ${t.at}  ${t.from} --${t.event}--> ${t.to}`)
   // A step whose model call never succeeded has a receipt but no step row: show both kinds.

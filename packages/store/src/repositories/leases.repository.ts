@@ -99,6 +99,19 @@ export async function requestCancel(db: Executor, runId: string, at: string): Pr
   return (await db.selectFrom('runs').select('id').where('id', '=', runId).executeTakeFirst()) !== undefined
 }
 
+/**
+ * Forgets a finished run's cancel request, as a follow-up begins a new turn of it (the request
+ * ended the last turn, not the next). A run still going keeps its request.
+ */
+export async function clearCancelRequest(db: Executor, runId: string): Promise<void> {
+  await db
+    .updateTable('runs')
+    .set({ cancel_requested_at: null })
+    .where('id', '=', runId)
+    .where('status', 'in', ['succeeded', 'step_cap', 'failed', 'cancelled', 'timed_out'])
+    .execute()
+}
+
 /** Whether someone asked to cancel the run. */
 export async function isCancelRequested(db: Executor, runId: string): Promise<boolean> {
   const run = await db.selectFrom('runs').select('cancel_requested_at').where('id', '=', runId).executeTakeFirst()
