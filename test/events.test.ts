@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import * as path from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
 import { Agentvisor, makeNatsBus, natsBusOptionsFromEnv, type RunStreamEvent } from '@agentvisor/actors'
 import { Effect, Exit, Scope } from 'effect'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor } from './support/cli.js'
+import { lastJson, runCli, startRunInBackground, tempDir, waitFor } from './support/cli.js'
 import { natsEnv } from './support/workers.js'
 
 // A run's events (docs/streaming.md) over the mock LLM streaming its answers: text as it streams,
@@ -189,5 +191,38 @@ describe('events', () => {
     )
     expect(trace.run.usage.costUsd).toBeGreaterThan(0)
     expect(trace.steps.at(-1)!.promptSummary).toContain('elided 1 tool result: read_file reports/alpha.md (step 2')
+  })
+})
+
+describe('a driver killed mid-stream', () => {
+  it('leaves the text it had streamed in the receipt, which the resume settles unknown and show reports', async () => {
+    const long = 'Here is the first part of a long answer, then a second part that takes a while, and a third part at the end.'
+    mock = await startMockLlm({ scenarios: { models: { [MODEL]: [{ text: long, chunkDelayMs: 400 }, { text: 'done after all' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = path.join(dir, 'task.json')
+    writeFileSync(file, JSON.stringify({ ...taskFor(mock.url, dir), workspace: 'ws' }))
+    const started = startRunInBackground(file, db)
+    const runId = await started.runId()
+    // Killed once the receipt holds part of the answer and before the answer is in.
+    const partial = await waitFor(() => {
+      const raw = new BetterSqlite3(db, { readonly: true, fileMustExist: true })
+      try {
+        return (raw.prepare("SELECT partial_text FROM attempts WHERE run_id = ? AND outcome = 'pending'").pluck().get(runId) as string | null) ?? undefined
+      } finally {
+        raw.close()
+      }
+    }, 'the streamed text in the receipt')
+    process.kill(started.pid(), 'SIGKILL')
+    await started.done
+    expect(long.startsWith(partial)).toBe(true)
+    expect(partial.length).toBeLessThan(long.length)
+
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    const trace = lastJson<{ receipts: Array<{ attempts: Array<{ outcome: string; partialText?: string }> }> }>(
+      await runCli(['show', runId, '--json', '--db', db])
+    )
+    expect(trace.receipts[0]!.attempts[0]).toMatchObject({ outcome: 'unknown', partialText: partial })
   })
 })

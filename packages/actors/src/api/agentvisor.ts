@@ -125,12 +125,17 @@ export class Agentvisor {
     const contract = Agentvisor.contract(task)
     const unconfinable = await sandboxUnavailable(contract.sandbox)
     if (unconfinable !== undefined) throw new ContractError({ message: `sandbox.exec: ${unconfinable}`, field: 'sandbox.exec' })
-    return this.wrap(
-      await unwrap(
-        this.runtime,
-        Effect.flatMap(Supervisor, (s) => s.start(contract, options))
+    const started = this.hub.starts()
+    try {
+      return this.wrap(
+        await unwrap(
+          this.runtime,
+          Effect.flatMap(Supervisor, (s) => s.start(contract, options))
+        )
       )
-    )
+    } finally {
+      started()
+    }
   }
 
   /** Starts a run and waits for it to finish or pause. */
@@ -154,12 +159,17 @@ export class Agentvisor {
 
   /** Continues an interrupted or paused run under the same run id. */
   async resume(runId: string, options: StartOptions = {}): Promise<StartedRun> {
-    return this.wrap(
-      await unwrap(
-        this.runtime,
-        Effect.flatMap(Supervisor, (s) => s.resume(runId, options))
+    const started = this.hub.starts()
+    try {
+      return this.wrap(
+        await unwrap(
+          this.runtime,
+          Effect.flatMap(Supervisor, (s) => s.resume(runId, options))
+        )
       )
-    )
+    } finally {
+      started()
+    }
   }
 
   /**

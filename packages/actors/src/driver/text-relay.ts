@@ -21,8 +21,11 @@ export const textRelay = (drive: Drive, ctx: RunContext): TextRelay | undefined 
   // The transition into this dispatch is durable: the text comes after it and before the answer's.
   const afterSeq = drive.journal.seq
   const { step, attempt } = ctx
+  const partial = partialTextKeeper(drive, ctx)
   const emit = (delta: string): void => {
-    if (delta !== '') notify(observers, 'onText', { runId, step, attempt, afterSeq, delta, at: iso(drive.now()) })
+    if (delta === '') return
+    notify(observers, 'onText', { runId, step, attempt, afterSeq, delta, at: iso(drive.now()) })
+    partial.add(delta)
   }
   if (secrets === undefined || secrets.isEmpty) return { onText: emit, flush: () => undefined }
   let held = ''
@@ -38,6 +41,46 @@ export const textRelay = (drive: Drive, ctx: RunContext): TextRelay | undefined 
     flush: () => {
       emit(secrets.redact(held))
       held = ''
+    }
+  }
+}
+
+/** How often the text of a call still streaming is written to its receipt, at most. */
+export const PARTIAL_TEXT_EVERY_MS = 250
+
+/**
+ * Keeps what a call has streamed so far in its receipt's `partial_text` while it streams, at most
+ * every `PARTIAL_TEXT_EVERY_MS` (docs/streaming.md, "Text"): a driver killed mid-stream leaves the
+ * text it had shown, which `show` reports with the receipt a resume settles `unknown`. The write
+ * touches only a receipt still `pending` (a takeover settles it first), is never awaited by the
+ * call, and a failing one is logged and the call goes on.
+ */
+const partialTextKeeper = (drive: Drive, ctx: RunContext) => {
+  const { runId, db } = drive.deps
+  const { step, attempt } = ctx
+  let text = ''
+  let writtenAt = drive.now()
+  let writing = false
+  return {
+    add: (delta: string): void => {
+      text += delta
+      const now = drive.now()
+      if (writing || now - writtenAt < PARTIAL_TEXT_EVERY_MS) return
+      writing = true
+      writtenAt = now
+      db.updateTable('attempts')
+        .set({ partial_text: text })
+        .where('run_id', '=', runId)
+        .where('step', '=', step)
+        .where('attempt', '=', attempt)
+        .where('outcome', '=', 'pending')
+        .execute()
+        .catch((error: unknown) =>
+          drive.deps.warn?.(`run ${runId}: cannot keep the streamed text of step ${step}: ${error instanceof Error ? error.message : String(error)}`)
+        )
+        .finally(() => {
+          writing = false
+        })
     }
   }
 }

@@ -232,7 +232,7 @@ const play = async (
       ? openAiStreamEvents(answer, model, `chatcmpl-mock-${sequence}`, { includeUsage, cut })
       : anthropicStreamEvents(answer, model, `msg_mock_${sequence}`, { cut })
   writeSseHead(res)
-  await writeSseEvents(res, events)
+  await writeSseEvents(res, events, step?.chunkDelayMs ?? 0)
   if (!cut) {
     res.end()
     return

@@ -18,11 +18,22 @@ export const writeSseHead = (res: ServerResponse): void => {
 }
 
 /** Writes events in order and resolves once they were handed to the socket. */
-export const writeSseEvents = (res: ServerResponse, events: ReadonlyArray<SseEvent>): Promise<void> =>
-  new Promise((resolve) => {
-    if (events.length === 0) return resolve()
-    res.write(events.map(sseFrame).join(''), () => resolve())
-  })
+export const writeSseEvents = (res: ServerResponse, events: ReadonlyArray<SseEvent>, chunkDelayMs = 0): Promise<void> => {
+  if (chunkDelayMs <= 0 || events.length < 2) {
+    return new Promise((resolve) => {
+      if (events.length === 0) return resolve()
+      res.write(events.map(sseFrame).join(''), () => resolve())
+    })
+  }
+  // One event at a time, `chunkDelayMs` apart: a slow stream, which a client may leave midway.
+  return (async () => {
+    for (const [i, event] of events.entries()) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, chunkDelayMs))
+      if (res.destroyed || res.writableEnded) return
+      await new Promise<void>((resolve) => res.write(sseFrame(event), () => resolve()))
+    }
+  })()
+}
 
 /**
  * Splits text into up to `count` non-empty pieces of near-equal length, so a streamed answer arrives

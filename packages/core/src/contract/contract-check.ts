@@ -109,6 +109,7 @@ const ScriptedStep = struct([
   opt('error', ScriptedError),
   opt('disconnect', boolean),
   opt('delayMs', delayMs),
+  opt('chunkDelayMs', delayMs),
   opt('usage', struct([req('inputTokens', nonNegativeInt), req('outputTokens', nonNegativeInt)]))
 ])
 

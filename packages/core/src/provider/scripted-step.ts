@@ -38,6 +38,8 @@ export const ScriptedStep = Schema.Struct({
   error: Schema.optional(ScriptedError),
   disconnect: Schema.optional(Schema.Boolean),
   delayMs: Schema.optional(DelayMs),
+  /** The mock LLM only (docs/mock-llm.md): a streamed answer waits this long before each of its chunks after the first. */
+  chunkDelayMs: Schema.optional(DelayMs),
   usage: Schema.optional(Schema.Struct({ inputTokens: TokenCount, outputTokens: TokenCount }))
 })
 export type ScriptedStep = typeof ScriptedStep.Type
