@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import BetterSqlite3 from 'better-sqlite3'
 import * as path from 'node:path'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Agentvisor, AgentvisorClient, type RunStreamEvent } from '@agentvisor/actors'
@@ -152,6 +153,47 @@ describe('questions', () => {
     }
     expect(await ask('answer', { v: 1, text: ANSWER })).toMatchObject({ v: 1, ok: true })
     await waitFor(async () => ((await ask('status', { v: 1 }))['status'] === 'succeeded' ? true : undefined), 'the answered run to finish')
+    expect(toolAnswers(1)).toEqual([ANSWER])
+  })
+
+  it('asks on the terminal under approval: prompt, and keeps the question pending when the process is killed there', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = task(dir, mock.url, 'prompt')
+    // `script` gives the CLI a real terminal, so it asks instead of pausing.
+    const child = spawn('script', ['-qfec', `${process.execPath} ${BIN} run ${file} --db ${db}`, '/dev/null'], {
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe']
+    })
+    let screen = ''
+    child.stdout.on('data', (d: Buffer) => (screen += d.toString()))
+    const exited = new Promise((r) => child.once('exit', r))
+    await waitFor(() => (screen.includes('your answer') ? true : undefined), 'the question on the terminal')
+    expect(screen).toContain(`the model asks: ${QUESTION}`)
+    process.kill(-child.pid!, 'SIGKILL')
+    await exited
+    const runId = /run (\S+) started/.exec(screen)![1]!
+    // The driver is gone once it is reaped: until then its lease is rightly held.
+    const raw = new BetterSqlite3(db, { readonly: true })
+    const owner = raw.prepare('SELECT lease_owner FROM runs WHERE id = ?').pluck().get(runId) as string
+    raw.close()
+    await waitFor(() => {
+      try {
+        process.kill(Number(owner.split('/')[1]), 0)
+        return undefined
+      } catch {
+        return true
+      }
+    }, 'the killed driver to be reaped')
+    const trace = lastJson<{ run: { status: string }; approvals: Array<{ kind?: string; status: string }> }>(
+      await runCli(['show', runId, '--json', '--db', db])
+    )
+    expect(trace.run.status).toBe('awaiting_input')
+    expect(trace.approvals).toEqual([expect.objectContaining({ kind: 'input', status: 'pending' })])
+    expect((await runCli(['answer', runId, ANSWER, '--db', db])).code).toBe(0)
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(lastJson(resumed)).toMatchObject({ status: 'succeeded' })
     expect(toolAnswers(1)).toEqual([ANSWER])
   })
 })
