@@ -6,6 +6,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Agentvisor, AgentvisorClient, type RunStreamEvent } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, inject, it } from 'vitest'
+import { startInspector } from '../packages/cli/src/inspector/server.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 
 // Questions (docs/policy.md, "Questions"): a model asks a person with ask_human, the run pauses
@@ -195,5 +196,30 @@ describe('questions', () => {
     const resumed = await runCli(['resume', runId, '--json', '--db', db])
     expect(lastJson(resumed)).toMatchObject({ status: 'succeeded' })
     expect(toolAnswers(1)).toEqual([ANSWER])
+  })
+
+  it('is answered in the inspector: the answer is recorded and the paused run driven on to its end', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const { runId } = lastJson<{ runId: string }>(await runCli(['run', task(dir, mock.url), '--json', '--db', db]))
+    const inspector = await startInspector({ db, port: 0 })
+    try {
+      const view = (await (await fetch(`${inspector.url}api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; kind?: string; target: string }> }
+      expect(view.approvals).toEqual([expect.objectContaining({ kind: 'input', target: QUESTION })])
+      const url = `${inspector.url}api/runs/${runId}/answers/${view.approvals[0]!.id}`
+      const post = (body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      expect((await post('{"text":"  "}')).status).toBe(400)
+      const answered = await post(JSON.stringify({ text: ANSWER }))
+      expect(await answered.json()).toMatchObject({ resumed: true, pending: 0 })
+      expect((await post(JSON.stringify({ text: 'again' }))).status).toBe(409)
+      await waitFor(async () => {
+        const now = (await (await fetch(`${inspector.url}api/runs/${runId}`)).json()) as { run: { status: string } }
+        return now.run.status === 'succeeded' ? true : undefined
+      }, 'the answered run to finish')
+      expect(toolAnswers(1)).toEqual([ANSWER])
+    } finally {
+      await inspector.close()
+    }
   })
 })

@@ -204,12 +204,32 @@ async function decide(runId, requestId, decision) {
   if (S.runId === runId) await loadRun(runId);
 }
 
+async function answerQuestion(runId, requestId, text) {
+  S.busy[requestId] = true; delete S.errors[requestId]; renderDetail();
+  var r = await getJson('/api/runs/' + encodeURIComponent(runId) + '/answers/' + encodeURIComponent(requestId), {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: text })
+  });
+  delete S.busy[requestId];
+  if (!r.ok) S.errors[requestId] = (r.body && r.body.error) || ('HTTP ' + r.status);
+  else if (r.body && r.body.note) S.notes[requestId] = r.body.note;
+  if (S.runId === runId) await loadRun(runId);
+}
+
+/** A question the model asked (ask_human): a field for the answer while it waits, the answer once given. */
+function questionActions(run, a, busy) {
+  if (a.status !== 'pending') return h('span', { class: 'none', text: a.source ? 'answered by ' + a.source : '' });
+  var field = h('input', { type: 'text', 'data-testid': 'answer-text', placeholder: 'your answer', disabled: busy });
+  return h('div', { class: 'actions' }, [field,
+    h('button', { class: 'approve', 'data-testid': 'answer', disabled: busy, onclick: function () { if (field.value.trim() !== '') answerQuestion(run.run.id, a.id, field.value); }, text: 'Answer' })]);
+}
+
 function approvalsCard(run) {
   var body = run.approvals.length === 0 ? h('div', { class: 'none', text: 'No approval requests.' }) : h('table', { 'data-testid': 'approvals' }, [
     h('thead', {}, [h('tr', {}, [h('th', { text: 'step' }), h('th', { text: 'request' }), h('th', { text: 'status' }), h('th', {})])]),
     h('tbody', {}, run.approvals.map(function (a) {
       var pending = a.status === 'pending', busy = S.busy[a.id] === true;
-      var actions = !pending ? h('span', { class: 'none', text: a.source ? 'by ' + a.source : '' })
+      var actions = a.kind === 'input' ? questionActions(run, a, busy)
+        : !pending ? h('span', { class: 'none', text: a.source ? 'by ' + a.source : '' })
         : a.kind === 'recovery' ? h('span', { class: 'none', text: 'an interrupted exec: settle it with agentvisor approve --retry, --completed or --abort' })
         : h('div', { class: 'actions' }, [
           h('button', { class: 'approve', 'data-testid': 'approve', disabled: busy, onclick: function () { decide(run.run.id, a.id, 'approve'); }, text: 'Approve' }),
@@ -217,8 +237,9 @@ function approvalsCard(run) {
         ]);
       return h('tr', { 'data-testid': 'approval-row', 'data-request-id': a.id, 'data-status': a.status }, [
         h('td', { class: 'num', text: a.step }),
-        h('td', {}, [h('code', { text: a.act + ' ' + a.target }),
-          h('div', { class: 'approval-note', text: 'rule ' + a.rule + ' in layer ' + a.layer + (a.remember ? ', remembered' : '') }),
+        h('td', {}, [h('code', { text: a.kind === 'input' ? 'asks: ' + a.target : a.act + ' ' + a.target }),
+          a.kind === 'input' ? (a.account ? h('div', { class: 'approval-note', text: 'answer: ' + a.account }) : null)
+            : h('div', { class: 'approval-note', text: 'rule ' + a.rule + ' in layer ' + a.layer + (a.remember ? ', remembered' : '') }),
           a.editedArguments !== undefined ? h('div', { class: 'approval-note', text: 'edited: ' + json(a.editedArguments) }) : null,
           S.errors[a.id] ? h('div', { class: 'approval-error', 'data-testid': 'approval-error', text: S.errors[a.id] }) : null,
           S.notes[a.id] ? h('div', { class: 'approval-note', text: S.notes[a.id] }) : null]),

@@ -1,3 +1,4 @@
+import { answerFromInspector, parseAnswerBody } from './answer-action.js'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Agentvisor } from '@agentvisor/actors'
@@ -173,15 +174,18 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
       if (view === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
       return sendJson(res, 200, view)
     }
-    if (resource === 'runs' && runId !== undefined && sub === 'approvals' && requestId !== undefined && extra.length === 0) {
+    if (resource === 'runs' && runId !== undefined && (sub === 'approvals' || sub === 'answers') && requestId !== undefined && extra.length === 0) {
       only('POST')
       // A browser always names the page's origin on a POST; another site's page is refused.
       const origin = req.headers.origin
       if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) {
         throw new HttpError({ status: 403, message: 'decisions are accepted only from the inspector page itself' })
       }
-      const body = parseApprovalBody(await readJsonBody(req))
-      const outcome = await decideFromInspector({ db: store.db, drive }, runId, requestId, body)
+      const json = await readJsonBody(req)
+      const outcome =
+        sub === 'answers'
+          ? await answerFromInspector({ db: store.db, drive }, runId, requestId, parseAnswerBody(json))
+          : await decideFromInspector({ db: store.db, drive }, runId, requestId, parseApprovalBody(json))
       feed.notify([runId])
       return sendJson(res, 200, outcome)
     }
