@@ -125,7 +125,10 @@ function head(run) {
       r.usage ? h('span', { 'data-testid': 'run-usage', text: usageText(r.usage) + (r.treeUsage ? '; tree ' + usageText(r.treeUsage) : '') }) : null
     ]),
     r.error ? h('div', { class: 'error-box', 'data-testid': 'run-error', text: r.error.kind + ': ' + r.error.message }) : null,
-    run.output !== undefined ? h('div', { class: 'output-box', 'data-testid': 'run-output' }, [h('strong', { text: 'output ' }), h('code', { text: json(run.output) })]) : null
+    run.output !== undefined ? h('div', { class: 'output-box', 'data-testid': 'run-output' }, [h('strong', { text: 'output ' }), h('code', { text: json(run.output) })]) : null,
+    run.turns && run.turns.length > 1 ? h('div', { class: 'facts', 'data-testid': 'run-turns' }, run.turns.slice(1).map(function (t) {
+      return h('span', { text: 'turn ' + t.turn + ' from step ' + t.firstStep + (t.message ? ': ' + t.message.slice(0, 120) : '') });
+    })) : null
   ]);
 }
 
