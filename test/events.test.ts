@@ -86,6 +86,37 @@ describe('events', () => {
     expect(events.filter((e) => e.kind === 'usage').at(-1)).toMatchObject({ usage: { inputTokens: 720, outputTokens: 35 } })
   })
 
+  it('streams the text of an Anthropic answer the same way', async () => {
+    mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
+    const dir = tempDir()
+    av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
+    const task = { ...taskFor(mock.url, dir), providers: [{ name: 'a', kind: 'anthropic', baseUrl: mock.url, model: MODEL, stream: true }] }
+    const run = await av.start(task)
+    const events = await collect(run.events())
+    expect((await run.result).status).toBe('succeeded')
+    const texts = events.filter((e) => e.kind === 'text').map((e) => (e.kind === 'text' ? e.delta : ''))
+    expect(texts.join('')).toBe(REPLY)
+    expect(texts.length).toBeGreaterThan(1)
+    expect(mock.requests.every((r) => (r.body as { stream?: boolean }).stream === true)).toBe(true)
+  })
+
+  it('never lets a key through in streamed text, even split across pieces', async () => {
+    const key = 'sk-live-0123456789abcdefghij'
+    const leaky = `Sure. The key you gave me is ${key} and I will not repeat it.`
+    mock = await startMockLlm({ scenarios: { models: { [MODEL]: [{ text: leaky }] } } as never, port: 0 })
+    const dir = tempDir()
+    av = await Agentvisor.open({ db: path.join(dir, 'av.db'), env: { MOCK_KEY: key } })
+    const run = await av.start({
+      ...taskFor(mock.url, dir),
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: MODEL, stream: true, apiKeyEnv: 'MOCK_KEY' }]
+    })
+    const events = await collect(run.events())
+    const text = events.map((e) => (e.kind === 'text' ? e.delta : '')).join('')
+    expect(text).toBe(leaky.replace(key, '[redacted]'))
+    expect(JSON.stringify(events)).not.toContain(key)
+    expect(JSON.stringify(events)).not.toContain(key.slice(0, 12))
+  })
+
   it('yields each durable event once from any seq: a reader from fromSeq gets exactly the tail of the full list', async () => {
     mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
     const dir = tempDir()
