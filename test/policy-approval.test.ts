@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process'
-import BetterSqlite3 from 'better-sqlite3'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
+import { waitForLeaseHolderGone } from './support/processes.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 
 let mock: MockLlm | undefined
@@ -212,19 +212,7 @@ describe('approvals that survive the process', () => {
     process.kill(-child.pid!, 'SIGKILL')
     await exited
     const runId = /run (\S+) started/.exec(screen)![1]!
-    // The driver's process is gone once it is reaped, not when `script` exits: until then its
-    // lease looks held by a live process (a resume would be refused, rightly).
-    const raw = new BetterSqlite3(db, { readonly: true })
-    const owner = raw.prepare('SELECT lease_owner FROM runs WHERE id = ?').pluck().get(runId) as string
-    raw.close()
-    await waitFor(() => {
-      try {
-        process.kill(Number(owner.split('/')[1]), 0)
-        return undefined
-      } catch {
-        return true
-      }
-    }, 'the killed driver to be reaped')
+    await waitForLeaseHolderGone(db, runId)
     const trace = await show(db, runId)
     expect(trace.run.status).toBe('awaiting_approval')
     expect(trace.approvals).toEqual([expect.objectContaining({ status: 'pending', target: 'out.txt' })])

@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import BetterSqlite3 from 'better-sqlite3'
 import * as path from 'node:path'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Agentvisor, AgentvisorClient, type RunStreamEvent } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { startInspector } from '../packages/cli/src/inspector/server.js'
+import { waitForLeaseHolderGone } from './support/processes.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 
 // Questions (docs/policy.md, "Questions"): a model asks a person with ask_human, the run pauses
@@ -175,18 +175,7 @@ describe('questions', () => {
     process.kill(-child.pid!, 'SIGKILL')
     await exited
     const runId = /run (\S+) started/.exec(screen)![1]!
-    // The driver is gone once it is reaped: until then its lease is rightly held.
-    const raw = new BetterSqlite3(db, { readonly: true })
-    const owner = raw.prepare('SELECT lease_owner FROM runs WHERE id = ?').pluck().get(runId) as string
-    raw.close()
-    await waitFor(() => {
-      try {
-        process.kill(Number(owner.split('/')[1]), 0)
-        return undefined
-      } catch {
-        return true
-      }
-    }, 'the killed driver to be reaped')
+    await waitForLeaseHolderGone(db, runId)
     const trace = lastJson<{ run: { status: string }; approvals: Array<{ kind?: string; status: string }> }>(
       await runCli(['show', runId, '--json', '--db', db])
     )

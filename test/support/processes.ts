@@ -28,3 +28,27 @@ export const killMatching = (marker: string): void => {
     }
   }
 }
+
+/**
+ * Waits until the process whose lease `runId` still names is gone: a driver SIGKILLed under a
+ * terminal (`script`) is gone once it is reaped, not when `script` exits, and until then its
+ * lease is rightly held (a resume would be refused).
+ */
+export const waitForLeaseHolderGone = async (db: string, runId: string): Promise<void> => {
+  const { default: BetterSqlite3 } = await import('better-sqlite3')
+  const raw = new BetterSqlite3(db, { readonly: true })
+  const owner = raw.prepare('SELECT lease_owner FROM runs WHERE id = ?').pluck().get(runId) as string | null
+  raw.close()
+  if (owner === null) return
+  const pid = Number(owner.split('/')[1])
+  const until = Date.now() + 20_000
+  for (;;) {
+    try {
+      process.kill(pid, 0)
+    } catch {
+      return
+    }
+    if (Date.now() > until) throw new Error(`timed out waiting for the driver ${owner} to be reaped`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}

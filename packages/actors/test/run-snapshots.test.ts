@@ -176,7 +176,11 @@ describe('the persisted run snapshot', () => {
       { type: 'TOOLS_DONE' },
       { type: 'VERIFY_FAILED' },
       { type: 'CHILDREN_SPAWNED' },
-      { type: 'FAIL', error: { kind: 'internal', message: 'x' } }
+      { type: 'FAIL', error: { kind: 'internal', message: 'x' } },
+      // A follow-up's new turn: the turn fields are written from then on.
+      { type: 'FOLLOW_UP', at: 1_700_000_000_000, text: 'and now "this"' },
+      { type: 'PROVIDER_OK', hasToolCalls: false },
+      { type: 'FAIL', error: { kind: 'internal', message: 'y' } }
     ]
     let snapshot = initialRunSnapshot(input)
     for (const event of [undefined, ...events]) {
@@ -185,7 +189,8 @@ describe('the persisted run snapshot', () => {
       const encoded = encodeRunSnapshot(snapshot)
       const whole = JSON.parse(JSON.stringify(persistRunSnapshot(snapshot))) as { status: string; value: unknown; context: Record<string, unknown> }
       const stored = Object.fromEntries(Object.entries(whole.context).filter(([key]) => !inputKeys.includes(key)))
-      expect(Object.keys(stored)).toHaveLength(STORED_CONTEXT_FIELDS)
+      // A run of one turn writes no turn fields (`turnStart`, `turnAt`).
+      expect(Object.keys(stored)).toHaveLength(STORED_CONTEXT_FIELDS - (snapshot.context.turnStart === undefined ? 2 : 0))
       expect(encoded).toBe(JSON.stringify({ v: 2, snapshot: { status: whole.status, value: whole.value, context: stored } }))
       expect(Either.getOrThrow(decodeRunSnapshot(encoded, input))).toEqual(whole)
       // Without the input (a contract that does not read), the context as stored.
