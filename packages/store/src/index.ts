@@ -37,6 +37,7 @@ export {
   listChildren,
   updateRun,
   type ListRunsOptions,
+  listRunTree,
   type RunPatch
 } from './repositories/runs.repository.js'
 export { appendTransition, listTransitions, lastTransition } from './repositories/transitions.repository.js'

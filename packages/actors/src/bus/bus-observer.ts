@@ -1,5 +1,6 @@
 import { Effect } from 'effect'
-import type { Executor } from '@agentvisor/store'
+import { type Executor, listApprovals } from '@agentvisor/store'
+import { pendingRequestOf } from '../use-cases/pending.js'
 import { type EventCursor, eventCursor, readEvents } from '../events/run-events.js'
 import type { RunObserver, TextDelta } from '../supervisor/run-observer.js'
 import type { Bus } from './bus.js'
@@ -12,8 +13,27 @@ import { PROTOCOL_VERSION } from './messages.js'
  */
 export const busObserver = (bus: Bus, lastText: (runId: string) => string | undefined | Promise<string | undefined>, db?: Executor): RunObserver => {
   const streams = bus.kind === 'nats' && db !== undefined ? streamPublisher(bus, db) : undefined
+  // Each run's root, from its drive's start: what `agentvisor.requests` names with each request.
+  const roots = new Map<string, string>()
   return {
+    onDriveStarted: (info) => {
+      const rootId = info.rootId ?? info.runId
+      roots.set(info.runId, rootId)
+      Effect.runFork(
+        bus.publishStarted({
+          v: PROTOCOL_VERSION,
+          runId: info.runId,
+          parentId: info.parentId ?? null,
+          rootId,
+          goal: info.goal ?? '',
+          agent: info.agent ?? null,
+          resumed: info.resumed
+        })
+      )
+    },
     onTransition: (t) => {
+      // A run paused on requests: each announced with its root, for whoever decides (docs/nats.md).
+      if (db !== undefined && (t.to === 'awaitingApproval' || t.to === 'awaitingInput')) announceRequests(bus, db, t.runId, roots.get(t.runId) ?? t.runId)
       const publish = bus.publishEvent({ v: PROTOCOL_VERSION, runId: t.runId, seq: t.seq, from: t.from, event: t.event, to: t.to, at: t.at })
       // The in-process bus has delivered already (as it was called): nothing to run for it.
       if (bus.kind !== 'in-process') Effect.runFork(publish)
@@ -49,6 +69,18 @@ export const busObserver = (bus: Bus, lastText: (runId: string) => string | unde
       )
     }
   }
+}
+
+/** Publishes the run's open requests on `agentvisor.requests`; best effort, as every publication. */
+const announceRequests = (bus: Bus, db: Executor, runId: string, rootId: string): void => {
+  listApprovals(db, runId).then(
+    (rows) => {
+      for (const row of rows) {
+        if (row.status === 'pending') Effect.runFork(bus.publishRequest({ v: PROTOCOL_VERSION, runId, rootId, request: pendingRequestOf(row) }))
+      }
+    },
+    () => undefined
+  )
 }
 
 /**

@@ -2,7 +2,7 @@ import type { RunStreamEvent } from '../events/run-events.js'
 import type { Scope } from 'effect'
 import { Cause, Context, Data, Effect, Schedule } from 'effect'
 import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'
-import type { ChildRunRequest, ControlReply, ControlVerb, RunDoneMessage, RunEventMessage } from './messages.js'
+import type { ChildRunRequest, ControlReply, ControlVerb, RunDoneMessage, RunEventMessage, RunRequestMessage, RunStartedMessage } from './messages.js'
 
 /** The bus could not be reached or refused an operation. */
 export class BusError extends Data.TaggedError('BusError')<{ readonly message: string; readonly cause?: unknown }> {}
@@ -143,6 +143,14 @@ export interface Bus {
   readonly publishStream: (runId: string, event: RunStreamEvent) => Effect.Effect<void>
   /** Calls `onEvent` for each event of `runId` published on its stream until the scope closes. */
   readonly watchStream: (runId: string, onEvent: (event: RunStreamEvent) => void) => Effect.Effect<void, BusError, Scope.Scope>
+  /** Publishes that a driver took a run (`agentvisor.runs.<id>.started`); best effort. */
+  readonly publishStarted: (message: RunStartedMessage) => Effect.Effect<void>
+  /** Calls `onStarted` for every run a driver takes anywhere, until the scope closes. */
+  readonly watchStarted: (onStarted: (message: RunStartedMessage) => void) => Effect.Effect<void, BusError, Scope.Scope>
+  /** Publishes a request a run paused on (`agentvisor.requests`); best effort. */
+  readonly publishRequest: (message: RunRequestMessage) => Effect.Effect<void>
+  /** Calls `onRequest` for every request any run pauses on, until the scope closes. */
+  readonly watchRequests: (onRequest: (message: RunRequestMessage) => void) => Effect.Effect<void, BusError, Scope.Scope>
   /** Publishes how a run ended or paused; best effort. */
   readonly publishDone: (message: RunDoneMessage) => Effect.Effect<void>
   /** Calls `onDone` for each done message of any run until the scope closes. */

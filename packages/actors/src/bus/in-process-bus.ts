@@ -1,9 +1,9 @@
-import { Effect, FiberSet } from 'effect'
+import { Effect, FiberSet, type Scope } from 'effect'
 import type { Bus, ChildDelivery, ConsumeOptions, ControlHandler } from './bus.js'
 import { BusError, serveDelivery } from './bus.js'
 import { type LogLine, stderrLog } from '../loop/survive.js'
 import { answerControl, encodeControlReply } from './control-answer.js'
-import type { ChildRunRequest, RunDoneMessage, RunEventMessage } from './messages.js'
+import type { ChildRunRequest, RunDoneMessage, RunEventMessage, RunRequestMessage, RunStartedMessage } from './messages.js'
 import { bytesToText, decodeControlReply, encodeControlBody, encodeJson } from './wire.js'
 
 /** Options of {@link makeInProcessBus}. */
@@ -202,6 +202,24 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
     return Effect.void
   }
 
+  const startedListeners = new Set<(message: RunStartedMessage) => void>()
+  const requestListeners = new Set<(message: RunRequestMessage) => void>()
+  const publishTo =
+    <A>(listeners: Set<(message: A) => void>) =>
+    (message: A): Effect.Effect<void> =>
+      Effect.sync(() => {
+        if (listeners.size === 0) return
+        const copy = viaJson(message)
+        if (copy !== undefined) for (const listener of listeners) notify(listener, copy)
+      })
+  const watchOn =
+    <A>(listeners: Set<(message: A) => void>) =>
+    (listener: (message: A) => void): Effect.Effect<void, never, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.sync(() => listeners.add(listener)),
+        () => Effect.sync(() => listeners.delete(listener))
+      ).pipe(Effect.asVoid)
+
   const publishDone: Bus['publishDone'] = (message) =>
     Effect.sync(() => {
       const copy = viaJson(message)
@@ -276,6 +294,10 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
     // In one process, `events()` reads a run's events where they are made: nothing travels.
     publishStream: () => Effect.void,
     watchStream: () => Effect.void,
+    publishStarted: publishTo(startedListeners),
+    watchStarted: watchOn(startedListeners),
+    publishRequest: publishTo(requestListeners),
+    watchRequests: watchOn(requestListeners),
     serveControl,
     control
   }

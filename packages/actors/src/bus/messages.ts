@@ -1,4 +1,5 @@
 import type { RunError, Usage, TaskContract } from '@agentvisor/core'
+import type { PendingRequest } from '../use-cases/pending.js'
 import { Either, ParseResult, Schema } from 'effect'
 
 /** Every payload on the bus carries the protocol version (docs/nats.md). */
@@ -21,6 +22,26 @@ export interface RunEventMessage {
   readonly event: string
   readonly to: string
   readonly at: string
+}
+
+/** `agentvisor.runs.<runId>.started`: a driver took the run, new or resumed (docs/nats.md). */
+export interface RunStartedMessage {
+  readonly v: typeof PROTOCOL_VERSION
+  readonly runId: string
+  readonly parentId: string | null
+  readonly rootId: string
+  readonly goal: string
+  /** The agent the run runs (a delegate's name); null for the task's own. */
+  readonly agent: string | null
+  readonly resumed: boolean
+}
+
+/** `agentvisor.requests`: a run anywhere paused on a request (an approval, a question, a recovery decision). */
+export interface RunRequestMessage {
+  readonly v: typeof PROTOCOL_VERSION
+  readonly runId: string
+  readonly rootId: string
+  readonly request: PendingRequest
 }
 
 /** `agentvisor.runs.<runId>.done`: how a run ended (or paused). */
@@ -53,7 +74,7 @@ export const invalidRunId = (id: unknown, what = 'run id'): string | undefined =
   return `${what} ${shown} is not valid: expected 1 to 64 letters, digits, "_" or "-"`
 }
 
-export const ControlVerb = { cancel: 'cancel', approve: 'approve', status: 'status', answer: 'answer', pending: 'pending' } as const
+export const ControlVerb = { cancel: 'cancel', approve: 'approve', status: 'status', answer: 'answer', pending: 'pending', tree: 'tree' } as const
 export type ControlVerb = (typeof ControlVerb)[keyof typeof ControlVerb]
 
 /** `agentvisor.control.<runId>.approve` request body. */
@@ -117,6 +138,8 @@ export const Subjects = {
   events: (runId: string) => `agentvisor.runs.${runId}.events`,
   done: (runId: string) => `agentvisor.runs.${runId}.done`,
   stream: (runId: string) => `agentvisor.runs.${runId}.stream`,
+  started: (runId: string) => `agentvisor.runs.${runId}.started`,
+  requests: 'agentvisor.requests',
   control: (runId: string, verb: ControlVerb) => `agentvisor.control.${runId}.${verb}`,
   /** Every run's control subjects, for a worker's subscription. */
   anyControl: 'agentvisor.control.*.*'

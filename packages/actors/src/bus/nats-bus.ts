@@ -8,12 +8,12 @@ import type { Bus } from './bus.js'
 import { BusError } from './bus.js'
 import { answerControl, encodeControlReply } from './control-answer.js'
 import type { RunStreamEvent } from '../events/run-events.js'
-import { PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage } from './messages.js'
+import { PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage, type RunRequestMessage, type RunStartedMessage } from './messages.js'
 import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
 import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
 import { stderrLog } from '../loop/survive.js'
-import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, decodeStreamEvent, encodeControlBody, encodeJson } from './wire.js'
+import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, decodeStreamEvent, decodeVersioned, encodeControlBody, encodeJson } from './wire.js'
 
 /** How to reach NATS and where the bus keeps its queue (docs/nats.md). */
 export interface NatsBusOptions {
@@ -182,6 +182,21 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
       )
     )
 
+  const publishStarted: Bus['publishStarted'] = (message) =>
+    isSubjectToken(message.runId) ? publish(nc, subjects.started(message.runId), message) : Effect.void
+
+  const watchStarted: Bus['watchStarted'] = (onStarted) =>
+    subscribed(nc, () =>
+      nc.subscribe(subjects.anyStarted, { callback: listen<RunStartedMessage>(decodeVersioned<RunStartedMessage>(['runId', 'goal']), onStarted) })
+    )
+
+  const publishRequest: Bus['publishRequest'] = (message) => publish(nc, subjects.requests, message)
+
+  const watchRequests: Bus['watchRequests'] = (onRequest) =>
+    subscribed(nc, () =>
+      nc.subscribe(subjects.requests, { callback: listen<RunRequestMessage>(decodeVersioned<RunRequestMessage>(['runId', 'rootId']), onRequest) })
+    )
+
   const publishDone: Bus['publishDone'] = (message) => (isSubjectToken(message.runId) ? publish(nc, subjects.done(message.runId), message) : Effect.void)
 
   const listen =
@@ -272,6 +287,10 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
     publishEvent,
     publishStream,
     watchStream,
+    publishStarted,
+    watchStarted,
+    publishRequest,
+    watchRequests,
     publishDone,
     watchDone,
     watchEvents,

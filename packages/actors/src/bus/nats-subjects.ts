@@ -7,6 +7,9 @@ export interface NatsSubjects {
   readonly events: (runId: string) => string
   readonly done: (runId: string) => string
   readonly stream: (runId: string) => string
+  readonly started: (runId: string) => string
+  readonly anyStarted: string
+  readonly requests: string
   readonly anyDone: string
   readonly control: (runId: string, verb: string) => string
   readonly anyControl: string
@@ -21,6 +24,9 @@ export const natsSubjects = (prefix: string = DEFAULT_SUBJECT_PREFIX): NatsSubje
   events: (runId) => `${prefix}.runs.${runId}.events`,
   done: (runId) => `${prefix}.runs.${runId}.done`,
   stream: (runId) => `${prefix}.runs.${runId}.stream`,
+  started: (runId) => `${prefix}.runs.${runId}.started`,
+  anyStarted: `${prefix}.runs.*.started`,
+  requests: `${prefix}.requests`,
   anyDone: `${prefix}.runs.*.done`,
   control: (runId, verb) => `${prefix}.control.${runId}.${verb}`,
   anyControl: `${prefix}.control.*.*`

@@ -52,6 +52,15 @@ export const decodeStreamEvent = (text: string): RunStreamEvent | undefined => {
   return typeof runId === 'string' && typeof kind === 'string' && typeof at === 'string' ? (value as unknown as RunStreamEvent) : undefined
 }
 
+/** Decodes a versioned payload whose `fields` are strings (`started`, `requests`); undefined for anything else. */
+export const decodeVersioned =
+  <A>(fields: ReadonlyArray<string>) =>
+  (text: string): A | undefined => {
+    const value = parseObject(text)
+    if (value === undefined || !isVersioned(value)) return undefined
+    return fields.every((field) => typeof value[field] === 'string') ? (value as unknown as A) : undefined
+  }
+
 /** Decodes an `agentvisor.runs.<runId>.done` payload. */
 export const decodeRunDone = (text: string): RunDoneMessage | undefined => {
   const value = parseObject(text)

@@ -2,7 +2,14 @@ import type { RunStreamEvent } from '../events/run-events.js'
 import type { PendingRequest } from '../use-cases/pending.js'
 import { Cause, Data, Effect, Exit, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
-import { type ControlReply, PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage } from '../bus/messages.js'
+import {
+  type ControlReply,
+  PROTOCOL_VERSION,
+  type RunDoneMessage,
+  type RunEventMessage,
+  type RunRequestMessage,
+  type RunStartedMessage
+} from '../bus/messages.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 
 /** A control request the agentvisor side refused (`{ok: false, error}`). */
@@ -73,6 +80,26 @@ export class AgentvisorClient {
   ): Promise<ReadonlyArray<string>> {
     const reply = accepted(await run(this.bus.control(runId, 'approve', { v: PROTOCOL_VERSION, ...decision })))
     return (reply['decided'] as string[] | undefined) ?? []
+  }
+
+  /** The run and every run below it, as `runs --json` rows (docs/nats.md, `tree`). */
+  async tree(runId: string): Promise<ReadonlyArray<RunStatusRecord>> {
+    const reply = accepted(await run(this.bus.control(runId, 'tree', { v: PROTOCOL_VERSION })))
+    return (reply['runs'] as RunStatusRecord[] | undefined) ?? []
+  }
+
+  /** Calls `onRequest` for every request any run pauses on (`agentvisor.requests`) until the returned stop function is called. */
+  async requests(onRequest: (message: RunRequestMessage) => void): Promise<() => Promise<void>> {
+    const scope = Effect.runSync(Scope.make())
+    await run(Scope.extend(this.bus.watchRequests(onRequest), scope))
+    return () => run(Scope.close(scope, Exit.void))
+  }
+
+  /** Calls `onStarted` for every run a driver takes anywhere (`agentvisor.runs.*.started`) until the returned stop function is called. */
+  async started(onStarted: (message: RunStartedMessage) => void): Promise<() => Promise<void>> {
+    const scope = Effect.runSync(Scope.make())
+    await run(Scope.extend(this.bus.watchStarted(onStarted), scope))
+    return () => run(Scope.close(scope, Exit.void))
   }
 
   /** The requests the run waits on: approvals, recovery decisions and questions (docs/nats.md). */

@@ -47,7 +47,9 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     rootId: contract.lineage?.rootId,
     resumed: deps.seq > 0,
     state: journal.path(),
-    step: journal.context().step
+    step: journal.context().step,
+    goal: contract.goal,
+    agent: contract.agent
   })
   // The supervisor stops the actor whenever it lets go of the run (finished, paused, lease lost,
   // runtime closed): the one signal every way out of a drive shares. A run's row left for later

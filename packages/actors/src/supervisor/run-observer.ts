@@ -34,6 +34,9 @@ export interface DriveStarted {
   /** The state the drive starts in (`dispatching` for a new run) and the step it is at. */
   readonly state: string
   readonly step: number
+  /** The run's goal, and the agent it runs (a delegate's name; absent for the task's own). */
+  readonly goal?: string | undefined
+  readonly agent?: string | undefined
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Database, getRunRow, type StoreError, toRunRecord } from '@agentvisor/store'
+import { type Database, getRunRow, listRunTree, type StoreError, toRunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ControlHandler } from '../bus/bus.js'
@@ -62,6 +62,11 @@ export const makeControlHandler =
         if (requested.right.alreadyEnded) return { v: PROTOCOL_VERSION, ok: true as const, status: requested.right.status }
         if (requested.right.undriven) deps.drive(runId)
         return { v: PROTOCOL_VERSION, ok: true as const }
+      }
+      if (verb === 'tree') {
+        const rows = yield* query(`load run ${runId}'s tree`, () => listRunTree(deps.db, runId))
+        if (rows.length === 0) return controlError(new RunNotFoundError({ runId }).message)
+        return { v: PROTOCOL_VERSION, ok: true as const, runs: rows.map(toRunRecord) }
       }
       if (verb === 'pending') {
         const pending = yield* Effect.either(pendingRequests(deps.db, runId))

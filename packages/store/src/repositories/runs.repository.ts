@@ -1,6 +1,8 @@
+import { sql } from 'kysely'
 import type { Executor } from '../executor.js'
+import { RUN_LIST_COLUMNS } from './run-list.repository.js'
 import { decodeRunRow, decodeRunWithContract } from '../tables/runs.columns.js'
-import type { NewRun, RunRow, RunUpdate, RunWithContract } from '../tables/runs.table.js'
+import type { NewRun, RunListRow, RunRow, RunUpdate, RunWithContract } from '../tables/runs.table.js'
 
 export { listRuns, type ListRunsOptions } from './run-list.repository.js'
 
@@ -52,4 +54,17 @@ export async function listChildren(db: Executor, parentId: string): Promise<RunW
 export async function updateRun(db: Executor, id: string, patch: RunPatch): Promise<RunRow | undefined> {
   const row = await db.updateTable('runs').set(patch).where('id', '=', id).returningAll().executeTakeFirst()
   return row === undefined ? undefined : decodeRunRow(row)
+}
+
+/**
+ * A run and every run below it (by `parent_id`), oldest first: what NATS `control.<run>.tree`
+ * answers (docs/nats.md). Empty when there is no such run.
+ */
+export async function listRunTree(db: Executor, runId: string): Promise<RunListRow[]> {
+  const rows =
+    await sql<RunListRow>`with recursive tree (id) as (select id from runs where id = ${runId} union all select r.id from runs r join tree t on r.parent_id = t.id)
+    select ${sql.join(RUN_LIST_COLUMNS.map((c) => sql.ref(`runs.${c}`)))} from runs join tree on runs.id = tree.id order by runs.created_at, runs.id`.execute(
+      db
+    )
+  return rows.rows
 }

@@ -1,0 +1,91 @@
+import { readFileSync } from 'node:fs'
+import * as path from 'node:path'
+// Only the plain NATS client: what a service in any language does (docs/nats.md).
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { natsEnv, serving, workersPerTest } from './support/workers.js'
+
+let mock: MockLlm | undefined
+let nc: NatsConnection | undefined
+afterEach(async () => {
+  await nc?.close()
+  nc = undefined
+  await mock?.close()
+  mock = undefined
+})
+
+const startWorker = workersPerTest()
+const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
+const decode = (data: Uint8Array) => JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>
+
+describe('supervising a tree from a raw NATS client', () => {
+  it('hears every run start, learns of a child paused two levels down with its root, reads the tree and approves the child', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Produce part P' } }] }, write('out.txt', 'DONE')] },
+        goals: { 'Produce part P': [write('part.txt', 'P'), { text: 'part written' }] }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const prefix = env['AGENTVISOR_NATS_PREFIX']!
+    await serving([startWorker(db, env)])
+    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    const started: Record<string, unknown>[] = []
+    const requests: Record<string, unknown>[] = []
+    nc.subscribe(`${prefix}.runs.*.started`, {
+      callback: (_error, msg) => {
+        started.push(decode(msg.data))
+      }
+    })
+    nc.subscribe(`${prefix}.requests`, {
+      callback: (_error, msg) => {
+        requests.push(decode(msg.data))
+      }
+    })
+    await nc.flush()
+    const ask = async (runId: string, verb: string, body: object) =>
+      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5000 })).data)
+
+    const task = writeTask(dir, {
+      goal: 'Delegate, then write DONE into out.txt',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+      // out.txt is allowed; the child's part.txt asks (a child's asks wait for a decision).
+      policy: { layers: [{ name: 'team', allow: { write: ['out.txt'] } }] },
+      approval: 'defer'
+    })
+    const parent = runCli(['run', task, '--json', '--db', db], { env })
+
+    const announced = await waitFor(() => requests[0], 'the child request on the requests subject')
+    const childId = String(announced['runId'])
+    const rootId = String(announced['rootId'])
+    expect(announced).toMatchObject({ v: 1, request: { kind: 'approval', act: 'write', target: 'part.txt' } })
+    expect(childId).not.toBe(rootId)
+    expect(started).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ v: 1, runId: rootId, parentId: null, rootId, goal: 'Delegate, then write DONE into out.txt', resumed: false }),
+        expect.objectContaining({ v: 1, runId: childId, parentId: rootId, rootId, goal: 'Produce part P' })
+      ])
+    )
+    const tree = await ask(rootId, 'tree', { v: 1 })
+    expect(tree).toMatchObject({ v: 1, ok: true })
+    expect((tree['runs'] as Array<{ id: string; status: string }>).map((r) => [r.id, r.status])).toEqual([
+      [rootId, 'running'],
+      [childId, 'awaiting_approval']
+    ])
+    expect(await ask('no-such-run', 'tree', { v: 1 })).toMatchObject({ v: 1, ok: false })
+    expect(await ask(childId, 'pending', { v: 1 })).toMatchObject({ ok: true, requests: [{ kind: 'approval', act: 'write', target: 'part.txt' }] })
+
+    expect(await ask(childId, 'approve', { v: 1, decision: 'approve' })).toMatchObject({ v: 1, ok: true })
+    const ran = await parent
+    expect(ran.code, ran.stderr).toBe(0)
+    expect(lastJson(ran)).toMatchObject({ runId: rootId, status: 'succeeded' })
+    expect(readFileSync(path.join(dir, 'ws', 'children', '1', 'part.txt'), 'utf8')).toBe('P')
+  })
+})
