@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
@@ -5,6 +6,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { accepts, freePort } from './support/free-port.js'
 import { natsEnv, serving, workersPerTest } from './support/workers.js'
 
 let mock: MockLlm | undefined
@@ -87,5 +89,29 @@ describe('supervising a tree from a raw NATS client', () => {
     expect(ran.code, ran.stderr).toBe(0)
     expect(lastJson(ran)).toMatchObject({ runId: rootId, status: 'succeeded' })
     expect(readFileSync(path.join(dir, 'ws', 'children', '1', 'part.txt'), 'utf8')).toBe('P')
+  })
+})
+
+describe('a worker that cannot serve', () => {
+  it('exits 2 with one line for an address that is not a NATS server, and for a server without JetStream', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const http = await runCli(['worker', '--nats', 'http://127.0.0.1:4222', '--db', db])
+    expect(http.code).toBe(2)
+    expect(http.stderr.trim().split('\n')).toEqual(['agentvisor: --nats: http://127.0.0.1:4222 is not a NATS server address: use nats://host:4222 (or tls://)'])
+
+    // A real nats-server, started without JetStream (-js).
+    const port = await freePort()
+    const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' })
+    try {
+      await waitFor(async () => ((await accepts(port)) ? true : undefined), 'the nats-server without JetStream')
+      const plain = await runCli(['worker', '--nats', `nats://127.0.0.1:${port}`, '--db', db])
+      expect(plain.code).toBe(2)
+      const lines = plain.stderr.trim().split('\n')
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(/^agentvisor: the NATS server has no usable JetStream work queue AGENTVISOR_RUNS \(is JetStream enabled, -js\?\)/)
+    } finally {
+      server.kill('SIGTERM')
+    }
   })
 })

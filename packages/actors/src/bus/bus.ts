@@ -143,6 +143,11 @@ export interface Bus {
   readonly publishStream: (runId: string, event: RunStreamEvent) => Effect.Effect<void>
   /** Calls `onEvent` for each event of `runId` published on its stream until the scope closes. */
   readonly watchStream: (runId: string, onEvent: (event: RunStreamEvent) => void) => Effect.Effect<void, BusError, Scope.Scope>
+  /**
+   * Fails with `BusError` when the child-run work queue cannot be had (a NATS server without
+   * JetStream, a stream of another kind): what a worker checks before it serves (docs/nats.md).
+   */
+  readonly checkWorkQueue: Effect.Effect<void, BusError>
   /** Publishes that a driver took a run (`agentvisor.runs.<id>.started`); best effort. */
   readonly publishStarted: (message: RunStartedMessage) => Effect.Effect<void>
   /** Calls `onStarted` for every run a driver takes anywhere, until the scope closes. */

@@ -292,6 +292,7 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
     watchDone,
     watchEvents,
     // In one process, `events()` reads a run's events where they are made: nothing travels.
+    checkWorkQueue: Effect.void,
     publishStream: () => Effect.void,
     watchStream: () => Effect.void,
     publishStarted: publishTo(startedListeners),

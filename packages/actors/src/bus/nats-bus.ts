@@ -53,6 +53,21 @@ const nonEmpty = (value: string | undefined): string | undefined => (value === u
  * @example
  * const nats = natsBusOptionsFromEnv({ nats: values.nats })
  */
+/**
+ * Why a NATS server address cannot be one: the client speaks NATS (`nats://`, `tls://`, or a
+ * bare `host:port`); an `http://` URL or another scheme is a mistake to say at once, not a
+ * connection that never comes (docs/nats.md). Undefined when every server is fine.
+ */
+export const invalidNatsServers = (servers: string | ReadonlyArray<string>): string | undefined => {
+  for (const server of [servers].flat()) {
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(server)?.[1]?.toLowerCase()
+    if (scheme !== undefined && scheme !== 'nats' && scheme !== 'tls') {
+      return `${maskUrlCredentials(server)} is not a NATS server address: use nats://host:4222 (or tls://)`
+    }
+  }
+  return undefined
+}
+
 export const natsBusOptionsFromEnv = (flags: { readonly nats?: string | undefined }, env: NodeJS.ProcessEnv = process.env): NatsBusOptions | undefined => {
   const url = nonEmpty(flags.nats) ?? nonEmpty(env['AGENTVISOR_NATS_URL'])
   if (url === undefined) return undefined
@@ -284,6 +299,7 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
     kind: 'nats',
     submitChild: queue.submit,
     consumeChildren: queue.consume,
+    checkWorkQueue: queue.check,
     publishEvent,
     publishStream,
     watchStream,

@@ -21,6 +21,7 @@ export interface WorkQueueConfig {
 export interface NatsWorkQueue {
   readonly submit: Bus['submitChild']
   readonly consume: Bus['consumeChildren']
+  readonly check: Bus['checkWorkQueue']
 }
 
 // JetStream's "stream name already in use with a different configuration".
@@ -216,5 +217,15 @@ export const makeNatsWorkQueue = (nc: NatsConnection, config: WorkQueueConfig): 
       )
     })
 
-  return { submit, consume }
+  // The stream made or found, as a worker's first pull would: a server without JetStream answers no one.
+  const check: Bus['checkWorkQueue'] = Effect.tryPromise({
+    try: () => stream.get(),
+    catch: (cause) =>
+      new BusError({
+        message: `the NATS server has no usable JetStream work queue ${streamName} (is JetStream enabled, -js?): ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}`,
+        cause
+      })
+  }).pipe(Effect.asVoid)
+
+  return { submit, consume, check }
 }

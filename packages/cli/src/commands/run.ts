@@ -1,4 +1,4 @@
-import { Agentvisor, natsBusOptionsFromEnv, type RunResult, type StartedRun } from '@agentvisor/actors'
+import { Agentvisor, invalidNatsServers, natsBusOptionsFromEnv, type RunResult, type StartedRun } from '@agentvisor/actors'
 import { ApprovalMode, loadTaskFile, type TaskContract } from '@agentvisor/core'
 import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
@@ -126,6 +126,8 @@ export const openOptions = (flags: Pick<DriveFlags, 'db' | 'nats'>) => {
   const dbPath = resolveDbPath(flags.db)
   // With NATS, children go to the workers' queue; without it, this process drives them.
   const nats = natsBusOptionsFromEnv(flags.nats === undefined ? {} : { nats: flags.nats })
+  const badServer = nats === undefined ? undefined : invalidNatsServers(nats.servers)
+  if (badServer !== undefined) throw new UsageError(`--nats: ${badServer}`)
   return { dbPath, options: { db: dbPath, ...(nats === undefined ? {} : { nats }) } }
 }
 

@@ -1,7 +1,7 @@
-import { Agentvisor, natsBusOptionsFromEnv } from '@agentvisor/actors'
+import { Agentvisor, invalidNatsServers, makeNatsBus, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { type CallableTool, loadToolModules } from '@agentvisor/core'
 import { maskUrlCredentials } from '@agentvisor/core/secrets'
-import { Effect, Either } from 'effect'
+import { Cause, Effect, Either, Exit } from 'effect'
 import { resolveDbPath } from '@agentvisor/store'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { terminalSafe } from '../terminal-text.js'
@@ -22,12 +22,20 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
   )
   const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
   if (nats === undefined) throw new UsageError('worker needs --nats URL (or AGENTVISOR_NATS_URL)')
+  const badServer = invalidNatsServers(nats.servers)
+  if (badServer !== undefined) throw new UsageError(`--nats: ${badServer}`)
   const concurrency = values.concurrency === undefined ? 4 : Number(values.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive whole number (got "${values.concurrency}")`)
   const tools = values.tools === undefined ? [] : await workerTools(values.tools)
   const dbPath = resolveDbPath(values.db)
   const log = (line: string): void => {
     process.stderr.write(`agentvisor worker: ${terminalSafe(line)}\n`)
+  }
+  // A server it cannot serve from (no JetStream, no server at all) is one line and exit 2, before anything runs.
+  const usable = await Effect.runPromiseExit(Effect.scoped(Effect.flatMap(makeNatsBus(nats), (bus) => bus.checkWorkQueue)))
+  if (Exit.isFailure(usable)) {
+    const error = Cause.squash(usable.cause)
+    throw new UsageError(error instanceof Error ? error.message.split('\n')[0]! : String(error))
   }
   const inspector = await startInspector(values.inspect, log)
   try {
