@@ -115,3 +115,32 @@ describe('a worker that cannot serve', () => {
     }
   })
 })
+
+describe('a parent that times out while its child waits for a decision', () => {
+  it('ends the child too and leaves no run unfinished and no request open', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Produce part Q' } }] }] },
+        goals: { 'Produce part Q': [write('part.txt', 'Q')] }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, {
+      goal: 'Delegate and wait',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      limits: { timeoutMs: 2500 },
+      approval: 'defer'
+    })
+    const ran = await runCli(['run', task, '--json', '--db', db])
+    expect(ran.code, ran.stderr).toBe(1)
+    expect(lastJson(ran)).toMatchObject({ status: 'timed_out' })
+    const runs = JSON.parse((await runCli(['runs', '--json', '--db', db])).stdout) as Array<{ id: string; parentId: string | null; status: string }>
+    expect(runs.map((r) => r.status).sort()).toEqual(['cancelled', 'timed_out'])
+    const child = runs.find((r) => r.parentId !== null)!
+    const trace = lastJson<{ approvals: Array<{ status: string; resolution?: string }> }>(await runCli(['show', child.id, '--json', '--db', db]))
+    expect(trace.approvals).toEqual([expect.objectContaining({ status: 'denied', resolution: 'closed' })])
+  })
+})

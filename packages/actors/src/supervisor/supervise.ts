@@ -1,5 +1,5 @@
 import type { RootHandle, SecretSet } from '@agentvisor/core'
-import { type Database, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import { closeOpenRequests, type Database, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
 import type { Kysely } from 'kysely'
 import { Cause, Clock, Effect, Fiber } from 'effect'
 import type { Actor } from 'xstate'
@@ -93,6 +93,20 @@ export const makeSupervise =
     }
     const finished = Effect.suspend(() => {
       const result = resultOf(runId, driver, stoppedBy)
+      // A run that ended with requests open (a parent's timeout cancelled it while it waited)
+      // leaves none behind: they are closed (docs/policy.md). Only the ends that can leave one.
+      const closing =
+        stoppedBy === undefined && (result.status === 'cancelled' || result.status === 'timed_out' || result.status === 'failed')
+          ? storeCall('close the open requests', () => closeOpenRequests(deps.db, runId, new Date().toISOString())).pipe(
+              Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot close its open requests: ${oneLine(error.message)}`)))
+            )
+          : Effect.void
+      return Effect.zipRight(
+        closing,
+        Effect.suspend(() => finishedWith(result))
+      )
+    })
+    const finishedWith = (result: RunResult): Effect.Effect<RunResult> => {
       // A run that started children reports its tree's usage too, summed from the store.
       const tree = stoppedBy === undefined && driver.context().spawnedChildren ? storedTreeUsage(deps.db, runId) : undefined
       return Effect.map(tree === undefined ? Effect.succeed(undefined) : Effect.option(tree), (treeUsage) => {
@@ -103,7 +117,7 @@ export const makeSupervise =
         notify(observers, 'onFinished', full, warn)
         return full
       })
-    })
+    }
     const letGo = Effect.ensuring(
       Effect.suspend(() => {
         rootHandle.release()

@@ -62,3 +62,18 @@ export async function decideApproval(db: Executor, id: string, decision: Approva
     .executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
+
+/**
+ * Closes the open requests of a run that ended without them (cancelled, timed out, failed): each
+ * becomes `denied` with resolution `closed`, so no list of pending requests shows a stale one
+ * (docs/policy.md). Returns how many were closed.
+ */
+export async function closeOpenRequests(db: Executor, runId: string, at: string): Promise<number> {
+  const result = await db
+    .updateTable('approvals')
+    .set({ status: 'denied', resolution: 'closed', decided_at: at })
+    .where('run_id', '=', runId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}
