@@ -92,6 +92,43 @@ describe('supervising a tree from a raw NATS client', () => {
   })
 })
 
+describe('a run driven by agentvisor run --nats, with no worker running', () => {
+  it('is found by its started message while the model is slow, answers status, pending and tree, and is cancelled', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [{ delayMs: 5000, ...write('out.txt', 'DONE') }] } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const prefix = env['AGENTVISOR_NATS_PREFIX']!
+    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    const started: Record<string, unknown>[] = []
+    nc.subscribe(`${prefix}.runs.*.started`, {
+      callback: (_error, msg) => {
+        started.push(decode(msg.data))
+      }
+    })
+    await nc.flush()
+    const ask = async (runId: string, verb: string, body: object) =>
+      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5000 })).data)
+    const task = writeTask(dir, {
+      goal: 'Write DONE into out.txt, slowly',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      approval: 'auto'
+    })
+    const ran = runCli(['run', task, '--json', '--db', db], { env })
+    const runId = String((await waitFor(() => started[0], 'the started message'))['runId'])
+    // The model has not answered yet: the run is known by its id, and its driver answers for it.
+    expect(mock.requests.length).toBeLessThanOrEqual(1)
+    expect(await ask(runId, 'status', { v: 1 })).toMatchObject({ v: 1, ok: true, id: runId, status: 'running' })
+    expect(await ask(runId, 'pending', { v: 1 })).toEqual({ v: 1, ok: true, requests: [] })
+    expect(await ask(runId, 'tree', { v: 1 })).toMatchObject({ v: 1, ok: true, runs: [{ id: runId, status: 'running' }] })
+    expect(await ask(runId, 'cancel', { v: 1 })).toMatchObject({ v: 1, ok: true })
+    const result = await ran
+    expect(result.code).toBe(1)
+    expect(lastJson(result)).toMatchObject({ runId, status: 'cancelled' })
+  })
+})
+
 describe('a worker that cannot serve', () => {
   it('exits 2 with one line for an address that is not a NATS server, and for a server without JetStream', async () => {
     const dir = tempDir()

@@ -166,7 +166,18 @@ export interface Bus {
    * Answers control requests for every run until the scope closes (workers share them); a
    * handler that dies is answered `internal error` and logged on `log` (default stderr).
    */
-  readonly serveControl: (handler: ControlHandler, options?: { readonly log?: LogLine | undefined }) => Effect.Effect<void, BusError, Scope.Scope>
+  readonly serveControl: (
+    handler: ControlHandler,
+    options?: {
+      readonly log?: LogLine | undefined
+      /**
+       * Only this run's requests, as the process that drives it answers them (docs/nats.md):
+       * on its own subject, outside the workers' queue group, so a worker answers too when one
+       * runs. NATS only; the in-process bus serves every run from one handler anyway.
+       */
+      readonly runId?: string | undefined
+    }
+  ) => Effect.Effect<void, BusError, Scope.Scope>
   /** Sends a control request and waits for the reply (`timeoutMs`, then `BusError`). */
   readonly control: (runId: string, verb: ControlVerb, body: unknown, timeoutMs?: number) => Effect.Effect<ControlReply, BusError>
 }

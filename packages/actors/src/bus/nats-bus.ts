@@ -269,6 +269,12 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
           )
         )
       }
+      const own = serveOptions?.runId
+      if (own !== undefined) {
+        yield* validToken('run id', own)
+        yield* subscribed(nc, () => nc.subscribe(subjects.control(own, '*'), { callback: onRequest }))
+        return
+      }
       // The queue group makes each request go to one worker, not all of them.
       yield* subscribed(nc, () => nc.subscribe(subjects.anyControl, { queue: consumerName, callback: onRequest }))
     })
