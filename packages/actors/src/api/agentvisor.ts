@@ -1,12 +1,11 @@
 import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract } from '@agentvisor/core'
 import type { RunRecord } from '@agentvisor/store'
-import { Cause, Effect, Either, Exit, Fiber, Layer, ManagedRuntime, Scope } from 'effect'
+import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 import { StoreLive, StoreService } from '../supervisor/store-service.js'
 import { EventHub } from '../events/event-hub.js'
-import { makeControlHandler } from '../worker/control-handler.js'
 import { followEvents } from '../events/follow-events.js'
 import type { RunStreamEvent } from '../events/run-events.js'
 import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-cases/approve.js'
@@ -92,7 +91,9 @@ export class Agentvisor {
       observers: [...(options.observers ?? []), hub],
       bus,
       // Embedded: nobody else would drive the children or answer control requests.
-      ...(embedded ? { serveChildren: options.serveChildren ?? { concurrency: 4 }, serveControl: options.serveControl ?? true } : {})
+      ...(embedded ? { serveChildren: options.serveChildren ?? { concurrency: 4 }, serveControl: options.serveControl ?? true } : {}),
+      // On NATS, a process that is not a worker answers for the runs it drives (docs/nats.md).
+      ...(!embedded && options.serveControl !== true ? { serveOwnControl: true } : {})
     }
     const layer = SupervisorLive(supervisorOptions).pipe(Layer.provideMerge(StoreLive(options.db)))
     const runtime = ManagedRuntime.make(layer)
@@ -280,22 +281,6 @@ export class Agentvisor {
     return { [Symbol.asyncIterator]: () => followEvents(db, runId, { ...options, hub, stopWhen }) }
   }
 
-  /**
-   * Answers NATS control requests for a run this process drives, while it drives it (docs/nats.md,
-   * "Supervising runs from other services"): status, pending, tree and cancel work with no worker
-   * running. A decision taken here is recorded; a run paused on it is driven on by a worker or a
-   * `resume` (this drive has let go of it by then).
-   */
-  private serveOwnControl(runId: string, result: Promise<unknown>): void {
-    const { bus } = this
-    const db = this.runtime.runSync(StoreService).db
-    const handler = makeControlHandler({ db, drive: () => undefined })
-    // Best effort, as every publication: a bus that cannot subscribe leaves the workers to answer.
-    const serving = Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(handler, { runId }), Effect.never))))
-    const stop = () => void Effect.runFork(Fiber.interrupt(serving))
-    result.then(stop, stop)
-  }
-
   private closed = false
 
   /**
@@ -317,7 +302,6 @@ export class Agentvisor {
     result.catch(() => {})
     // The closures keep what they use, not the whole handle (its `result` effect is no longer needed).
     const { runId, cancel } = handle
-    if (this.bus.kind === 'nats' && handle.fiber !== undefined) this.serveOwnControl(runId, result)
     let settledHere = false
     void result.then(
       () => (settledHere = true),

@@ -25,13 +25,14 @@ import {
   type RunWriter,
   type StoreError
 } from '@agentvisor/store'
-import { Clock, Effect, Either } from 'effect'
+import { Clock, Effect, Either, Fiber } from 'effect'
 import type { Kysely } from 'kysely'
 import { type Actor, createActor, type Snapshot } from 'xstate'
 import { runPolicyOf } from '../approval/run-policy.js'
 import { childRunRow } from '../children/child-contract.js'
 import { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { causeLine } from '../loop/survive.js'
+import { makeControlHandler } from '../worker/control-handler.js'
 import { machineInput, type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
@@ -116,6 +117,19 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
     })
   }
 
+  /**
+   * Serves NATS control requests for one run this process drives (`serveOwnControl`), until the
+   * returned fiber is interrupted; undefined when it does not. A decision taken here is recorded;
+   * a run paused on it is driven on by a worker or `resume` (this drive has let go of it by then).
+   */
+  const serveOwnControl = (runId: string): Fiber.RuntimeFiber<void> | undefined => {
+    const bus = options.bus
+    if (options.serveOwnControl !== true || bus === undefined || bus.kind !== 'nats') return undefined
+    const handler = makeControlHandler({ db, drive: () => undefined })
+    // Best effort, as every publication: a bus that cannot subscribe leaves the workers to answer.
+    return Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(handler, { runId, log: warn }), Effect.never))))
+  }
+
   const launch = (
     runId: string,
     contract: TaskContract,
@@ -149,6 +163,9 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // Known before the first step: a fallback's key can be printed by a tool before that
       // provider is ever asked. A key read later (rotated) is added when it is read.
       for (const name of contractSecretNames(contract)) secrets.add(env[name])
+      // Subscribed before the drive starts, so before its `started` is published on the same
+      // connection: whoever hears it can ask at once (docs/nats.md).
+      const ownControl = serveOwnControl(runId)
       const driver = makeRunDriver({
         db,
         writer,
@@ -195,6 +212,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
           followUp: startOptions.followUp === undefined ? undefined : { text: startOptions.followUp, at: turnAt ?? Date.now() }
         })
       )
+      if (ownControl !== undefined) fiber.addObserver(() => void Effect.runFork(Fiber.interrupt(ownControl)))
       return handleOf(runId, fiber, stop)
     })
 

@@ -51,6 +51,11 @@ export interface SupervisorOptions {
   readonly serveChildren?: { readonly concurrency: number }
   /** Answer control requests (cancel, approve, status) from the bus in this process. */
   readonly serveControl?: boolean
+  /**
+   * Answer control requests for each run this process drives, while it drives it, on the run's
+   * own subjects (docs/nats.md): what a process that is not a worker does on NATS.
+   */
+  readonly serveOwnControl?: boolean
   /** One line per child run this process starts and ends (the worker's log). */
   readonly log?: (line: string) => void
   /** Answers `ask`s of runs whose contract says `approval: prompt` (without one they pause). */
