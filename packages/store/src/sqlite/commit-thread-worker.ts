@@ -4,7 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 import BetterSqlite3 from 'better-sqlite3'
 import { LeaseLostError } from '../errors.js'
 import type { TransitionCommit } from '../run-writer/run-write.js'
-import type { CommitThreadData, WireError, WireOutcome, WireReply } from './commit-thread.js'
+import { CLOSE_COMMIT_THREAD, type CommitThreadData, type WireError, type WireOutcome, type WireReply } from './commit-thread.js'
 import { useWriterPragmas } from './connection-pragmas.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
 
@@ -24,10 +24,11 @@ const wireOutcome = (outcome: CommitOutcome): WireOutcome => {
 
 let commitAll: ((batch: ReadonlyArray<TransitionCommit>) => CommitOutcome[]) | undefined
 let opening: WireError | undefined
+let sqlite: BetterSqlite3.Database | undefined
 try {
   // The store's connection settings; the file is in WAL mode already, and its checkpoints are
   // the checkpointer's (checkpointer.ts).
-  const sqlite = new BetterSqlite3(data.file, { timeout: data.busyTimeoutMs })
+  sqlite = new BetterSqlite3(data.file, { timeout: data.busyTimeoutMs })
   useWriterPragmas(sqlite, data.busyTimeoutMs)
   sqlite.pragma('wal_autocheckpoint = 0')
   commitAll = sqliteCommits(sqlite).commitAll
@@ -35,7 +36,14 @@ try {
   opening = wireError(error)
 }
 
-port.on('message', (batch: ReadonlyArray<TransitionCommit>) => {
+port.on('message', (batch: ReadonlyArray<TransitionCommit> | typeof CLOSE_COMMIT_THREAD) => {
+  // Stopped: the connection is closed here, by its own thread, and the thread ends with nothing
+  // left open (commit-thread.ts `stop`).
+  if (batch === CLOSE_COMMIT_THREAD) {
+    sqlite?.close()
+    port.close()
+    return
+  }
   let reply: WireReply
   if (commitAll === undefined) reply = { fatal: opening ?? { message: 'the commit thread has no connection' } }
   else {

@@ -17,6 +17,11 @@ export type WireOutcome = null | { readonly lost: string } | WireError
 /** What the thread answers for one batch. */
 export type WireReply = { readonly outcomes: ReadonlyArray<WireOutcome> } | { readonly fatal: WireError }
 
+/** The message that asks the commit thread to close its connection and end. */
+export const CLOSE_COMMIT_THREAD = 'close'
+/** How long a stopping commit thread may take to close before it is terminated. */
+const STOP_GRACE_MS = 5_000
+
 /** What the thread is started with. */
 export interface CommitThreadData {
   readonly file: string
@@ -101,7 +106,14 @@ export function startCommitThread(data: CommitThreadData): CommitThread | undefi
       await drained()
       if (dead !== undefined) return
       dead = new Error("the store's commit thread was stopped")
-      await worker.terminate()
+      // Asked to close its connection and end: a `terminate` would leave the connection to be
+      // finalised after it returned, and its last writes to the file's -wal and -shm with it.
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
+      worker.ref()
+      worker.postMessage(CLOSE_COMMIT_THREAD)
+      const stuck = setTimeout(() => void worker.terminate(), STOP_GRACE_MS)
+      await exited
+      clearTimeout(stuck)
     }
   }
 }
