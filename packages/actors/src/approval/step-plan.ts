@@ -122,21 +122,29 @@ export const planStep = (input: {
         events.push({ ...base, kind: 'decision', decision: 'approved', source: 'auto', request_id: id, performed_target: null })
         calls.push({ kind: 'run', requested: call, call, tool })
       } else {
-        pending.push({
-          ...base,
-          id: input.newId(),
-          position,
-          tool_call_id: call.id,
-          payload_json: payloadOf(call),
-          source: null,
-          edited_payload_json: null,
-          decided_at: null
-        })
+        pending.push(newRequest(base, input.newId(), position, call))
       }
     }
   }
   return { calls, pending, questions, decided, events }
 }
+
+/** A request for the step's call at `position`, not decided yet: `base` says what it is about. */
+const newRequest = (
+  base: Pick<NewApproval, 'run_id' | 'step' | 'act' | 'target' | 'rule' | 'layer'> & Pick<Partial<NewApproval>, 'kind'>,
+  id: string,
+  position: number,
+  call: ToolCall
+): Omit<NewApproval, 'created_at'> => ({
+  ...base,
+  id,
+  position,
+  tool_call_id: call.id,
+  payload_json: payloadOf(call),
+  source: null,
+  edited_payload_json: null,
+  decided_at: null
+})
 
 /**
  * An `ask_human` call: answered by its request when a person answered it, else a question to
@@ -153,26 +161,8 @@ const planQuestion = (
   const existing = input.approvals.find((a) => a.tool_call_id === call.id && a.kind === 'input')
   if (existing?.status === 'approved') return { kind: 'answered', requested: call, output: existing.account ?? '' }
   if (existing?.status === 'denied') return { kind: 'refuse', requested: call, output: 'Nobody answered this question: go on without it.' }
-  questions.push(
-    existing !== undefined
-      ? plannedAgain(existing)
-      : {
-          run_id: input.runId,
-          step: input.step,
-          kind: 'input',
-          act: ASK_HUMAN,
-          target: decoded.right.question,
-          rule: ASK_HUMAN,
-          layer: 'agent',
-          id: input.newId(),
-          position,
-          tool_call_id: call.id,
-          payload_json: payloadOf(call),
-          source: null,
-          edited_payload_json: null,
-          decided_at: null
-        }
-  )
+  const question = { run_id: input.runId, step: input.step, kind: 'input', act: ASK_HUMAN, target: decoded.right.question, rule: ASK_HUMAN, layer: 'agent' }
+  questions.push(existing !== undefined ? plannedAgain(existing) : newRequest(question, input.newId(), position, call))
   return { kind: 'refuse', requested: call, output: 'waiting for an answer' }
 }
 
