@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto'
 import { parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { Cause, Effect, Either, Exit, Scope } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Bus, BusError, type ChildDelivery, type ConsumeOptions, MAX_CHILD_HANDLING_FAILURES } from '../packages/actors/src/bus/bus.js'
+import {
+  type Bus,
+  BusError,
+  type ChildDelivery,
+  type ConsumeOptions,
+  MAX_CHILD_HANDLING_FAILURES,
+  NO_SUBMIT_RESPONDERS
+} from '../packages/actors/src/bus/bus.js'
 import {
   type ChildRunRequest,
   type ControlReply,
@@ -478,6 +485,33 @@ export const busSuite = (name: string, make: (options: BusFactoryOptions) => Pro
         { v: PROTOCOL_VERSION, ok: true }
       ])
       expect(calls).toEqual(['ok-id_1'])
+    })
+
+    it('hands each submission to one server with its body intact, answers one whose handler dies with an internal error, and fails one nobody serves', async () => {
+      const { bus, bus2 } = await setup()
+      const nobody = await fails(bus.submit({ contract: { goal: 'g' } }, 1_000))
+      expect(nobody).toBeInstanceOf(BusError)
+      expect(nobody.message).toBe(NO_SUBMIT_RESPONDERS)
+
+      const bodies: string[] = []
+      const lines: string[] = []
+      for (const server of [bus, bus2]) {
+        const scope = await scoped()
+        await scope.within(
+          server.serveSubmit(
+            (body) =>
+              body.includes('"die"')
+                ? Effect.die(new Error('handler bug'))
+                : Effect.sync(() => (bodies.push(body), { v: PROTOCOL_VERSION, ok: true as const, runId: 'r-1' })),
+            { log: (line) => lines.push(line) }
+          )
+        )
+      }
+      for (let i = 0; i < 4; i++) expect(await run(bus.submit({ contract: { goal: `g${i}` } }))).toEqual({ v: PROTOCOL_VERSION, ok: true, runId: 'r-1' })
+      expect(await run(bus.submit({ contract: { goal: 'die' } }))).toEqual({ v: PROTOCOL_VERSION, ok: false, error: 'internal error' })
+
+      expect(bodies.map((body) => JSON.parse(body) as unknown)).toEqual([0, 1, 2, 3].map((i) => ({ v: PROTOCOL_VERSION, contract: { goal: `g${i}` } })))
+      expect(lines).toEqual(['a submitted run failed to be taken: handler bug'])
     })
 
     it('answers a control handler that dies with an internal error and keeps serving', async () => {

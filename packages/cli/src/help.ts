@@ -99,15 +99,19 @@ in flight and ends it cancelled. A paused or interrupted run is ended at once.
 example:
   agentvisor cancel 0b7c1d2e-...
 `,
-  worker: `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--inspect [URL]]
+  worker: `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--inspect [URL]]
 
 Drives child runs from the NATS work queue (shared by every worker) and answers control
-requests (status, approve, cancel) until SIGINT/SIGTERM. Logs one line per run it starts and
-ends. --tools: comma-separated tool modules (defineTool exports) its runs may be offered
-(docs/tools.md). Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS, _CREDS, _TLS_CA/_CERT/_KEY.
+requests (status, pending, approve, answer, cancel, tree) until SIGINT/SIGTERM. Logs one line
+per run it starts and ends. --tools: comma-separated tool modules (defineTool exports) its runs
+may be offered (docs/tools.md). --submit-template: also take root runs submitted on
+agentvisor.runs.submit, laid over that task file and never allowed more than it (docs/nats.md,
+"Submitting runs"). Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS, _CREDS,
+_TLS_CA/_CERT/_KEY.
 
-example:
+examples:
   agentvisor worker --nats nats://127.0.0.1:4222 --db /shared/agentvisor.db --concurrency 4
+  agentvisor worker --nats nats://127.0.0.1:4222 --db postgres://... --submit-template team.json
 `,
   inspect: `agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
 

@@ -113,6 +113,12 @@ export const handleInProgress = (delivery: ChildDelivery, ackWaitMs: number, han
 /** Answers control requests (docs/nats.md). `body` is the raw payload text; replies are objects. */
 export type ControlHandler = (runId: string, verb: ControlVerb, body: string) => Effect.Effect<ControlReply>
 
+/** What a submitter hears when no worker takes submitted runs. */
+export const NO_SUBMIT_RESPONDERS = 'no worker takes submitted runs: start one with --submit-template FILE (docs/nats.md, "Submitting runs")'
+
+/** Takes a root run submitted on `agentvisor.runs.submit` (docs/nats.md): the raw body text in, the reply out. */
+export type SubmitHandler = (body: string) => Effect.Effect<ControlReply>
+
 /**
  * How runs travel between processes. Two implementations pass one shared test suite: the
  * in-process bus (the embedded default: everything in one process) and NATS (JetStream work
@@ -178,6 +184,14 @@ export interface Bus {
       readonly runId?: string | undefined
     }
   ) => Effect.Effect<void, BusError, Scope.Scope>
+  /**
+   * Takes root runs submitted on `agentvisor.runs.submit` until the scope closes; the workers
+   * that serve it share the requests (each goes to one). A handler that dies is answered
+   * `internal error` and logged.
+   */
+  readonly serveSubmit: (handler: SubmitHandler, options?: { readonly log?: LogLine | undefined }) => Effect.Effect<void, BusError, Scope.Scope>
+  /** Submits a root run (`{v, contract, runId?, traceparent?}`) and waits for the reply (`timeoutMs`, then `BusError`). */
+  readonly submit: (body: unknown, timeoutMs?: number) => Effect.Effect<ControlReply, BusError>
   /** Sends a control request and waits for the reply (`timeoutMs`, then `BusError`). */
   readonly control: (runId: string, verb: ControlVerb, body: unknown, timeoutMs?: number) => Effect.Effect<ControlReply, BusError>
 }

@@ -1,6 +1,6 @@
 import { Effect } from 'effect'
 import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'
-import type { ControlHandler } from './bus.js'
+import type { ControlHandler, SubmitHandler } from './bus.js'
 import type { ControlReply, ControlVerb } from './messages.js'
 import { ControlVerb as ControlVerbs, controlError, invalidRunId } from './messages.js'
 import { encodeJson } from './wire.js'
@@ -29,6 +29,17 @@ export const answerControl = (handler: ControlHandler, runId: string, verb: stri
       )
     : Effect.succeed(controlError(`unknown control verb "${verb}"`))
 }
+
+/** Answers one submit request: a handler that dies is an `{ok: false}` reply and a logged cause. */
+export const answerSubmit = (handler: SubmitHandler, body: string, log: LogLine = stderrLog): Effect.Effect<ControlReply> =>
+  Effect.suspend(() => handler(body)).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.sync(() => {
+        log(`a submitted run failed to be taken: ${causeLine(cause)}`)
+        return controlError('internal error')
+      })
+    )
+  )
 
 /** The reply as JSON text; a reply JSON cannot hold (a bigint, a cycle) is an internal error. */
 export const encodeControlReply = (reply: ControlReply): string => encodeJson(reply) ?? JSON.stringify(controlError('internal error'))

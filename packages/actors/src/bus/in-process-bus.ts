@@ -1,8 +1,8 @@
 import { Effect, FiberSet, type Scope } from 'effect'
-import type { Bus, ChildDelivery, ConsumeOptions, ControlHandler } from './bus.js'
-import { BusError, serveDelivery } from './bus.js'
+import type { Bus, ChildDelivery, ConsumeOptions, ControlHandler, SubmitHandler } from './bus.js'
+import { BusError, NO_SUBMIT_RESPONDERS, serveDelivery } from './bus.js'
 import { type LogLine, stderrLog } from '../loop/survive.js'
-import { answerControl, encodeControlReply } from './control-answer.js'
+import { answerControl, answerSubmit, encodeControlReply } from './control-answer.js'
 import type { ChildRunRequest, RunDoneMessage, RunEventMessage, RunRequestMessage, RunStartedMessage } from './messages.js'
 import { bytesToText, decodeControlReply, encodeControlBody, encodeJson } from './wire.js'
 
@@ -265,6 +265,34 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
     return controlHandlers[index]
   }
 
+  const submitHandlers: Array<{ readonly handler: SubmitHandler; readonly log: LogLine }> = []
+  let nextSubmitHandler = 0
+
+  const serveSubmit: Bus['serveSubmit'] = (handler, serveOptions) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const served = { handler, log: serveOptions?.log ?? stderrLog }
+        submitHandlers.push(served)
+        return served
+      }),
+      (served) =>
+        Effect.sync(() => {
+          const index = submitHandlers.indexOf(served)
+          if (index !== -1) submitHandlers.splice(index, 1)
+        })
+    ).pipe(Effect.asVoid)
+
+  const submit: Bus['submit'] = (body, timeoutMs = 5_000) =>
+    Effect.gen(function* () {
+      const payload = yield* encodeControlBody(body)
+      if (submitHandlers.length === 0) return yield* Effect.fail(new BusError({ message: NO_SUBMIT_RESPONDERS }))
+      const served = submitHandlers[nextSubmitHandler++ % submitHandlers.length]!
+      const reply = yield* answerSubmit(served.handler, typeof payload === 'string' ? payload : bytesToText(payload), served.log).pipe(
+        Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => new BusError({ message: `submit timed out after ${timeoutMs}ms` }) })
+      )
+      return yield* decodeControlReply(encodeControlReply(reply))
+    })
+
   const control: Bus['control'] = (runId, verb, body, timeoutMs = 5_000) =>
     Effect.gen(function* () {
       const payload = yield* encodeControlBody(body)
@@ -300,6 +328,8 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
     publishRequest: publishTo(requestListeners),
     watchRequests: watchOn(requestListeners),
     serveControl,
-    control
+    control,
+    serveSubmit,
+    submit
   }
 }

@@ -5,12 +5,21 @@ import { Either, ParseResult, Schema } from 'effect'
 /** Every payload on the bus carries the protocol version (docs/nats.md). */
 export const PROTOCOL_VERSION = 1 as const
 
-/** `agentvisor.runs.start`: a child run for any worker to drive. */
+/**
+ * `agentvisor.runs.start`: a run for any worker to drive: a child (`parentId` its parent), or a
+ * root run submitted on `agentvisor.runs.submit` (`parentId` null; its row is in the store
+ * already, docs/nats.md).
+ */
 export interface ChildRunRequest {
   readonly v: typeof PROTOCOL_VERSION
   readonly runId: string
-  readonly parentId: string
+  readonly parentId: string | null
   readonly contract: TaskContract
+  /**
+   * The W3C trace context of the span the run was handed over under (the parent's step, or the
+   * submitter's span): the run's spans join that trace (docs/telemetry.md).
+   */
+  readonly traceparent?: string | undefined
 }
 
 /** `agentvisor.runs.<runId>.events`: one message per persisted transition. */
@@ -95,6 +104,16 @@ export const AnswerBody = Schema.Struct({
 })
 export type AnswerBody = typeof AnswerBody.Type
 
+/** `agentvisor.runs.submit` request body: a root run for the workers (docs/nats.md, "Submitting runs"). */
+export const SubmitBody = Schema.Struct({
+  v: Schema.Literal(PROTOCOL_VERSION),
+  /** A task file's content, laid over the worker's submit template. */
+  contract: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  runId: Schema.optional(Schema.String.pipe(Schema.filter((id) => invalidRunId(id) ?? true))),
+  traceparent: Schema.optional(Schema.String)
+})
+export type SubmitBody = typeof SubmitBody.Type
+
 /** `cancel`, `status` and `pending` take an empty body (besides the version). */
 export const EmptyBody = Schema.Struct({ v: Schema.Literal(PROTOCOL_VERSION) })
 
@@ -109,20 +128,25 @@ export const controlError = (error: string): ControlReply => ({ v: PROTOCOL_VERS
  * Parses a control request's raw bytes (as text) for a verb; a malformed payload is a one-line
  * reason, never an exception: whatever arrives on a subject must not crash a worker.
  */
-export const parseControlBody = (verb: ControlVerb, text: string): Either.Either<ApproveBody | AnswerBody | typeof EmptyBody.Type, string> => {
+export const parseControlBody = (verb: ControlVerb, text: string): Either.Either<ApproveBody | AnswerBody | typeof EmptyBody.Type, string> =>
+  parseBody(
+    (verb === 'approve' ? ApproveBody : verb === 'answer' ? AnswerBody : EmptyBody) as Schema.Schema<ApproveBody | AnswerBody | typeof EmptyBody.Type, unknown>,
+    text
+  )
+
+/** Parses an `agentvisor.runs.submit` request's text; Left: a one-line reason naming the field. */
+export const parseSubmitBody = (text: string): Either.Either<SubmitBody, string> => parseBody(SubmitBody as Schema.Schema<SubmitBody, unknown>, text)
+
+const parseBody = <A>(schema: Schema.Schema<A, unknown>, text: string): Either.Either<A, string> => {
   let raw: unknown
   try {
     raw = text.trim() === '' ? {} : JSON.parse(text)
   } catch {
     return Either.left('payload is not JSON')
   }
-  const schema = verb === 'approve' ? ApproveBody : verb === 'answer' ? AnswerBody : EmptyBody
   // Unknown fields are refused, as in task files (docs/task-file.md): a misspelt `remeber` must
   // not pass as a plain approval.
-  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<ApproveBody | AnswerBody | typeof EmptyBody.Type>, {
-    errors: 'first',
-    onExcessProperty: 'error'
-  })
+  const decode = Schema.decodeUnknownEither(schema, { errors: 'first', onExcessProperty: 'error' })
   return Either.mapLeft(decode(raw), (error) => {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
     if (issue === undefined) return 'payload is malformed'
@@ -135,6 +159,7 @@ export const parseControlBody = (verb: ControlVerb, text: string): Either.Either
 /** The subjects of docs/nats.md. */
 export const Subjects = {
   start: 'agentvisor.runs.start',
+  submit: 'agentvisor.runs.submit',
   events: (runId: string) => `agentvisor.runs.${runId}.events`,
   done: (runId: string) => `agentvisor.runs.${runId}.done`,
   stream: (runId: string) => `agentvisor.runs.${runId}.stream`,

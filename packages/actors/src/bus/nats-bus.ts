@@ -5,10 +5,10 @@ import { maskUrlCredentials } from '@agentvisor/core'
 import type { Scope } from 'effect'
 import { Effect, FiberSet } from 'effect'
 import type { Bus } from './bus.js'
-import { BusError } from './bus.js'
-import { answerControl, encodeControlReply } from './control-answer.js'
+import { BusError, NO_SUBMIT_RESPONDERS } from './bus.js'
+import { answerControl, answerSubmit, encodeControlReply } from './control-answer.js'
 import type { RunStreamEvent } from '../events/run-events.js'
-import { PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage, type RunRequestMessage, type RunStartedMessage } from './messages.js'
+import { type ControlReply, PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage, type RunRequestMessage, type RunStartedMessage } from './messages.js'
 import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
 import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
@@ -168,6 +168,17 @@ const publish = (nc: NatsConnection, subject: string, message: unknown): Effect.
     }
   })
 
+const isTimeout = (cause: unknown): boolean => cause instanceof TimeoutError || (cause instanceof RequestError && cause.cause instanceof TimeoutError)
+
+const respond = (msg: Msg, reply: ControlReply): Effect.Effect<void> =>
+  Effect.sync(() => {
+    try {
+      msg.respond(encodeControlReply(reply))
+    } catch {
+      // The connection closed while answering; the requester times out.
+    }
+  })
+
 const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
   const subjects = natsSubjects(options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX)
   const consumerName = options.consumerName ?? DEFAULT_CONSUMER
@@ -255,19 +266,7 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
           return
         }
         const { runId, verb } = controlTarget(msg.subject)
-        run(
-          answerControl(handler, runId, verb, bytesToText(msg.data), log).pipe(
-            Effect.flatMap((reply) =>
-              Effect.sync(() => {
-                try {
-                  msg.respond(encodeControlReply(reply))
-                } catch {
-                  // The connection closed while answering; the requester times out.
-                }
-              })
-            )
-          )
-        )
+        run(answerControl(handler, runId, verb, bytesToText(msg.data), log).pipe(Effect.flatMap((reply) => respond(msg, reply))))
       }
       const own = serveOptions?.runId
       if (own !== undefined) {
@@ -277,6 +276,41 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
       }
       // The queue group makes each request go to one worker, not all of them.
       yield* subscribed(nc, () => nc.subscribe(subjects.anyControl, { queue: consumerName, callback: onRequest }))
+    })
+
+  const serveSubmit: Bus['serveSubmit'] = (handler, serveOptions) =>
+    Effect.gen(function* () {
+      const log = serveOptions?.log ?? stderrLog
+      const run = yield* FiberSet.makeRuntime<never, void, never>()
+      // In the workers' queue group: each submission is taken by one worker.
+      yield* subscribed(nc, () =>
+        nc.subscribe(subjects.submit, {
+          queue: consumerName,
+          callback: (error, msg) => {
+            if (error !== null) return log(`submit subscription: ${firstLine(error)}`)
+            run(answerSubmit(handler, bytesToText(msg.data), log).pipe(Effect.flatMap((reply) => respond(msg, reply))))
+          }
+        })
+      )
+    })
+
+  const submit: Bus['submit'] = (body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) =>
+    Effect.gen(function* () {
+      const payload = yield* encodeControlBody(body)
+      const reply = yield* Effect.tryPromise({
+        try: () => nc.request(subjects.submit, payload, { timeout: timeoutMs }),
+        catch: (cause) =>
+          new BusError({
+            message:
+              cause instanceof RequestError && cause.isNoResponders()
+                ? NO_SUBMIT_RESPONDERS
+                : isTimeout(cause)
+                  ? `submit timed out after ${timeoutMs}ms`
+                  : `submit failed: ${firstLine(cause)}`,
+            cause
+          })
+      })
+      return yield* decodeControlReply(bytesToText(reply.data))
     })
 
   const control: Bus['control'] = (runId, verb, body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) =>
@@ -292,7 +326,7 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
             message:
               cause instanceof RequestError && cause.isNoResponders()
                 ? `no responders for ${subject}`
-                : cause instanceof TimeoutError || (cause instanceof RequestError && cause.cause instanceof TimeoutError)
+                : isTimeout(cause)
                   ? `control ${verb} of run ${runId} timed out after ${timeoutMs}ms`
                   : `control ${verb} of run ${runId} failed: ${firstLine(cause)}`,
             cause
@@ -317,7 +351,9 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
     watchDone,
     watchEvents,
     serveControl,
-    control
+    control,
+    serveSubmit,
+    submit
   }
 }
 

@@ -4,6 +4,7 @@ export const DEFAULT_SUBJECT_PREFIX = 'agentvisor'
 /** The subjects of docs/nats.md under a prefix (several installations, or test runs, on one NATS account). */
 export interface NatsSubjects {
   readonly start: string
+  readonly submit: string
   readonly events: (runId: string) => string
   readonly done: (runId: string) => string
   readonly stream: (runId: string) => string
@@ -21,6 +22,7 @@ export interface NatsSubjects {
  */
 export const natsSubjects = (prefix: string = DEFAULT_SUBJECT_PREFIX): NatsSubjects => ({
   start: `${prefix}.runs.start`,
+  submit: `${prefix}.runs.submit`,
   events: (runId) => `${prefix}.runs.${runId}.events`,
   done: (runId) => `${prefix}.runs.${runId}.done`,
   stream: (runId) => `${prefix}.runs.${runId}.stream`,

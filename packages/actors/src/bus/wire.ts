@@ -29,8 +29,10 @@ const isVersioned = (value: JsonObject): boolean => value['v'] === PROTOCOL_VERS
 export const decodeChildRequest = (text: string): ChildRunRequest | undefined => {
   const value = parseObject(text)
   if (value === undefined || !isVersioned(value)) return undefined
-  const { runId, parentId, contract } = value
-  if (typeof runId !== 'string' || typeof parentId !== 'string') return undefined
+  const { runId, parentId, contract, traceparent } = value
+  // A null parent is a submitted root run (docs/nats.md); the worker checks its row exists.
+  if (typeof runId !== 'string' || (typeof parentId !== 'string' && parentId !== null)) return undefined
+  if (traceparent !== undefined && typeof traceparent !== 'string') return undefined
   if (typeof contract !== 'object' || contract === null || Array.isArray(contract)) return undefined
   return value as unknown as ChildRunRequest
 }

@@ -57,7 +57,7 @@ const treeBudgets = (parent: TaskContract): { treeMaxTokens?: number; treeMaxCos
 }
 
 /** Whether `inner` is `outer` or a folder below it (lexically; both are absolute). */
-const isInside = (outer: string, inner: string): boolean => inner === outer || inner.startsWith(outer + path.sep)
+export const isInside = (outer: string, inner: string): boolean => inner === outer || inner.startsWith(outer + path.sep)
 
 const verifyCommands = (spec: VerifySpec | undefined): ReadonlyArray<string> =>
   spec === undefined ? [] : 'command' in spec ? [spec.command.run] : 'allOf' in spec ? spec.allOf.flatMap(verifyCommands) : []
@@ -67,15 +67,20 @@ const verifyCommands = (spec: VerifySpec | undefined): ReadonlyArray<string> =>
  * must allow it outright (or ask, under `approval: auto`): a child can never do what its parent
  * may not (docs/nats.md). Left: why not.
  */
-const checkVerifyCommands = (parent: TaskContract, verify: VerifySpec | undefined): Either.Either<void, string> => {
+export const checkVerifyCommands = (
+  parent: TaskContract,
+  verify: VerifySpec | undefined,
+  whose = "the parent's",
+  who = 'a child'
+): Either.Either<void, string> => {
   const commands = verifyCommands(verify)
   if (commands.length === 0) return Either.void
   const policy = compilePolicy(parent.policy.layers)
-  if (Either.isLeft(policy)) return Either.left(`the parent's policy is not valid: ${policy.left.message}`)
+  if (Either.isLeft(policy)) return Either.left(`${whose} policy is not valid: ${policy.left.message}`)
   for (const command of commands) {
     const decision = policy.right.check('exec', command)
     if (decision.decision === 'allow' || (decision.decision === 'ask' && parent.approval === 'auto')) continue
-    return Either.left(`verify: the command ${describeDecision(decision)} in the parent's policy, so a child may not run it`)
+    return Either.left(`verify: the command ${describeDecision(decision)} in ${whose} policy, so ${who} may not run it`)
   }
   return Either.void
 }
@@ -184,7 +189,7 @@ export const childContract = (parent: TaskContract, parentId: string, rawArgumen
 }
 
 /** JSON text with keys sorted and `undefined` fields gone: equal values compare equal however they were built. */
-const canonical = (value: unknown): string =>
+export const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, field: unknown) =>
     field !== null && typeof field === 'object' && !Array.isArray(field)
       ? Object.fromEntries(
@@ -195,7 +200,7 @@ const canonical = (value: unknown): string =>
       : field
   ) ?? 'undefined'
 
-const same = (a: unknown, b: unknown): boolean => canonical(a) === canonical(b)
+export const same = (a: unknown, b: unknown): boolean => canonical(a) === canonical(b)
 
 // The fields a child-run request may choose (within the parent's bounds); every other field of
 // the contract must be exactly what the parent's contract gives a child, so a field added to
@@ -203,17 +208,18 @@ const same = (a: unknown, b: unknown): boolean => canonical(a) === canonical(b)
 const CHOSEN_BY_THE_REQUEST: ReadonlySet<string> = new Set(['goal', 'workspace', 'verify', 'limits', 'policy', 'approval', 'children'])
 
 /** A limit the parent bounds and the request leaves out (a budget) is unbounded: above it too. */
-const numbersAbove = <K extends string>(
+export const numbersAbove = <K extends string>(
   what: string,
   asked: Readonly<Partial<Record<K, number>>>,
-  bound: Readonly<Partial<Record<K, number>>>
+  bound: Readonly<Partial<Record<K, number>>>,
+  whose = "the parent's"
 ): string | undefined => {
   for (const key of Object.keys(bound) as K[]) {
     const limit = bound[key]
     if (limit === undefined) continue
     const value = asked[key]
-    if (value === undefined) return `${what}.${key}: unbounded where the parent's is ${limit}`
-    if (value > limit) return `${what}.${key}: ${value} is above the parent's ${limit}`
+    if (value === undefined) return `${what}.${key}: unbounded where ${whose} is ${limit}`
+    if (value > limit) return `${what}.${key}: ${value} is above ${whose} ${limit}`
   }
   return undefined
 }

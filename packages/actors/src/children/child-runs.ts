@@ -82,6 +82,8 @@ export const makeChildRuns = (env: {
   readonly endUndriven?: ((childId: string) => Effect.Effect<void>) | undefined
   /** Where the wait logs the failures it survives (default stderr). */
   readonly warn?: LogLine | undefined
+  /** The W3C trace context of the run's current span, handed to its children on the bus (docs/telemetry.md). */
+  readonly traceparent?: (() => string | undefined) | undefined
 }) => {
   const { db, runId, contract, bus } = env
   const warn = env.warn ?? stderrLog
@@ -171,7 +173,15 @@ export const makeChildRuns = (env: {
         const running = open.filter((r) => submitted.has(r.id)).length
         for (const child of open.filter((r) => !submitted.has(r.id)).slice(0, Math.max(0, limits.maxConcurrent - running))) {
           // One that cannot be handed to the bus now is handed again on the next look.
-          const handed = yield* bus.submitChild({ v: PROTOCOL_VERSION, runId: child.id, parentId: runId, contract: child.contract }).pipe(
+          const traceparent = env.traceparent?.()
+          const request = {
+            v: PROTOCOL_VERSION,
+            runId: child.id,
+            parentId: runId,
+            contract: child.contract,
+            ...(traceparent !== undefined ? { traceparent } : {})
+          }
+          const handed = yield* bus.submitChild(request).pipe(
             Effect.as(true),
             Effect.catchAllCause((cause) =>
               Effect.as(

@@ -37,8 +37,9 @@ const accepted = (reply: ControlReply): Record<string, unknown> => {
 }
 
 /**
- * A small client for services that supervise runs over NATS (docs/nats.md) without running
- * agentvisor themselves: status, approve, cancel, and watching events and ends.
+ * A small client for services that submit and supervise runs over NATS (docs/nats.md) without
+ * running agentvisor themselves: submit, status, pending, approve, answer, cancel, tree, and
+ * watching starts, requests, streams, events and ends.
  *
  * @example
  * const client = await AgentvisorClient.connect({ servers: 'nats://127.0.0.1:4222' })
@@ -60,6 +61,27 @@ export class AgentvisorClient {
       await run(Scope.close(scope, Exit.void))
       throw error
     }
+  }
+
+  /**
+   * Submits a root run for the workers (`agentvisor.runs.submit`, docs/nats.md): a task file's
+   * content, laid over the submit template of the worker that takes it. Resolves with the run id
+   * once the run is stored and queued; a task that is invalid or asks for more than the template
+   * allows is a `ControlRefusedError` naming the field. Pass a `runId` to submit safely again
+   * after a lost reply (the same task under the same id is taken once), and a `traceparent` to
+   * make the run's spans part of your trace.
+   *
+   * @example
+   * const runId = await client.submit({ goal: 'Summarise docs/ into SUMMARY.md', workspace: 'docs-team' })
+   * console.log(await client.done(runId))
+   */
+  async submit(
+    task: Readonly<Record<string, unknown>>,
+    options: { readonly runId?: string; readonly traceparent?: string; readonly timeoutMs?: number } = {}
+  ): Promise<string> {
+    const { timeoutMs, ...rest } = options
+    const reply = accepted(await run(this.bus.submit({ v: PROTOCOL_VERSION, contract: task, ...rest }, timeoutMs)))
+    return reply['runId'] as string
   }
 
   /** The run's `runs --json` row. */

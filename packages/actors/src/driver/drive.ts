@@ -76,6 +76,8 @@ export interface RunDriverDeps {
   readonly secrets?: SecretSet | undefined
   /** The tools the run knows (docs/task-file.md, "Tools offered to the model"); the built-ins when omitted. */
   readonly tools?: ToolCatalogue | undefined
+  /** The W3C trace context the run was handed over under, from another process (docs/telemetry.md). */
+  readonly traceparent?: string | undefined
 }
 
 /** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */

@@ -176,6 +176,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         actor,
         messages: steps === undefined ? openingMessages(contract) : resumedConversation(contract, steps, tools),
         seq,
+        traceparent: startOptions.traceparent,
         observers,
         retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
         deadline,

@@ -9,7 +9,7 @@ import { LATER, valueNow } from '../driver/now.js'
 import { recoverLostDispatch } from '../driver/recovery.js'
 import { TransitionJournal, type Work } from '../driver/transition-journal.js'
 import { runOutput } from './conversation.js'
-import { notify } from './run-observer.js'
+import { notify, traceparentOf } from './run-observer.js'
 
 export type { Approver, RunDriverDeps } from '../driver/drive.js'
 
@@ -22,7 +22,16 @@ export type { Approver, RunDriverDeps } from '../driver/drive.js'
 export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = ENTRY_WORK) => {
   const { db, runId, contract, actor, messages, observers } = deps
   const journal = new TransitionJournal(deps.writer, runId, deps.leaseToken, actor, observers, deps.seq, deps.concurrentRuns, deps.warn)
-  const children = makeChildRuns({ db, runId, contract, bus: deps.bus, toolCalls: () => drive.toolCalls, endUndriven: deps.endUndrivenChild, warn: deps.warn })
+  const children = makeChildRuns({
+    db,
+    runId,
+    contract,
+    bus: deps.bus,
+    toolCalls: () => drive.toolCalls,
+    endUndriven: deps.endUndrivenChild,
+    warn: deps.warn,
+    traceparent: () => traceparentOf(observers, runId)
+  })
   const tools = deps.tools ?? builtinCatalogue
   const drive: Drive = {
     deps,
@@ -49,7 +58,8 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     state: journal.path(),
     step: journal.context().step,
     goal: contract.goal,
-    agent: contract.agent
+    agent: contract.agent,
+    traceparent: deps.traceparent
   })
   // The supervisor stops the actor whenever it lets go of the run (finished, paused, lease lost,
   // runtime closed): the one signal every way out of a drive shares. A run's row left for later

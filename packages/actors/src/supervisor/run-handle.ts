@@ -55,6 +55,11 @@ export interface StartOptions {
    * "Follow-ups"): the conversation so far, then the message, then a fresh `maxSteps` and timeout.
    */
   readonly followUp?: string | undefined
+  /**
+   * A W3C `traceparent` (`00-<trace id>-<span id>-<flags>`): the drive's spans join that trace,
+   * under that span. A worker passes the one a child or submitted run arrived with (docs/telemetry.md).
+   */
+  readonly traceparent?: string | undefined
 }
 
 /** Why a run could not be started or resumed. */

@@ -37,6 +37,8 @@ export interface DriveStarted {
   /** The run's goal, and the agent it runs (a delegate's name; absent for the task's own). */
   readonly goal?: string | undefined
   readonly agent?: string | undefined
+  /** The W3C trace context the run was handed over under by another process (a parent, a submitter). */
+  readonly traceparent?: string | undefined
 }
 
 /**
@@ -95,6 +97,20 @@ export interface RunObserver {
    * the runtime closed under it (the run stays resumable).
    */
   readonly onDriveEnded?: (info: { runId: string }) => void
+  /**
+   * Not a hook: the W3C `traceparent` of the run's current span, if this observer traces runs.
+   * A run hands it to the children it puts on the bus, so a tree across workers is one trace.
+   */
+  readonly traceparent?: (runId: string) => string | undefined
+}
+
+/** The first `traceparent` an observer knows for the run. */
+export const traceparentOf = (observers: ReadonlyArray<RunObserver>, runId: string): string | undefined => {
+  for (const observer of observers) {
+    const value = observer.traceparent?.(runId)
+    if (value !== undefined) return value
+  }
+  return undefined
 }
 
 // The hooks of each observer that threw already: a broken observer is reported once per hook,

@@ -5,6 +5,7 @@ import type { Bus } from '../bus/bus.js'
 import { causeLine, surviving } from '../loop/survive.js'
 import { giveUpChild, handleChildDelivery } from '../worker/child-worker.js'
 import { makeControlHandler } from '../worker/control-handler.js'
+import { makeSubmitHandler } from '../submit/submit-handler.js'
 import { isLeaseConflict } from './lease.js'
 import type { LaunchError, RunHandle } from './run-handle.js'
 import type { SupervisorOptions } from './supervisor.js'
@@ -42,11 +43,20 @@ export const serveBus = (deps: {
         )
       }
     }
+    if (bus !== undefined && options.serveSubmit !== undefined) {
+      const handler = makeSubmitHandler({ db, bus, template: options.serveSubmit.template, log: options.log ?? warn })
+      yield* Effect.forkScoped(surviving('take submitted runs', bus.serveSubmit(handler, { log: warn }), warn))
+    }
     if (bus !== undefined && options.serveControl === true) {
-      // Runs resumed for a control request go on in the background, like any other run.
+      const log = options.log ?? (() => {})
+      // Runs resumed for a control request go on in the background, like any other run, and are
+      // logged like the runs a worker takes from the queue.
       const drive = (runId: string) =>
         void Effect.runFork(
-          Effect.flatMap(resume(runId), (h) => h.result).pipe(
+          resume(runId).pipe(
+            Effect.tap(() => Effect.sync(() => log(`run ${runId} started (resumed after a control request)`))),
+            Effect.flatMap((h) => h.result),
+            Effect.tap((result) => Effect.sync(() => log(`run ${runId} ${result.status}`))),
             Effect.catchAllCause((cause) =>
               isLeaseConflict(cause) ? Effect.void : Effect.sync(() => warn(`cannot resume run ${runId} for a control request: ${causeLine(cause)}`))
             )

@@ -52,6 +52,11 @@ export interface SupervisorOptions {
   /** Answer control requests (cancel, approve, status) from the bus in this process. */
   readonly serveControl?: boolean
   /**
+   * Take root runs submitted on the bus (`agentvisor.runs.submit`, docs/nats.md), laid over this
+   * template and never allowed more than it: a validated task contract (`Agentvisor.contract`).
+   */
+  readonly serveSubmit?: { readonly template: TaskContract }
+  /**
    * Answer control requests for each run this process drives, while it drives it, on the run's
    * own subjects (docs/nats.md): what a process that is not a worker does on NATS.
    */

@@ -2,7 +2,10 @@ import {
   type Attributes,
   type Context,
   context as otelContext,
+  isSpanContextValid,
+  ROOT_CONTEXT,
   type Span,
+  type SpanContext,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -50,6 +53,23 @@ interface Drive extends OpenSpan {
   attempt: { readonly step: number; readonly index: number; readonly span: Span } | undefined
   tool: Span | undefined
 }
+
+// W3C Trace Context, version 00 (https://www.w3.org/TR/trace-context/#traceparent-header).
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+/** The context of a span in another process, from its `traceparent`; undefined when it is not a valid one. */
+export const remoteContext = (traceparent: string | undefined): Context | undefined => {
+  const match = traceparent === undefined ? null : TRACEPARENT.exec(traceparent)
+  if (match === null) return undefined
+  const spanContext: SpanContext = { traceId: match[1]!, spanId: match[2]!, traceFlags: parseInt(match[3]!, 16), isRemote: true }
+  return isSpanContextValid(spanContext) ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : undefined
+}
+
+/** A span's `traceparent`; undefined for a span that is not recorded anywhere (the no-op tracer's). */
+export const formatTraceparent = (spanContext: SpanContext): string | undefined =>
+  isSpanContextValid(spanContext)
+    ? `00-${spanContext.traceId}-${spanContext.spanId}-${(spanContext.traceFlags & 0xff).toString(16).padStart(2, '0')}`
+    : undefined
 
 /** Sets only the attributes that have a value. */
 const defined = (attributes: Record<string, string | number | boolean | undefined>): Attributes => {
@@ -107,9 +127,12 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
     onDriveStarted: (info) => {
       const previous = drives.get(info.runId)
       if (previous !== undefined) endDrive(info.runId, previous)
-      // A child driven by this process nests under its parent's step; elsewhere it is a root.
+      // A child driven by this process nests under its parent's step; one handed over by another
+      // process (a parent on another worker, a submitter) under the span it was handed over
+      // under; anything else is a root.
       const parent = info.parentId === undefined ? undefined : drives.get(info.parentId)
-      const parentContext = parent === undefined ? otelContext.active() : contextOf(parent.step ?? parent)
+      const remote = parent === undefined ? remoteContext(info.traceparent) : undefined
+      const parentContext = parent !== undefined ? contextOf(parent.step ?? parent) : (remote ?? otelContext.active())
       const span = tracer().startSpan(
         SpanName.run,
         {
@@ -255,6 +278,11 @@ export const telemetryObserver = (options: TelemetryOptions = {}): RunObserver =
       if (ERROR_STATUSES.has(result.status))
         drive.span.setStatus({ code: SpanStatusCode.ERROR, message: `${result.status}${error === undefined ? '' : `: ${error.kind}`}` })
       endDrive(result.runId, drive)
+    },
+
+    traceparent: (runId) => {
+      const drive = drives.get(runId)
+      return drive === undefined ? undefined : formatTraceparent((drive.step ?? drive).span.spanContext())
     },
 
     onDriveEnded: ({ runId }) => {

@@ -23,11 +23,11 @@ import { oneLine } from '../loop/one-line.js'
 import { causeLine } from '../loop/survive.js'
 import { store } from '../supervisor/driver-io.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
-import type { RunHandle, RunResult } from '../supervisor/supervisor.js'
+import type { RunHandle, RunResult, StartOptions } from '../supervisor/supervisor.js'
 
 export interface ChildWorkerDeps {
   readonly db: Kysely<Database>
-  readonly resume: (runId: string) => Effect.Effect<RunHandle, unknown>
+  readonly resume: (runId: string, options?: StartOptions) => Effect.Effect<RunHandle, unknown>
   readonly log?: (line: string) => void
 }
 
@@ -44,13 +44,17 @@ const refuse = (reason: string): Admission => ({ refused: reason })
  * must narrow the parent's: the row is then created from the parent's contract. Whatever is
  * refused leaves no row, no folder, no request to any provider and no process behind.
  */
-const admit = (db: Kysely<Database>, runId: string, parentId: string, asked: unknown): Effect.Effect<Admission, StoreError | LeaseLostError> =>
+const admit = (db: Kysely<Database>, runId: string, parentId: string | null, asked: unknown): Effect.Effect<Admission, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
     const row = yield* store('load the child run', () => getRunRow(db, runId))
     if (row !== undefined) {
-      if (row.parent_id !== parentId) return refuse(row.parent_id === null ? 'it is not a child run' : `it is a child of ${row.parent_id}, not of ${parentId}`)
-      return { drive: row }
+      if (row.parent_id === parentId) return { drive: row }
+      if (parentId === null) return refuse(`it is a child of ${row.parent_id}, not a submitted run`)
+      return refuse(row.parent_id === null ? 'it is not a child run' : `it is a child of ${row.parent_id}, not of ${parentId}`)
     }
+    // A root run's row is written by the worker that took its submission (docs/nats.md,
+    // "Submitting runs"): a root run that arrives on the start subject without one is not one.
+    if (parentId === null) return refuse("a root run is taken on the submit subject, which stores it first; none is in this worker's store")
     const parent = yield* store('load the parent run', () => getRun(db, parentId)).pipe(
       // A parent whose row is corrupt (docs/durability.md, "Corrupt rows") will not read better later.
       Effect.catchIf(
@@ -85,14 +89,14 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
   Effect.gen(function* () {
     const { request } = delivery
     const log = deps.log ?? (() => {})
-    const badId = invalidRunId(request.runId) ?? invalidRunId(request.parentId, 'parent id')
+    const badId = invalidRunId(request.runId) ?? (request.parentId === null ? undefined : invalidRunId(request.parentId, 'parent id'))
     if (badId !== undefined) {
-      log(`refused a child-run request: ${badId}`)
+      log(`refused a run request: ${badId}`)
       return yield* delivery.ack
     }
     const admission = yield* admit(deps.db, request.runId, request.parentId, request.contract)
     if ('refused' in admission) {
-      log(`refused child run ${request.runId}: ${oneLine(admission.refused, 500)}`)
+      log(`refused ${request.parentId === null ? 'run' : 'child run'} ${request.runId}: ${oneLine(admission.refused, 500)}`)
       return yield* delivery.ack
     }
     const row = admission.drive
@@ -103,7 +107,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     const drivenHere = row !== undefined && row.lease_owner !== null && (row.lease_expires_at ?? 0) > Date.now() && isOwnedByThisProcess(row.lease_owner)
     const started = drivenHere
       ? Either.left(new LeaseConflictError({ runId: request.runId, owner: row.lease_owner!, expiresAt: row.lease_expires_at! }))
-      : yield* Effect.either(deps.resume(request.runId))
+      : yield* Effect.either(deps.resume(request.runId, request.traceparent === undefined ? {} : { traceparent: request.traceparent }))
     if (Either.isLeft(started)) {
       if (started.left instanceof LeaseConflictError) {
         // Someone drives it now; look again later in case that driver dies.
@@ -119,7 +123,9 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
       if (started.left instanceof ContractError) yield* failUnstartedChild(deps.db, request.runId, `worker ${workerName()} cannot run it: ${reason}`)
       return yield* delivery.ack
     }
-    log(`run ${request.runId} started (child of ${request.parentId}${delivery.deliveryCount > 1 ? `, delivery ${delivery.deliveryCount}` : ''})`)
+    const resumed = row !== undefined && row.state !== 'dispatching' ? 'resumed, ' : ''
+    const origin = request.parentId === null ? 'submitted' : `child of ${request.parentId}`
+    log(`run ${request.runId} started (${resumed}${origin}${delivery.deliveryCount > 1 ? `, delivery ${delivery.deliveryCount}` : ''})`)
     // The bus keeps the delivery in progress while this runs (`handleInProgress`).
     const result: RunResult = yield* started.right.result
     log(`run ${request.runId} ${result.status}`)

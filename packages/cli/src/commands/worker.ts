@@ -1,5 +1,5 @@
 import { Agentvisor, invalidNatsServers, makeNatsBus, natsBusOptionsFromEnv } from '@agentvisor/actors'
-import { type CallableTool, loadToolModules } from '@agentvisor/core'
+import { type CallableTool, loadTaskFile, loadToolModules, sandboxUnavailable, type TaskContract } from '@agentvisor/core'
 import { maskUrlCredentials } from '@agentvisor/core/secrets'
 import { Cause, Effect, Either, Exit } from 'effect'
 import { resolveDbPath } from '@agentvisor/store'
@@ -8,16 +8,25 @@ import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 /**
- * `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--inspect [URL]]`:
+ * `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--inspect [URL]]`:
  * drives child runs from the JetStream work queue (one durable consumer shared by every worker)
  * and answers control requests, until SIGINT/SIGTERM. Logs one line per run it starts and ends.
+ * `--submit-template`: also take root runs submitted on `agentvisor.runs.submit`, laid over that
+ * task file and never allowed more than it (docs/nats.md, "Submitting runs").
  * `--tools`: comma-separated tool modules whose tools every run of this worker may be offered
  * (docs/tools.md).
  */
 export const workerCommand = async (argv: string[]): Promise<number> => {
   const { values } = parseCommandArgs(
     withInspectDefault(argv),
-    { nats: { type: 'string' }, db: { type: 'string' }, concurrency: { type: 'string' }, tools: { type: 'string' }, inspect: { type: 'string' } },
+    {
+      nats: { type: 'string' },
+      db: { type: 'string' },
+      concurrency: { type: 'string' },
+      tools: { type: 'string' },
+      inspect: { type: 'string' },
+      'submit-template': { type: 'string' }
+    },
     { min: 0, max: 0, names: '' }
   )
   const nats = natsBusOptionsFromEnv(values.nats === undefined ? {} : { nats: values.nats })
@@ -27,6 +36,7 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
   const concurrency = values.concurrency === undefined ? 4 : Number(values.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive whole number (got "${values.concurrency}")`)
   const tools = values.tools === undefined ? [] : await workerTools(values.tools)
+  const template = values['submit-template'] === undefined ? undefined : await submitTemplate(values['submit-template'])
   const dbPath = resolveDbPath(values.db)
   const log = (line: string): void => {
     process.stderr.write(`agentvisor worker: ${terminalSafe(line)}\n`)
@@ -39,8 +49,18 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
   }
   const inspector = await startInspector(values.inspect, log)
   try {
-    const av = await Agentvisor.open({ db: dbPath, nats, serveChildren: { concurrency }, serveControl: true, log, tools, ...inspectOptions(inspector) })
-    log(maskUrlCredentials(`serving child runs and control requests from ${[nats.servers].flat().join(', ')} (store ${dbPath}, ${concurrency} at a time)`))
+    const av = await Agentvisor.open({
+      db: dbPath,
+      nats,
+      serveChildren: { concurrency },
+      serveControl: true,
+      ...(template !== undefined ? { serveSubmit: { template } } : {}),
+      log,
+      tools,
+      ...inspectOptions(inspector)
+    })
+    const what = template === undefined ? 'child runs and control requests' : 'child runs, submitted runs and control requests'
+    log(maskUrlCredentials(`serving ${what} from ${[nats.servers].flat().join(', ')} (store ${dbPath}, ${concurrency} at a time)`))
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve())
       process.once('SIGTERM', () => resolve())
@@ -51,6 +71,18 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
     await inspector?.stop()
   }
   return 0
+}
+
+/**
+ * The task of `--submit-template`, validated like any task file: a template that is not a valid
+ * task, or asks for a sandbox this host cannot give, is a usage error before the worker serves.
+ */
+const submitTemplate = async (file: string): Promise<TaskContract> => {
+  const loaded = await Effect.runPromise(Effect.either(loadTaskFile(file)))
+  if (Either.isLeft(loaded)) throw new UsageError(`--submit-template: ${file}: ${loaded.left.message}`)
+  const unconfinable = await sandboxUnavailable(loaded.right.sandbox)
+  if (unconfinable !== undefined) throw new UsageError(`--submit-template: sandbox.exec: ${unconfinable}`)
+  return loaded.right
 }
 
 /** The tools of `--tools` (paths relative to the current folder), or a usage error naming the module. */

@@ -1,0 +1,190 @@
+import { randomUUID } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { AgentvisorClient, ControlRefusedError } from '@agentvisor/actors'
+import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+// Only the plain NATS client: what a service in any language does (docs/nats.md).
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { afterEach, describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { natsEnv, serving, workersPerTest } from './support/workers.js'
+
+let mock: MockLlm | undefined
+let nc: NatsConnection | undefined
+let client: AgentvisorClient | undefined
+afterEach(async () => {
+  await client?.close()
+  client = undefined
+  await nc?.close()
+  nc = undefined
+  await mock?.close()
+  mock = undefined
+})
+
+const startWorker = workersPerTest()
+const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
+const decode = (data: Uint8Array) => JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>
+const encode = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value))
+
+/** A team's submit template: the provider, the policy and the limits every submitted run gets at most. */
+const template = (dir: string, baseUrl: string): string =>
+  writeTask(
+    dir,
+    {
+      goal: 'Replaced by each submission',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl, model: 'm' }],
+      policy: { layers: [{ name: 'team', allow: { write: ['reports/**'] } }] },
+      limits: { maxSteps: 5 }
+    },
+    'template.json'
+  )
+
+const runsIn = async (db: string): Promise<Array<{ id: string; status: string }>> => {
+  const listed = await runCli(['runs', '--json', '--db', db])
+  return listed.stdout.trim() === '' ? [] : (JSON.parse(listed.stdout) as Array<{ id: string; status: string }>)
+}
+
+describe('a root run submitted over NATS', () => {
+  it('is stored and queued, driven by a worker, announced, streamed and done, with its trace in the store like any run', async () => {
+    mock = await startMockLlm({
+      scenarios: { goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const prefix = env['AGENTVISOR_NATS_PREFIX']!
+    const worker = startWorker(db, env, ['--submit-template', template(dir, mock.url)])
+    await serving([worker])
+    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    const runId = randomUUID()
+    const heard: Record<string, unknown[]> = { started: [], stream: [], done: [] }
+    for (const kind of ['started', 'stream', 'done'] as const)
+      nc.subscribe(`${prefix}.runs.${runId}.${kind}`, {
+        callback: (_error, msg) => {
+          heard[kind]!.push(decode(msg.data))
+        }
+      })
+    await nc.flush()
+
+    const submission = {
+      v: 1,
+      runId,
+      contract: { goal: 'Write the weekly report', workspace: 'team-a', verify: { fileContains: { path: 'reports/weekly.txt', text: 'R' } } }
+    }
+    const reply = decode((await nc.request(`${prefix}.runs.submit`, encode(submission), { timeout: 5000 })).data)
+    expect(reply).toEqual({ v: 1, ok: true, runId })
+
+    const done = await waitFor(() => heard['done']![0] as Record<string, unknown> | undefined, 'the done message')
+    expect(done).toMatchObject({ v: 1, runId, status: 'succeeded', steps: 1 })
+    expect(heard['started']).toEqual([{ v: 1, runId, parentId: null, rootId: runId, goal: 'Write the weekly report', agent: null, resumed: false }])
+    const kinds = (heard['stream'] as Array<{ kind: string }>).map((event) => event.kind)
+    expect(kinds).toEqual(expect.arrayContaining(['transition', 'attempt', 'toolCall', 'toolResult', 'done']))
+    expect(readFileSync(path.join(dir, 'ws', 'team-a', 'reports', 'weekly.txt'), 'utf8')).toBe('R')
+
+    const shown = lastJson<{ run: { id: string; status: string; parentId: string | null }; transitions: unknown[]; receipts: unknown[] }>(
+      await runCli(['show', runId, '--json', '--db', db])
+    )
+    expect(shown.run).toMatchObject({ id: runId, status: 'succeeded', parentId: null })
+    expect(shown.transitions.length).toBeGreaterThanOrEqual(3)
+    expect(shown.receipts).toHaveLength(1)
+    expect(worker.log()).toContain(`queued submitted run ${runId}`)
+    expect(worker.log()).toContain(`run ${runId} started (submitted)`)
+    expect(worker.log()).toContain(`run ${runId} succeeded`)
+  })
+
+  it('is refused, naming the field, when malformed or wider than the template, and nothing of it runs', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [{ text: 'never asked' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const prefix = env['AGENTVISOR_NATS_PREFIX']!
+    const worker = startWorker(db, env, ['--submit-template', template(dir, mock.url)])
+    await serving([worker])
+    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    const submit = async (payload: unknown) => decode((await nc!.request(`${prefix}.runs.submit`, encode(payload), { timeout: 5000 })).data)
+    const goal = 'Write the weekly report'
+
+    expect(await submit('{not json')).toEqual({ v: 1, ok: false, error: 'payload is not JSON' })
+    expect(await submit({ v: 1, contract: { goal }, priority: 'high' })).toEqual({ v: 1, ok: false, error: 'priority: is not a known field' })
+    expect(await submit({ v: 2, contract: { goal } })).toMatchObject({ v: 1, ok: false, error: expect.stringMatching(/^v: /) })
+    expect(await submit({ v: 1, contract: { goal }, runId: '../etc' })).toMatchObject({ ok: false, error: expect.stringMatching(/^runId: /) })
+    expect(await submit({ v: 1, contract: { goal, limits: { maxSteps: 'many' } } })).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^limits\.maxSteps/)
+    })
+    expect(await submit({ v: 1, contract: { goal, workspace: '../../elsewhere' } })).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^workspace: .* is not inside/)
+    })
+    expect(await submit({ v: 1, contract: { goal, limits: { maxSteps: 50 } } })).toMatchObject({
+      ok: false,
+      error: "limits.maxSteps: 50 is above the worker's submit template's 5"
+    })
+    expect(await submit({ v: 1, contract: { goal, policy: { layers: [{ name: 'mine', allow: { write: ['**'] } }] } } })).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^policy\.layers\.0\.allow: /)
+    })
+    expect(await submit({ v: 1, contract: { goal, approval: 'auto' } })).toMatchObject({ ok: false, error: expect.stringMatching(/^approval: /) })
+    expect(
+      await submit({ v: 1, contract: { goal, providers: [{ name: 'x', kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'big' }] } })
+    ).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^providers: /)
+    })
+    expect(await submit({ v: 1, contract: { goal, lineage: { rootId: 'r', parentId: 'r', depth: 1, treeDispatchCeiling: 9 } } })).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^lineage: is set by agentvisor/)
+    })
+    // A root run put straight on the start subject, without the row only a submission writes, is refused too.
+    const contract = { goal, workspace: path.join(dir, 'ws'), providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }] }
+    nc.publish(`${prefix}.runs.start`, encode({ v: 1, runId: 'sneaked-root', parentId: null, contract }))
+    await waitFor(() => (worker.log().includes('refused run sneaked-root: a root run is taken on the submit subject') ? true : undefined), 'the refusal logged')
+
+    expect(await runsIn(db)).toEqual([])
+    expect(mock.requests).toHaveLength(0)
+    expect(existsSync(path.join(dir, 'elsewhere'))).toBe(false)
+    expect(worker.log()).toContain("refused a submitted run: limits.maxSteps: 50 is above the worker's submit template's 5")
+  })
+
+  it('through the TypeScript client: taken once under one id, refused under a taken id, and said plainly when no worker takes submissions', async () => {
+    mock = await startMockLlm({
+      scenarios: { goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const servers = env['AGENTVISOR_NATS_URL']!
+    const options = {
+      servers,
+      subjectPrefix: env['AGENTVISOR_NATS_PREFIX'],
+      streamName: env['AGENTVISOR_NATS_STREAM'],
+      consumerName: env['AGENTVISOR_NATS_CONSUMER']
+    }
+    client = await AgentvisorClient.connect(options)
+    const task = { goal: 'Write the weekly report' }
+
+    // A worker without a template takes no submissions: the client is told so, in one line.
+    const plain = startWorker(db, env)
+    await serving([plain])
+    const refused = await client.submit(task).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(Error)
+    expect((refused as Error).message).toBe('no worker takes submitted runs: start one with --submit-template FILE (docs/nats.md, "Submitting runs")')
+
+    await serving([startWorker(db, env, ['--submit-template', template(dir, mock.url)])])
+    const runId = randomUUID()
+    const done = client.done(runId, 60_000)
+    expect(await client.submit(task, { runId })).toBe(runId)
+    // A client that lost the reply sends the same again: the same run, taken once.
+    expect(await client.submit(task, { runId })).toBe(runId)
+    expect(await done).toMatchObject({ runId, status: 'succeeded' })
+    const other = await client.submit({ goal: 'Something else' }, { runId }).catch((error: unknown) => error)
+    expect(other).toBeInstanceOf(ControlRefusedError)
+    expect((other as Error).message).toMatch(/^runId: run .* exists already/)
+
+    expect(await runsIn(db)).toEqual([expect.objectContaining({ id: runId, status: 'succeeded' })])
+    expect(mock.requests).toHaveLength(2)
+  })
+})
