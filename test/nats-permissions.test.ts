@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
@@ -29,14 +29,23 @@ const stopProcess = async (child: ChildProcess): Promise<void> => {
 }
 
 /** A nats-server of this test's own on a free loopback port, with the shipped users and permissions. */
-const startServer = async (attempt = 1): Promise<{ url: string; passwords: { worker: string; supervisor: string }; log: () => string }> => {
+type Role = 'worker' | 'submitter' | 'supervisor' | 'observer'
+
+const startServer = async (attempt = 1): Promise<{ url: string; passwords: Record<Role, string>; log: () => string }> => {
   const port = await freePort()
   const storeDir = mkdtempSync(path.join(tmpdir(), 'agentvisor-nats-auth-'))
   // A letter first: nats-server parses a variable's value as a config value, and a hex string
   // such as `12e6f…` would read as a number (docs/nats.md).
-  const passwords = { worker: `w${randomBytes(12).toString('hex')}`, supervisor: `s${randomBytes(12).toString('hex')}` }
+  const password = () => `p${randomBytes(12).toString('hex')}`
+  const passwords: Record<Role, string> = { worker: password(), submitter: password(), supervisor: password(), observer: password() }
   const child = spawn('nats-server', ['-c', CONFIG, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
-    env: { ...process.env, AGENTVISOR_NATS_WORKER_PASS: passwords.worker, AGENTVISOR_NATS_SUPERVISOR_PASS: passwords.supervisor },
+    env: {
+      ...process.env,
+      AGENTVISOR_NATS_WORKER_PASS: passwords.worker,
+      AGENTVISOR_NATS_SUBMITTER_PASS: passwords.submitter,
+      AGENTVISOR_NATS_SUPERVISOR_PASS: passwords.supervisor,
+      AGENTVISOR_NATS_OBSERVER_PASS: passwords.observer
+    },
     stdio: ['ignore', 'ignore', 'pipe']
   })
   let log = ''
@@ -60,12 +69,16 @@ const spawnChild = { name: 'spawn_child', arguments: { goal: 'Write part A', ver
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 
 describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
-  it('keep supervisors and anonymous clients off the start subject while workers still serve children', async () => {
+  it('keep supervisors and anonymous clients off the start subject, let submitters only submit and observers only watch, while workers serve', async () => {
     const server = await startServer()
     const mock: MockLlm = await startMockLlm({
       scenarios: {
         models: {},
-        goals: { 'Split the work': [{ toolCalls: [spawnChild] }, write('out.txt', 'DONE')], 'Write part A': [write('part.txt', 'A')] }
+        goals: {
+          'Split the work': [{ toolCalls: [spawnChild] }, write('out.txt', 'DONE')],
+          'Write part A': [write('part.txt', 'A')],
+          'Write the report': [write('report.txt', 'R'), { text: 'written' }]
+        }
       } as never,
       port: 0
     })
@@ -74,8 +87,13 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
     const db = path.join(dir, 'av.db')
     const asWorker = { AGENTVISOR_NATS_URL: server.url, AGENTVISOR_NATS_USER: 'worker', AGENTVISOR_NATS_PASS: server.passwords.worker }
 
-    // A worker logged in as `worker` sets up the queue and serves.
-    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
+    // A worker logged in as `worker` sets up the queue and serves, submitted runs too.
+    const template = writeTask(
+      dir,
+      { goal: 'template', workspace: 'submitted', providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }], approval: 'auto' },
+      'template.json'
+    )
+    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1', '--submit-template', template], {
       env: { ...process.env, ...asWorker },
       stdio: ['ignore', 'ignore', 'pipe']
     })
@@ -123,13 +141,35 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
     expect(workerLog).not.toContain('forged-by-supervisor')
     expect(existsSync(path.join(dir, 'forged-by-supervisor'))).toBe(false)
 
-    // What a supervisor may do: control requests, answered by the worker.
-    const client = await AgentvisorClient.connect({ servers: server.url, user: 'supervisor', pass: server.passwords.supervisor })
-    try {
-      expect(await client.status(parentId)).toMatchObject({ id: parentId, status: 'succeeded' })
-    } finally {
-      await client.close()
+    // What a supervisor may do: control requests, answered by the worker. Submitting is not among them.
+    const as = async (role: Role) => {
+      const client = await AgentvisorClient.connect({ servers: server.url, user: role, pass: server.passwords[role] })
+      stops.push(() => client.close())
+      return client
     }
+    const supervising = await as('supervisor')
+    expect(await supervising.status(parentId)).toMatchObject({ id: parentId, status: 'succeeded' })
+    await expect(supervising.submit({ goal: 'Write the report' })).rejects.toThrow('Permissions Violation for Publish to "agentvisor.runs.submit"')
+
+    // A submitter submits a root run, the worker drives it, and the submitter hears it done.
+    const submitting = await as('submitter')
+    const runId = randomUUID()
+    const done = submitting.done(runId, 60_000)
+    expect(await submitting.submit({ goal: 'Write the report' }, { runId })).toBe(runId)
+    expect(await done).toMatchObject({ runId, status: 'succeeded' })
+    expect(readFileSync(path.join(dir, 'submitted', 'report.txt'), 'utf8')).toBe('R')
+    // It may neither control runs nor put a run on the start subject.
+    await expect(submitting.cancel(runId)).rejects.toThrow(/Permissions Violation for Publish to "agentvisor.control/)
+    const raw = await connect({ servers: server.url, user: 'submitter', pass: server.passwords.submitter })
+    stops.push(() => raw.close())
+    await expect(jetstream(raw).publish('agentvisor.runs.start', forged, { timeout: 5_000 })).rejects.toThrow(/Permissions Violation/)
+
+    // An observer watches and can ask nothing.
+    const observing = await as('observer')
+    await expect(observing.status(runId)).rejects.toThrow(/Permissions Violation/)
+    await expect(observing.submit({ goal: 'Write the report' })).rejects.toThrow(/Permissions Violation/)
+
+    expect(await runCli(['runs', '--json', '--db', db]).then((r) => (JSON.parse(r.stdout) as unknown[]).length)).toBe(3)
     expect(server.log()).not.toMatch(/Violation - User "worker"/)
   })
 })

@@ -6,7 +6,7 @@ import { SpanKind, trace } from '@opentelemetry/api'
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { Effect } from 'effect'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { Agentvisor, loadRunTrace, SpanAttribute, SpanName, TRANSITION_EVENT } from '@agentvisor/actors'
+import { Agentvisor, formatTraceparent, loadRunTrace, remoteContext, SpanAttribute, SpanName, TRANSITION_EVENT } from '@agentvisor/actors'
 import { defineTool } from '@agentvisor/core'
 import { openStore } from '@agentvisor/store'
 import { startMockLlm, type MockLlm } from '../../cli/src/mock-llm/index.js'
@@ -293,5 +293,27 @@ describe('OpenTelemetry spans of a run', () => {
     ).toEqual([SpanName.attempt, SpanName.run, SpanName.step].sort())
     expect(exporter.getFinishedSpans()).toEqual([])
     await own.shutdown()
+  })
+})
+
+describe('W3C trace context of runs handed to other processes', () => {
+  it('reads a version-00 traceparent as a remote parent and writes one back from a span context', () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+    const remote = trace.getSpanContext(remoteContext(traceparent)!)
+
+    expect(remote).toEqual({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: 1, isRemote: true })
+    expect(formatTraceparent(remote!)).toBe(traceparent)
+  })
+
+  it('ignores what is not a valid traceparent, and gives none for a span nobody records', () => {
+    for (const bad of [
+      '',
+      'garbage',
+      '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      `00-${'0'.repeat(32)}-00f067aa0ba902b7-01`,
+      '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01'
+    ])
+      expect(remoteContext(bad)).toBeUndefined()
+    expect(formatTraceparent({ traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 })).toBeUndefined()
   })
 })

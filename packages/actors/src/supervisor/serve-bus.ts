@@ -7,7 +7,7 @@ import { giveUpChild, handleChildDelivery } from '../worker/child-worker.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { makeSubmitHandler } from '../submit/submit-handler.js'
 import { isLeaseConflict } from './lease.js'
-import type { LaunchError, RunHandle } from './run-handle.js'
+import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
 import type { SupervisorOptions } from './supervisor.js'
 
 /**
@@ -18,7 +18,7 @@ export const serveBus = (deps: {
   readonly db: Kysely<Database>
   readonly bus: Bus | undefined
   readonly options: SupervisorOptions
-  readonly resume: (runId: string) => Effect.Effect<RunHandle, LaunchError>
+  readonly resume: (runId: string, startOptions?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
   readonly warn: (line: string) => void
 }): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -33,7 +33,7 @@ export const serveBus = (deps: {
         yield* Effect.forkScoped(
           surviving(
             'consume child runs',
-            bus.consumeChildren((delivery) => handleChildDelivery({ db, resume: (id) => resume(id), log: options.log }, delivery), {
+            bus.consumeChildren((delivery) => handleChildDelivery({ db, resume, log: options.log }, delivery), {
               concurrency,
               log: warn,
               giveUp: (request, cause) => giveUpChild(db, request, cause)
