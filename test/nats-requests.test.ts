@@ -5,7 +5,7 @@ import * as path from 'node:path'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { accepts, freePort } from './support/free-port.js'
 import { natsEnv, serving, workersPerTest } from './support/workers.js'
 
@@ -126,6 +126,56 @@ describe('a run driven by agentvisor run --nats, with no worker running', () => 
     const result = await ran
     expect(result.code).toBe(1)
     expect(lastJson(result)).toMatchObject({ runId, status: 'cancelled' })
+  })
+})
+
+describe('a run asking on its terminal under agentvisor run --nats, with no worker running', () => {
+  it('lists its request with act and target over NATS, takes the approval given there, withdraws the prompt and finishes in the same process', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [write('docs/guide.md', 'G'), { text: 'written' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const prefix = env['AGENTVISOR_NATS_PREFIX']!
+    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    const ask = async (runId: string, verb: string, body: object) =>
+      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5000 })).data)
+    const file = writeTask(dir, {
+      goal: 'Write the guide',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      policy: { layers: [{ name: 'team', ask: { write: ['docs/**'] } }] },
+      approval: 'prompt'
+    })
+    // `script` gives the CLI a real terminal, so it asks there instead of pausing.
+    const vars = Object.entries(env)
+      .map(([key, value]) => `${key}=${value}`)
+      .join(' ')
+    const child = spawn('script', ['-qfec', `env ${vars} ${process.execPath} ${BIN} run ${file} --db ${db} --json`, '/dev/null'], {
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe']
+    })
+    let screen = ''
+    child.stdout.on('data', (d: Buffer) => (screen += d.toString()))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    await waitFor(() => (screen.includes('approve? [y]es') ? true : undefined), 'the prompt on the terminal')
+    const runId = /run (\S+) started/.exec(screen)![1]!
+
+    expect(await ask(runId, 'status', { v: 1 })).toMatchObject({ ok: true, id: runId, status: 'awaiting_approval' })
+    const pending = await ask(runId, 'pending', { v: 1 })
+    expect(pending).toMatchObject({ ok: true, requests: [{ kind: 'approval', act: 'write', target: 'docs/guide.md', rule: 'docs/**', layer: 'team' }] })
+    const requestId = (pending['requests'] as Array<{ id: string }>)[0]!.id
+    expect(await ask(runId, 'approve', { v: 1, requestId, decision: 'approve' })).toEqual({ v: 1, ok: true, decided: [requestId] })
+
+    // Nobody typed at the prompt: it is withdrawn, and the same process drives the run to its end.
+    expect(await exited).toBe(0)
+    expect(screen).toContain('(the request was decided elsewhere)')
+    expect(readFileSync(path.join(dir, 'ws', 'docs', 'guide.md'), 'utf8')).toBe('G')
+    const shown = JSON.parse((await runCli(['show', runId, '--json', '--db', db])).stdout) as {
+      run: { status: string }
+      approvals: Array<{ status: string; source: string }>
+    }
+    expect(shown.run.status).toBe('succeeded')
+    expect(shown.approvals).toEqual([expect.objectContaining({ status: 'approved', source: 'nats' })])
   })
 })
 

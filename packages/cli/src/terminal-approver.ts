@@ -1,4 +1,4 @@
-import { createInterface } from 'node:readline/promises'
+import { createInterface, type Interface } from 'node:readline/promises'
 import type { Approver } from '@agentvisor/actors'
 import { terminalSafe } from './terminal-text.js'
 
@@ -14,6 +14,22 @@ const ANSWERS: Readonly<Record<string, { decision: 'approve' | 'deny'; remember:
 }
 
 /**
+ * Closes the prompt when `signal` aborts (someone decided over NATS, with `agentvisor approve`
+ * or in the inspector first), saying so: the pending `question` then rejects, and the run goes
+ * on with the other decision.
+ */
+const withdrawnWith = (rl: Interface, signal: AbortSignal | undefined, why: string): void => {
+  signal?.addEventListener(
+    'abort',
+    () => {
+      process.stderr.write(`\n(${why})\n`)
+      rl.close()
+    },
+    { once: true }
+  )
+}
+
+/**
  * `approval: prompt` on a terminal: asks on stderr, reads stdin. Without a TTY on both there is
  * no one to ask, so it returns undefined and the run defers (pauses, exit 3) instead.
  */
@@ -21,8 +37,9 @@ export const terminalApprover = (): Approver | undefined => {
   if (process.stdin.isTTY !== true || process.stderr.isTTY !== true) return undefined
   return {
     source: 'prompt',
-    decide: async (request) => {
+    decide: async (request, signal) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr })
+      withdrawnWith(rl, signal, 'the request was decided elsewhere')
       // Ctrl-C at the prompt cancels the run like anywhere else.
       rl.on('SIGINT', () => {
         rl.close()
@@ -45,8 +62,9 @@ export const terminalApprover = (): Approver | undefined => {
     },
     // A question the model asked (`ask_human`): asked here, the line typed is the answer; an empty
     // line leaves it open (the run pauses, exit 3, for `agentvisor answer`).
-    answer: async (question) => {
+    answer: async (question, signal) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr })
+      withdrawnWith(rl, signal, 'the question was answered elsewhere')
       rl.on('SIGINT', () => {
         rl.close()
         process.kill(process.pid, 'SIGINT')

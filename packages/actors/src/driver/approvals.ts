@@ -1,5 +1,5 @@
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
-import { Effect } from 'effect'
+import { Effect, Either } from 'effect'
 import { approvalRequestOf, decideRequest } from '../approval/decide.js'
 import { ApproverFailedError } from '../errors.js'
 import { stderrLog } from '../loop/survive.js'
@@ -7,6 +7,23 @@ import type { RunContext } from '../machine/run-machine.js'
 import { iso, nowMs, store } from '../supervisor/driver-io.js'
 import type { Drive } from './drive.js'
 import type { Work } from './transition-journal.js'
+
+/** How often a request being asked of an approver is looked up, for a decision made elsewhere. */
+const ELSEWHERE_POLL_MS = 250
+
+/**
+ * Succeeds (true) once request `id` of the step is no longer pending in the store: decided or
+ * answered by someone other than the approver being asked. A failed look is looked again.
+ */
+export const settledElsewhere = (drive: Drive, step: number, id: string): Effect.Effect<true> =>
+  Effect.gen(function* () {
+    const { deps } = drive
+    for (;;) {
+      yield* Effect.sleep(ELSEWHERE_POLL_MS)
+      const rows = yield* Effect.either(store('load approvals', () => deps.writer.approvals(deps.runId, step)))
+      if (Either.isRight(rows) && rows.right.find((row) => row.id === id)?.status !== 'pending') return true as const
+    }
+  })
 
 const DECIDED: Work = { event: { type: 'APPROVALS_DECIDED' } }
 
@@ -38,22 +55,25 @@ export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Wor
           return false
         })
       for (const request of pending) {
-        const decided = yield* Effect.tryPromise({
-          try: () => approver.decide(approvalRequestOf(request)),
+        const asked = Effect.tryPromise({
+          try: (signal) => approver.decide(approvalRequestOf(request), signal),
           catch: (cause) => new ApproverFailedError({ requestId: request.id, cause })
         }).pipe(
+          // Once answered, the decision is written whole, whatever else happens meanwhile.
           Effect.flatMap((answer) =>
-            Effect.flatMap(nowMs, (ms) =>
-              decideRequest({
-                db: deps.db,
-                policy: deps.policy,
-                tools: drive.tools,
-                workspace: contract.workspace,
-                request,
-                answer,
-                source: approver.source,
-                at: iso(ms)
-              })
+            Effect.uninterruptible(
+              Effect.flatMap(nowMs, (ms) =>
+                decideRequest({
+                  db: deps.db,
+                  policy: deps.policy,
+                  tools: drive.tools,
+                  workspace: contract.workspace,
+                  request,
+                  answer,
+                  source: approver.source,
+                  at: iso(ms)
+                })
+              )
             )
           ),
           Effect.as(true),
@@ -65,6 +85,9 @@ export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Wor
             RecoveryDecisionNeededError: (error) => Effect.die(error)
           })
         )
+        // Whoever decides first: the approver, or anyone else (`approve`, NATS, the inspector)
+        // while it is being asked; the approver's question is then withdrawn (its signal aborts).
+        const decided = yield* Effect.race(asked, settledElsewhere(drive, ctx.step, request.id))
         if (!decided) return undefined
       }
     }

@@ -83,12 +83,13 @@ export interface RunDriverDeps {
 /** Someone who can answer approval requests while the run waits: a terminal prompt, a TS callback. */
 export interface Approver {
   readonly source: 'prompt' | 'api'
-  readonly decide: (request: ApprovalRequest) => Promise<ApprovalAnswer>
+  /** `signal` aborts when the request was decided elsewhere meanwhile: the approver may stop asking. */
+  readonly decide: (request: ApprovalRequest, signal?: AbortSignal) => Promise<ApprovalAnswer>
   /**
    * Answers a question the model asked (`ask_human`): the terminal asks it. Absent: questions wait
    * for `agentvisor answer` (docs/policy.md, "Questions"). Undefined: no answer, the run pauses.
    */
-  readonly answer?: ((question: QuestionRequest) => Promise<string | undefined>) | undefined
+  readonly answer?: ((question: QuestionRequest, signal?: AbortSignal) => Promise<string | undefined>) | undefined
 }
 
 /** A question a run waits on, as an approver is asked it. */

@@ -7,6 +7,9 @@ import type { RunContext } from '../machine/run-machine.js'
 import { iso, nowMs, store } from '../supervisor/driver-io.js'
 import type { Drive } from './drive.js'
 import type { Work } from './transition-journal.js'
+import { settledElsewhere } from './approvals.js'
+
+const ELSEWHERE = Symbol('answered elsewhere')
 
 const ANSWERED: Work = { event: { type: 'INPUT_ANSWERED' } }
 
@@ -26,8 +29,8 @@ export const awaitAnswers = (drive: Drive, ctx: RunContext): Effect.Effect<Work 
     const ask = deps.approver?.answer
     if (ask === undefined || deps.contract.approval !== 'prompt') return undefined
     for (const request of pending) {
-      const text = yield* Effect.tryPromise({
-        try: () => ask({ id: request.id, step: request.step, question: request.target }),
+      const asked = Effect.tryPromise({
+        try: (signal) => ask({ id: request.id, step: request.step, question: request.target }, signal),
         catch: (cause) => new ApproverFailedError({ requestId: request.id, cause })
       }).pipe(
         Effect.catchTag('ApproverFailedError', (error) =>
@@ -39,6 +42,9 @@ export const awaitAnswers = (drive: Drive, ctx: RunContext): Effect.Effect<Work 
           })
         )
       )
+      // An answer given elsewhere (NATS, `agentvisor answer`, the inspector) while the terminal asks wins too.
+      const text = yield* Effect.race(asked, Effect.as(settledElsewhere(drive, ctx.step, request.id), ELSEWHERE))
+      if (text === ELSEWHERE) continue
       if (text === undefined) return undefined
       const at = iso(yield* nowMs)
       yield* answerRequest(deps.db, request.id, text, deps.approver?.source ?? 'prompt', at).pipe(Effect.catchTag('RequestDecidedError', () => Effect.void))
