@@ -91,7 +91,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
     const log = deps.log ?? (() => {})
     const badId = invalidRunId(request.runId) ?? (request.parentId === null ? undefined : invalidRunId(request.parentId, 'parent id'))
     if (badId !== undefined) {
-      log(`refused a run request: ${badId}`)
+      log(`refused a ${request.parentId === null ? 'submitted' : 'child'}-run request: ${badId}`)
       return yield* delivery.ack
     }
     const admission = yield* admit(deps.db, request.runId, request.parentId, request.contract)
