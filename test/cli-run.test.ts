@@ -162,17 +162,35 @@ describe('agentvisor run against the mock LLM over HTTP', () => {
     expect(run.stderr + run.stdout).not.toContain(key)
   })
 
-  it('fails with kind auth and exit 1 when the named key variable is not set, without calling the model', async () => {
+  it('exits 2 naming the variable when the first provider lacks its key, before any run exists, and warns of a later one', async () => {
     const llm = await startMock([writeDone])
     const dir = tempDir()
-    const task = writeTask(
-      dir,
-      taskFor(llm.url, { providers: [{ name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', apiKeyEnv: 'AV_UNSET_KEY' }] })
-    )
-    const run = await runCli(['run', task, '--json', '--db', path.join(dir, 'av.db')], { env: { AV_UNSET_KEY: '' } })
-    expect(run.code).toBe(1)
-    expect(lastJson(run)).toMatchObject({ status: 'failed', error: { kind: 'auth', provider: 'primary' } })
+    const db = path.join(dir, 'av.db')
+    const primary = { name: 'primary', kind: 'openai', baseUrl: llm.url, model: 'test-model', apiKeyEnv: 'AV_UNSET_KEY' }
+    const task = writeTask(dir, taskFor(llm.url, { providers: [primary] }))
+    const run = await runCli(['run', task, '--json', '--db', db], { env: { AV_UNSET_KEY: '' } })
+    expect(run.code).toBe(2)
+    expect(run.stderr).toBe('agentvisor: providers.0.apiKeyEnv: AV_UNSET_KEY is not set (provider "primary" needs it): set it in the environment\n')
+    expect(existsSync(db)).toBe(false)
+    expect(existsSync(path.join(dir, 'ws'))).toBe(false)
     expect(llm.requests).toHaveLength(0)
+
+    // A fallback without its key: the run goes on, warned that falling over to it would fail.
+    const withFallback = writeTask(
+      dir,
+      taskFor(llm.url, {
+        providers: [
+          { ...primary, name: 'main', apiKeyEnv: 'AV_SET_KEY' },
+          { ...primary, name: 'spare' }
+        ]
+      }),
+      'fallback.json'
+    )
+    const warned = await runCli(['run', withFallback, '--json', '--db', db], { env: { AV_SET_KEY: 'k-1', AV_UNSET_KEY: '' } })
+    expect(warned.code, warned.stderr).toBe(0)
+    expect(warned.stderr).toContain(
+      'agentvisor: warning: providers.1.apiKeyEnv: AV_UNSET_KEY is not set (provider "spare" needs it); a run that falls over to it fails there (kind auth)\n'
+    )
   })
 })
 
@@ -180,7 +198,16 @@ describe('agentvisor run with bad input', () => {
   const cases: Array<[string, string, RegExp]> = [
     ['malformed JSON', '{"goal": "x", ', /not valid JSON/],
     ['a missing goal', JSON.stringify({ workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }] }), /goal/],
-    ['an unknown provider kind', JSON.stringify({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'gemini', model: 'm' }] }), /providers\.0\.kind/],
+    [
+      'an unknown provider kind',
+      JSON.stringify({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'gemini', model: 'm' }] }),
+      /^agentvisor: .*: providers\.0\.kind: must be one of "openai", "anthropic", "scripted", got "gemini"$/
+    ],
+    [
+      'an unknown approval mode',
+      JSON.stringify({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }], approval: 'sometimes' }),
+      /^agentvisor: .*: approval: must be one of "prompt", "defer", "auto", got "sometimes"$/
+    ],
     [
       'a negative maxSteps',
       JSON.stringify({ goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }], limits: { maxSteps: -1 } }),
@@ -297,9 +324,8 @@ describe('agentvisor run refuses bad input with exit 2, one line and nothing lef
       expect(lines[0]).toMatch(pattern)
       expect(run.stderr).not.toMatch(/\n\s+at |internal error/)
       expect(lastJson(run)).toEqual({ error: { kind: 'input', message: lines[0]!.replace(/^agentvisor: /, '') } })
-      const runs = await runCli(['runs', '--json', '--db', db])
-      expect(runs.code).toBe(0)
-      expect(lastJson<unknown[]>(runs)).toEqual([])
+      // No run was made: the store holds none, or was not even created.
+      if (existsSync(db)) expect(lastJson<unknown[]>(await runCli(['runs', '--json', '--db', db]))).toEqual([])
     })
   }
 })
@@ -449,5 +475,50 @@ describe('approve --edit', () => {
     expect(run.code).toBe(2)
     expect(run.stderr).toBe('agentvisor: --edit nests deeper than 64 levels\n')
     expect(lastJson(run)).toEqual({ error: { kind: 'input', message: '--edit nests deeper than 64 levels' } })
+  })
+})
+
+describe('commands about runs that exist, on a path with no store', () => {
+  const commands: ReadonlyArray<ReadonlyArray<string>> = [
+    ['runs'],
+    ['runs', '--json'],
+    ['show', 'r1'],
+    ['watch', 'r1'],
+    ['inspect'],
+    ['approve', 'r1'],
+    ['answer', 'r1', 'yes'],
+    ['cancel', 'r1'],
+    ['send', 'r1', 'more'],
+    ['resume', 'r1'],
+    ['resume', '--all']
+  ]
+  for (const command of commands) {
+    it(`${command.join(' ')} says so in one line, exits 2 and creates nothing`, async () => {
+      const dir = tempDir()
+      const db = path.join(dir, 'typo', 'av.db')
+      const result = await runCli([...command, '--db', db])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe(`agentvisor: no store at ${db}: nothing has run with it yet (check --db, or $AGENTVISOR_DB)\n`)
+      expect(existsSync(path.join(dir, 'typo'))).toBe(false)
+    })
+  }
+})
+
+describe('resume of a run that has ended', () => {
+  it('says it has ended, drives nothing and exits with its status code', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, { goal: 'Say hi', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [{ text: 'hi' }] }] })
+    const { runId } = lastJson<{ runId: string }>(await runCli(['run', task, '--json', '--db', db]))
+    const before = lastJson<{ transitions: unknown[] }>(await runCli(['show', runId, '--json', '--db', db])).transitions.length
+
+    const resumed = await runCli(['resume', runId, '--json', '--db', db])
+    expect(resumed.code).toBe(0)
+    expect(resumed.stderr.split('\n')[0]).toBe(
+      `agentvisor: run ${runId} has ended (succeeded): there is nothing to resume (agentvisor send ${runId} TEXT continues it with a new turn)`
+    )
+    expect(resumed.stderr).not.toContain('resuming')
+    expect(lastJson(resumed)).toMatchObject({ runId, status: 'succeeded', steps: 1 })
+    expect(lastJson<{ transitions: unknown[] }>(await runCli(['show', runId, '--json', '--db', db])).transitions).toHaveLength(before)
   })
 })

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
@@ -54,14 +55,20 @@ describe('agentvisor runs and show', () => {
 
     const listed = await runCli(['runs', '--db', db])
     expect(listed.code, listed.stderr).toBe(0)
-    expect(listed.stdout).toMatch(new RegExp(`^${run['runId']}  succeeded\\s+\\S+  older\\n$`))
+    expect(listed.stdout).toMatch(new RegExp(`^${run['runId']}  succeeded\\s+\\S+  -\\s+older\\n$`))
     const after = new BetterSqlite3(db, { readonly: true })
     expect(after.prepare('SELECT count(*) FROM kysely_migration WHERE name = ?').pluck().get(newest)).toBe(1)
     after.close()
 
-    const fresh = await runCli(['runs', '--json', '--db', path.join(dir, 'new', 'av.db')])
-    expect(fresh.code, fresh.stderr).toBe(0)
-    expect(lastJson(fresh)).toEqual([])
+    // A path with no store is a mistake to say, not an empty store to make (docs/cli.md).
+    const missing = path.join(dir, 'new', 'av.db')
+    const fresh = await runCli(['runs', '--json', '--db', missing])
+    expect(fresh.code).toBe(2)
+    expect(fresh.stderr).toBe(`agentvisor: no store at ${missing}: nothing has run with it yet (check --db, or $AGENTVISOR_DB)\n`)
+    expect(lastJson(fresh)).toEqual({
+      error: { kind: 'input', message: `no store at ${missing}: nothing has run with it yet (check --db, or $AGENTVISOR_DB)` }
+    })
+    expect(existsSync(path.join(dir, 'new'))).toBe(false)
   })
 
   it('ends quietly with exit 0 when the reader of its output stops early', async () => {

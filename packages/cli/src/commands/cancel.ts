@@ -1,5 +1,5 @@
 import { Agentvisor, CancelTimeoutError } from '@agentvisor/actors'
-import { resolveDbPath } from '@agentvisor/store'
+import { existingStorePath } from '../store-path.js'
 import { printJson, say } from '../output.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
@@ -17,7 +17,7 @@ export const cancelCommand = async (argv: string[]): Promise<number> => {
     { min: 1, max: 1, names: 'RUN (the run to cancel)' }
   )
   const runId = positionals[0]!
-  const av = await Agentvisor.open({ db: resolveDbPath(values.db) })
+  const av = await Agentvisor.open({ db: existingStorePath(values.db) })
   let outcome
   try {
     outcome = await av.cancel(runId)

@@ -1,4 +1,5 @@
-import { getRunRow, openStore, resolveDbPath } from '@agentvisor/store'
+import { getRunRow, openStore } from '@agentvisor/store'
+import { existingStorePath } from '../store-path.js'
 import { DEFAULT_INSPECTOR_PORT, startInspector } from '../inspector/server.js'
 import { say } from '../output.js'
 import { terminalSafe } from '../terminal-text.js'
@@ -45,7 +46,7 @@ export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promis
   const port = parsePort(values.port)
   const host = values.host ?? '127.0.0.1'
   if (host.trim() === '') throw new UsageError('--host must name an address, e.g. 127.0.0.1')
-  const db = resolveDbPath(values.db)
+  const db = existingStorePath(values.db)
   const runId = positionals[0]
   if (runId !== undefined) {
     const store = await openStore(db, { readOnly: true })

@@ -1,5 +1,6 @@
 import { Agentvisor, type RunResult } from '@agentvisor/actors'
-import { isInterrupted, listRuns, openStore } from '@agentvisor/store'
+import { getRunRow, isFinalStatus, isInterrupted, listRuns, openStore } from '@agentvisor/store'
+import { openCliReader } from '../open-store.js'
 import { printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
@@ -14,11 +15,18 @@ export const resumeCommand = async (argv: string[]): Promise<number> => {
     { min: 0, max: 1, names: 'RUN (the id of the run to resume), or --all' }
   )
   if ((values.all === true) === (positionals.length === 1)) throw new UsageError('resume takes a run id or --all')
-  const flags = { db: values.db, nats: values.nats, json: values.json === true, inspect: values.inspect }
+  const flags = { db: values.db, nats: values.nats, json: values.json === true, inspect: values.inspect, existing: true }
   if (values.all === true) return resumeAll(flags)
+  const runId = positionals[0]!
+  const ended = await endedStatus(flags.db, runId)
   return driveOne(flags, async (av) => {
-    const run = await av.resume(positionals[0]!)
-    say(`agentvisor: resuming run ${run.runId}`)
+    const run = await av.resume(runId)
+    // A finished run is not driven again: its end is reported as it was, with its exit code.
+    say(
+      ended === undefined
+        ? `agentvisor: resuming run ${run.runId}`
+        : `agentvisor: run ${run.runId} has ended (${ended}): there is nothing to resume (agentvisor send ${run.runId} TEXT continues it with a new turn)`
+    )
     return run
   })
 }
@@ -62,4 +70,15 @@ const resumeAll = async (flags: DriveFlags): Promise<number> => {
   if (results.every((r) => r.status === 'succeeded')) return ExitCode.succeeded
   const paused = (status: string): boolean => status === 'awaiting_approval' || status === 'awaiting_input'
   return results.some((r) => paused(r.status)) && results.every((r) => r.status === 'succeeded' || paused(r.status)) ? ExitCode.paused : ExitCode.failed
+}
+
+/** The status of a run that has ended, or undefined (not ended, or not there: `resume` says which). */
+const endedStatus = async (db: string | undefined, runId: string): Promise<string | undefined> => {
+  const store = await openCliReader(db)
+  try {
+    const row = await getRunRow(store.db, runId)
+    return row !== undefined && isFinalStatus(row.status) ? row.status : undefined
+  } finally {
+    await store.close()
+  }
 }

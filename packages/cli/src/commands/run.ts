@@ -1,5 +1,5 @@
 import { Agentvisor, invalidNatsServers, natsBusOptionsFromEnv, type RunResult, type StartedRun } from '@agentvisor/actors'
-import { ApprovalMode, loadTaskFile, type TaskContract } from '@agentvisor/core'
+import { ApprovalMode, loadTaskFile, type TaskContract, unsetApiKeys } from '@agentvisor/core'
 import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
 import { describeUsage, elapsed, printJson, say } from '../output.js'
@@ -7,6 +7,7 @@ import { progressObserver } from '../progress.js'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { terminalApprover } from '../terminal-approver.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
+import { existingStorePath } from '../store-path.js'
 
 const isApprovalMode = Schema.is(ApprovalMode)
 
@@ -81,6 +82,28 @@ export const awaitWithSignals = async (run: StartedRun): Promise<RunResult> => {
   }
 }
 
+/**
+ * A key the task's providers need and this environment lacks is said before any run exists
+ * (docs/task-file.md, "API keys"): exit 2 naming the variable of the chain's first provider, a
+ * warning for a later one's (only a run falling over to it would fail). Another agent's chain is checked too when its runs are
+ * driven here; with NATS, workers have their own environment, so it is only a warning.
+ */
+const checkApiKeys = (contract: TaskContract, onWorkers: boolean): void => {
+  const own = unsetApiKeys(contract.providers, process.env)
+  if (own.refused !== undefined) throw new UsageError(own.refused)
+  const warnings = [...own.warnings]
+  for (const [name, agent] of Object.entries(contract.agents ?? {})) {
+    if (agent.providers === undefined) continue
+    const theirs = unsetApiKeys(agent.providers, process.env, `agents.${name}.providers`)
+    if (theirs.refused !== undefined && !onWorkers) throw new UsageError(theirs.refused)
+    warnings.push(
+      ...theirs.warnings,
+      ...(theirs.refused === undefined ? [] : [`${theirs.refused.split(': set it')[0]}; a worker that runs "${name}" needs it`])
+    )
+  }
+  for (const warning of warnings) say(`agentvisor: warning: ${warning}`)
+}
+
 const loadContract = async (file: string): Promise<TaskContract> => {
   const loaded = await Effect.runPromise(Effect.either(loadTaskFile(file)))
   if (Either.isLeft(loaded)) throw new UsageError(`${file}: ${loaded.left.message}`)
@@ -105,6 +128,7 @@ export const runCommand = async (argv: string[]): Promise<number> => {
   }
   const loaded = await loadContract(positionals[0]!)
   const contract: TaskContract = values.approval === undefined ? loaded : { ...loaded, approval: values.approval }
+  checkApiKeys(contract, values.nats !== undefined || process.env['AGENTVISOR_NATS_URL'] !== undefined)
   return driveOne({ db: values.db, nats: values.nats, json: values.json === true, inspect: values.inspect }, async (av) => {
     const run = await av.start(contract)
     say(`agentvisor: run ${run.runId} started: ${contract.goal}`)
@@ -119,11 +143,14 @@ export interface DriveFlags {
   readonly json: boolean
   /** The Stately inspector relay to stream XState inspection events to (`--inspect`). */
   readonly inspect?: string | undefined
+  /** The command is about runs the store has (`resume`, `send`): a missing store is exit 2. */
+  readonly existing?: boolean | undefined
 }
 
 /** The store path and the Agentvisor options (the NATS bus, when asked for) of the flags. */
-export const openOptions = (flags: Pick<DriveFlags, 'db' | 'nats'>) => {
-  const dbPath = resolveDbPath(flags.db)
+export const openOptions = (flags: Pick<DriveFlags, 'db' | 'nats' | 'existing'>) => {
+  // `resume` and `send` are about runs a store has: a store that is not there is a mistake to say.
+  const dbPath = flags.existing === true ? existingStorePath(flags.db) : resolveDbPath(flags.db)
   // With NATS, children go to the workers' queue; without it, this process drives them.
   const nats = natsBusOptionsFromEnv(flags.nats === undefined ? {} : { nats: flags.nats })
   const badServer = nats === undefined ? undefined : invalidNatsServers(nats.servers)

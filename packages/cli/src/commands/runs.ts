@@ -6,7 +6,6 @@ import {
   isPostgresUrl,
   listRuns,
   openCurrentSqlite,
-  resolveDbPath,
   RUN_LIST_COLUMNS,
   type RunListRow,
   type RunRecord,
@@ -15,6 +14,7 @@ import {
   RunStatus,
   toRunRecord
 } from '@agentvisor/store/runs'
+import { existingStorePath } from '../store-path.js'
 import { printJsonText } from '../output.js'
 import { terminalSafe } from '../terminal-text.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
@@ -31,7 +31,7 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
   if (status !== undefined && !STATUSES.includes(status)) {
     throw new UsageError(`--status must be one of ${STATUSES.join(', ')} (got "${status}")`)
   }
-  const location = resolveDbPath(values.db)
+  const location = existingStorePath(values.db)
   // A current SQLite store is read with better-sqlite3 alone; anything else (PostgreSQL, a new
   // or outdated file) is opened the long way, which loads Kysely and migrates if need be.
   const sqlite = isPostgresUrl(location) ? undefined : openCurrentSqlite(location)
@@ -52,7 +52,13 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
     }
     // One write for the whole table, not one per run.
     process.stdout.write(
-      runs.map((run) => `${terminalSafe(`${run.id}  ${run.status.padEnd(23)}  ${run.createdAt}  ${run.goal.replace(/\s+/g, ' ').slice(0, 60)}`)}\n`).join('')
+      runs
+        .map((run) => {
+          // A child names its parent by the short id progress lines use (`[0b7c1d2e]`); a root has "-".
+          const parent = (run.parentId === null ? '-' : run.parentId.slice(0, 8)).padEnd(8)
+          return `${terminalSafe(`${run.id}  ${run.status.padEnd(23)}  ${run.createdAt}  ${parent}  ${run.goal.replace(/\s+/g, ' ').slice(0, 60)}`)}\n`
+        })
+        .join('')
     )
     return 0
   } finally {

@@ -12,7 +12,7 @@ export const sendCommand = async (argv: string[]): Promise<number> => {
   )
   const [runId, text] = positionals as [string, string]
   if (text.trim() === '') throw new UsageError('the message is empty: give the text the model should read')
-  return driveOne({ db: values.db, nats: values.nats, json: values.json === true, inspect: values.inspect }, async (av) => {
+  return driveOne({ db: values.db, nats: values.nats, json: values.json === true, inspect: values.inspect, existing: true }, async (av) => {
     const run = await av.send(runId, text)
     say(`agentvisor: run ${run.runId} goes on with a new turn`)
     return run

@@ -70,5 +70,38 @@ export const formatTrace = (trace: RunTrace): string => {
       if (result !== undefined) lines.push(`    -> ${result.replace(/\s+/g, ' ').slice(0, 160)}`)
     }
   }
+  if (trace.approvals.length > 0) {
+    lines.push('', 'requests:')
+    for (const a of trace.approvals) {
+      // A question's target is the question; an approval's, what the call acts on.
+      const what = a.kind === 'input' ? `question: ${oneLine(a.target)}` : `${a.kind === 'recovery' ? 'recovery of ' : ''}${a.act} ${oneLine(a.target)}`
+      const by = a.source === undefined ? '' : ` by ${a.source}`
+      const rule = a.kind === 'input' || a.kind === 'recovery' ? '' : ` (rule "${a.rule}" in layer "${a.layer}")`
+      lines.push(`  ${a.id}  step ${a.step}  ${a.status}${by}  ${what}${rule}`)
+    }
+    const pending = trace.approvals.filter((a) => a.status === 'pending')
+    if (pending.length > 0) {
+      const questions = pending.some((a) => a.kind === 'input')
+      lines.push(
+        `  (${questions ? `agentvisor answer ${run.id} REQUEST TEXT` : `agentvisor approve ${run.id} REQUEST [--deny]`}, then agentvisor resume ${run.id})`
+      )
+    }
+  }
+  if (trace.policyEvents.length > 0) {
+    lines.push('', 'policy:')
+    for (const e of trace.policyEvents) {
+      const performed = e.performedTarget === undefined ? '' : ` (performed: ${oneLine(e.performedTarget)})`
+      lines.push(`  step ${e.step}  ${e.decision} ${e.act} ${oneLine(e.target)}${performed}  rule "${e.rule}" in layer "${e.layer}", ${e.source}`)
+    }
+  }
+  if (trace.children.length > 0) {
+    lines.push('', 'children:')
+    for (const child of trace.children) lines.push(`  ${child.id}  ${child.status}`)
+  }
   return `${lines.map((line) => terminalSafe(line)).join('\n')}\n`
+}
+
+const oneLine = (text: string, max = 160): string => {
+  const line = text.replace(/\s+/g, ' ')
+  return line.length > max ? `${line.slice(0, max)}...` : line
 }

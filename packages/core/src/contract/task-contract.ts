@@ -118,6 +118,25 @@ const valueAt = (input: unknown, at: ReadonlyArray<PropertyKey>): unknown => {
  * Effect describes a wrong value's expected type by printing the type, which for an object is the
  * whole schema (thousands of characters): those say what kind of value was expected instead.
  */
+const LITERAL = /^Expected ("(?:[^"\\]|\\.)*"), actual (.*)$/
+
+/**
+ * A value outside a set of literals (a union of them, or of structs told apart by one) as the
+ * whole set: `must be one of "openai", "anthropic", "scripted", got "opena"`, not the first
+ * alternative alone.
+ */
+const oneOf = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>, issue: ParseResult.ArrayFormatterIssue): string | undefined => {
+  const got = LITERAL.exec(issue.message)
+  if (got === null) return undefined
+  const key = issue.path.map(String).join('.')
+  const allowed = new Set<string>()
+  for (const candidate of issues) {
+    const match = candidate.path.map(String).join('.') === key ? LITERAL.exec(candidate.message) : null
+    if (match !== null) allowed.add(match[1]!)
+  }
+  return allowed.size < 2 ? `must be ${[...allowed][0]}, got ${got[2]}` : `must be one of ${[...allowed].join(', ')}, got ${got[2]}`
+}
+
 const describeIssue = (error: ParseResult.ParseError, input: unknown): { field: string; message: string } => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
   let issue = issues[0]
@@ -133,7 +152,7 @@ const describeIssue = (error: ParseResult.ParseError, input: unknown): { field: 
   } else if (issue.message.startsWith('Expected {')) detail = `must be an object, got ${describeValue(valueAt(input, at))}`
   else if (issue.message.startsWith('Expected ReadonlyArray<') || issue.message.startsWith('Expected readonly ['))
     detail = `must be a list, got ${describeValue(valueAt(input, at))}`
-  else detail = issue.message.split('\n')[0]!
+  else detail = oneOf(issues, issue) ?? issue.message.split('\n')[0]!
   const field = at.map(String).join('.')
   return { field, message: field === '' ? detail : `${field}: ${detail}` }
 }
