@@ -399,6 +399,7 @@ describe('agentvisor inspect', () => {
 
   it('refuses an unknown run id and a bad port as usage errors', async () => {
     const db = path.join(tempDir(), 'av.db')
+    await (await openStore(db)).close()
     await expect(inspectCommand(['no-such-run', '--db', db, '--port', '0'], { stop: Promise.resolve() })).rejects.toMatchObject({
       name: 'UsageError',
       message: 'no run with id no-such-run'

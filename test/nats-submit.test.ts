@@ -79,6 +79,8 @@ describe('a root run submitted over NATS', () => {
     const done = await waitFor(() => heard['done']![0] as Record<string, unknown> | undefined, 'the done message')
     expect(done).toMatchObject({ v: 1, runId, status: 'succeeded', steps: 1 })
     expect(heard['started']).toEqual([{ v: 1, runId, parentId: null, rootId: runId, goal: 'Write the weekly report', agent: null, resumed: false }])
+    // The stream is read from the store after each transition: its events may come after the done message.
+    await waitFor(() => ((heard['stream'] as Array<{ kind: string }>).some((event) => event.kind === 'done') ? true : undefined), 'the stream to its end')
     const kinds = (heard['stream'] as Array<{ kind: string }>).map((event) => event.kind)
     expect(kinds).toEqual(expect.arrayContaining(['transition', 'attempt', 'toolCall', 'toolResult', 'done']))
     expect(readFileSync(path.join(dir, 'ws', 'team-a', 'reports', 'weekly.txt'), 'utf8')).toBe('R')

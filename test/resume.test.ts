@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, tempDir, waitFor } from './support/cli.js'
@@ -61,7 +61,12 @@ describe('agentvisor resume', () => {
 
   it('exits 2 with a clear line for an unknown run id', async () => {
     const dir = tempDir()
-    const result = await runCli(['resume', 'no-such-run', '--db', path.join(dir, 'av.db')])
+    const db = path.join(dir, 'av.db')
+    // A store with other runs in it: the id is what is unknown.
+    const task = path.join(dir, 'task.json')
+    writeFileSync(task, JSON.stringify({ goal: 'Say hi', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [{ text: 'hi' }] }] }))
+    expect((await runCli(['run', task, '--db', db])).code).toBe(0)
+    const result = await runCli(['resume', 'no-such-run', '--db', db])
     expect(result.code).toBe(2)
     expect(result.stderr.trim()).toBe('agentvisor: no run with id no-such-run')
   })
