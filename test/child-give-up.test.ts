@@ -62,7 +62,11 @@ describe.each([
       Effect.suspend(() => {
         resumes.push(runId)
         if (runId === 'doomed') return Effect.die(new Error('the driver exploded'))
-        return Effect.succeed({ runId, result: Effect.succeed({ runId, status: 'succeeded' as const, steps: 0 }), cancel: Effect.void })
+        return Effect.succeed({
+          runId,
+          result: Effect.succeed({ runId, status: 'succeeded' as const, steps: 0, usage: { inputTokens: 0, outputTokens: 0 } }),
+          cancel: Effect.void
+        })
       })
     const bus = await makeBus()
     const lines: string[] = []

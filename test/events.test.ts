@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import type { TaskInput } from '@agentvisor/core'
 import { writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -25,7 +26,7 @@ afterEach(async () => {
   mock = undefined
 })
 
-const taskFor = (baseUrl: string, dir: string) => ({
+const taskFor = (baseUrl: string, dir: string): TaskInput => ({
   goal: 'Write a summary into out.txt',
   workspace: path.join(dir, 'ws'),
   providers: [{ name: 'p', kind: 'openai', baseUrl, model: MODEL, stream: true }],
@@ -90,7 +91,7 @@ describe('events', () => {
     mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
     const dir = tempDir()
     av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
-    const task = { ...taskFor(mock.url, dir), providers: [{ name: 'a', kind: 'anthropic', baseUrl: mock.url, model: MODEL, stream: true }] }
+    const task: TaskInput = { ...taskFor(mock.url, dir), providers: [{ name: 'a', kind: 'anthropic', baseUrl: mock.url, model: MODEL, stream: true }] }
     const run = await av.start(task)
     const events = await collect(run.events())
     expect((await run.result).status).toBe('succeeded')

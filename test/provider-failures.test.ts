@@ -1,4 +1,5 @@
 import * as path from 'node:path'
+import type { TaskInput } from '@agentvisor/core'
 import { it as effectIt } from '@effect/vitest'
 import { Agentvisor, loadRunTrace, type RunTrace, StoreLive, Supervisor, SupervisorLive } from '@agentvisor/actors'
 import { fallback, type ProviderConfig } from '@agentvisor/core'
@@ -36,7 +37,7 @@ const provider = (name: string, model = name, extra: Partial<ProviderConfig> = {
 
 const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 5, jitter: 0 }
 
-const runTask = async (dir: string, task: Record<string, unknown>, options: Partial<Parameters<typeof Agentvisor.open>[0]> = {}) => {
+const runTask = async (dir: string, task: Partial<TaskInput> & Pick<TaskInput, 'providers'>, options: Partial<Parameters<typeof Agentvisor.open>[0]> = {}) => {
   av = await Agentvisor.open({ db: path.join(dir, 'av.db'), retryPolicy: FAST_RETRY, ...options })
   const result = await av.run({ goal: 'Write DONE into out.txt', workspace: path.join(dir, 'ws'), approval: 'auto', ...task })
   const store = await openStore(path.join(dir, 'av.db'))
@@ -155,7 +156,7 @@ describe('provider failure handling over HTTP', () => {
     const llm = await start({ primary: [{ error: { status: 503 } }, { error: { status: 503 } }, writeDone], secondary: [writeDone, writeDone, writeDone] })
     const dir = tempDir()
     av = await Agentvisor.open({ db: path.join(dir, 'av.db'), retryPolicy: FAST_RETRY, circuitBreaker: { failureThreshold: 2, cooldownMs: 3_600_000 } })
-    const task = (n: number) => ({
+    const task = (n: number): TaskInput => ({
       goal: 'g',
       workspace: path.join(dir, `ws${n}`),
       approval: 'auto',

@@ -38,3 +38,5 @@ export * from './events/run-events.js'
 export * from './events/event-hub.js'
 export * from './events/follow-events.js'
 export { storedTreeUsage, treeUsageOf } from './supervisor/run-usage.js'
+// The task types the TS API takes, so that a consumer of this package alone can name them.
+export type { TaskContract, TaskInput } from '@agentvisor/core'

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
+import type { TaskInput } from '@agentvisor/core'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
@@ -239,7 +240,7 @@ describe('the rows of runs started from code', () => {
   it('name no root for a root run, and the root of the parent tree for a run started under a parent', async () => {
     const dir = tempDir()
     const agentvisor = await open(dir)
-    const task = (goal: string) => ({
+    const task = (goal: string): TaskInput => ({
       goal,
       workspace: path.join(dir, 'ws'),
       approval: 'auto',

@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import type { TaskInput } from '@agentvisor/core'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -32,7 +33,7 @@ const setup = async () => {
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 
 /** A task whose one write is not allowed by policy: with `approval: defer` the run pauses on it. */
-const pausingTask = (dir: string, workspace: string, policy?: unknown) => ({
+const pausingTask = (dir: string, workspace: string, policy?: TaskInput['policy']): TaskInput => ({
   goal: 'Write DONE into out.txt',
   workspace: path.join(dir, workspace),
   approval: 'defer',

@@ -1,4 +1,4 @@
-import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract } from '@agentvisor/core'
+import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract, type TaskInput } from '@agentvisor/core'
 import type { RunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
 import type { Bus } from '../bus/bus.js'
@@ -123,7 +123,7 @@ export class Agentvisor {
    * `ContractError` when the task asks for a sandbox this host cannot provide: such a task
    * never runs unconfined (docs/task-file.md, "sandbox").
    */
-  async start(task: unknown, options: StartOptions = {}): Promise<StartedRun> {
+  async start(task: TaskInput | TaskContract, options: StartOptions = {}): Promise<StartedRun> {
     const contract = Agentvisor.contract(task)
     const unconfinable = await sandboxUnavailable(contract.sandbox)
     if (unconfinable !== undefined) throw new ContractError({ message: `sandbox.exec: ${unconfinable}`, field: 'sandbox.exec' })
@@ -141,7 +141,7 @@ export class Agentvisor {
   }
 
   /** Starts a run and waits for it to finish or pause. */
-  async run(task: unknown, options: StartOptions = {}): Promise<RunResult> {
+  async run(task: TaskInput | TaskContract, options: StartOptions = {}): Promise<RunResult> {
     return (await this.start(task, options)).result
   }
 

@@ -1,5 +1,5 @@
 import { ContractError, type TaskContract } from '@agentvisor/core'
-import { type Database, getRun, getRunRow, insertRun, type LeaseLostError, listChildren, StoreError } from '@agentvisor/store'
+import { type Database, getRun, getRunRow, insertRun, type LeaseLostError, listChildren, recordedUsage, StoreError } from '@agentvisor/store'
 import { Clock, Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
@@ -10,6 +10,9 @@ import { surviving } from '../loop/survive.js'
 import { store as storeCall } from '../supervisor/driver-io.js'
 import type { ChildSpec, RunHandle, RunResult } from '../supervisor/run-handle.js'
 import { requestRunCancel } from '../use-cases/cancel.js'
+
+/** A run whose driver never let it go with a tally (it never called a model) cost nothing. */
+const NO_USAGE = { inputTokens: 0, outputTokens: 0 } as const
 import { childContract, childRunRow } from './child-contract.js'
 
 /**
@@ -62,6 +65,8 @@ export const makeSpawn = (deps: { readonly db: Kysely<Database>; readonly bus: B
                 runId,
                 status: row.status,
                 steps: row.steps,
+                // What its driver wrote when it let the run go (docs/task-file.md, "Usage and budgets").
+                usage: recordedUsage(row.usage_json) ?? NO_USAGE,
                 ...(row.error !== null ? { error: row.error } : {})
               }
             }

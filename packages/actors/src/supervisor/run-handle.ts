@@ -17,7 +17,7 @@ export interface RunResult {
    */
   readonly output?: unknown
   /** What this run's own model calls cost (docs/task-file.md, "Usage and budgets"). */
-  readonly usage?: Usage | undefined
+  readonly usage: Usage
   /** What the run and every run below it cost: given when the run started children. */
   readonly treeUsage?: Usage | undefined
   readonly error?: RunError | undefined

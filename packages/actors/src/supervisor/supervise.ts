@@ -150,6 +150,7 @@ const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): R
       runId,
       status: 'running',
       steps: ctx.completedSteps,
+      usage: driver.usage(),
       error: { kind: 'internal', message: `run ${runId}: this driver's lease was taken over by another driver` }
     }
   }
@@ -161,6 +162,7 @@ const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): R
       runId,
       status: statusOfState(state),
       steps,
+      usage: driver.usage(),
       error: {
         kind: 'internal',
         message: `${oneLine(letGo.error.message)}; the run is interrupted in ${state} and goes on with \`agentvisor resume ${runId}\` once the store is back`

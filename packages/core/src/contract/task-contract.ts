@@ -1,3 +1,4 @@
+import type { FallbackLink } from '../provider/fallback.js'
 import { realpathSync } from 'node:fs'
 import { homedir } from 'node:os'
 import * as path from 'node:path'
@@ -58,6 +59,18 @@ export const TaskFile = Schema.Struct({
   })
 )
 export type TaskFile = typeof TaskFile.Type
+
+/**
+ * A task as the TypeScript API takes it (`Agentvisor.run`/`start`, docs/typescript-api.md): the
+ * task file's shape, typed (agents, tools, MCP servers and output schemas included), with a
+ * providers chain that may nest (`fallback`). The fields only agentvisor sets are not part of it.
+ *
+ * @example
+ * const task = { goal: 'Write DONE into out.txt', workspace: 'ws', providers: [main] } satisfies TaskInput
+ */
+export type TaskInput = Omit<Schema.Schema.Encoded<typeof TaskFile>, 'providers' | 'lineage' | 'agent' | 'startedWithTools'> & {
+  readonly providers: ReadonlyArray<FallbackLink>
+}
 
 /** A validated task: defaults applied, the workspace an absolute path. Built once, read everywhere. */
 export interface TaskContract {
