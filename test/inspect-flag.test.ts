@@ -96,13 +96,14 @@ describe('agentvisor run --inspect', () => {
     await waitFor(() => (receiver.closed === 1 ? true : undefined), 'the inspector socket to close')
     expect(receiver.opened).toBe(1)
 
+    // The run's actor is named by the run id, and is its session, in every process that drives it.
+    const runId = lastJson<{ runId: string }>(run).runId
     const actors = ofType(receiver, '@xstate.actor')
     expect(actors).toHaveLength(1)
-    expect(actors[0]).toMatchObject({ name: 'run', _version: expect.any(String) })
+    expect(actors[0]).toMatchObject({ name: runId, sessionId: runId, rootId: runId, _version: expect.any(String) })
+    expect(actors[0]!['parentId']).toBeUndefined()
     expect(String(actors[0]!['definition'])).toContain('awaitingApproval')
-    const session = actors[0]!['sessionId']
-    expect(session).toMatch(/^[0-9a-f]{8}:x:\d+$/)
-    expect(receiver.events.every((e) => e['sessionId'] === session)).toBe(true)
+    expect(receiver.events.every((e) => e['sessionId'] === runId)).toBe(true)
     expect(eventTypes(receiver)).toEqual(['xstate.init', 'PROVIDER_ERROR', 'NEXT_PROVIDER', 'PROVIDER_OK', 'TOOLS_DONE', 'VERIFY_PASSED'])
     expect(stateValues(receiver)).toEqual([
       'dispatching',
@@ -210,7 +211,13 @@ describe('agentvisor worker --inspect', () => {
       () => (stateValues(receiver).some((v) => JSON.stringify(v) === '{"finished":"succeeded"}') ? true : undefined),
       'the child to finish on the relay'
     )
-    expect(ofType(receiver, '@xstate.actor').map((e) => e['name'])).toEqual(['run'])
+    // Named by its run id, and linked to its parent's actor (driven by the parent's own process).
+    const parentId = lastJson<{ runId: string }>(run).runId
+    const childActors = ofType(receiver, '@xstate.actor')
+    expect(childActors).toHaveLength(1)
+    const childId = String(childActors[0]!['name'])
+    expect(childId).not.toBe(parentId)
+    expect(childActors[0]).toMatchObject({ sessionId: childId, parentId, rootId: parentId })
     expect(eventTypes(receiver)).toContain('VERIFY_PASSED')
 
     child.kill('SIGTERM')

@@ -27,7 +27,7 @@ import {
 } from '@agentvisor/store'
 import { Clock, Effect, Either, Fiber } from 'effect'
 import type { Kysely } from 'kysely'
-import { type Actor, createActor, type Snapshot } from 'xstate'
+import { type Actor, createActor, type InspectionEvent, type Snapshot } from 'xstate'
 import { runPolicyOf } from '../approval/run-policy.js'
 import { childRunRow } from '../children/child-contract.js'
 import { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
@@ -44,7 +44,7 @@ import { makeTreeBudgets } from '../driver/budget.js'
 import { storedRunUsage, usageTally } from './run-usage.js'
 import { makeRunDriver } from './run-driver.js'
 import type { makeRunFibers } from './run-fibers.js'
-import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
+import type { InspectedRun, LaunchError, RunHandle, StartOptions } from './run-handle.js'
 import type { RunObserver } from './run-observer.js'
 import { availableTools, registeredTool, runCatalogue } from './run-tools.js'
 import { makeStopSignal } from './stop-signal.js'
@@ -236,7 +236,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       if (parent?.root_id != null) row.root_id = parent.root_id
       const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
       const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
-      const actor = newActor(contract)
+      const actor = newActor(contract, runId)
       return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace, tools)
     })
 
@@ -261,8 +261,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         try: () =>
           // A run interrupted before its first transition has no snapshot: it starts afresh.
           snapshot === undefined
-            ? newActor(contract)
-            : createActor(runMachine, { input: machineInput(contract), snapshot: snapshot as never, ...inspectOption(options) }).start(),
+            ? newActor(contract, runId)
+            : createActor(runMachine, { input: machineInput(contract), snapshot: snapshot as never, ...inspectOption(options, runId, contract) }).start(),
         catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot does not fit the run machine' })
       })
       const records = steps.map(
@@ -304,7 +304,16 @@ const resumedConversation = (contract: TaskContract, steps: ReadonlyArray<StepRe
   return messages
 }
 
-const inspectOption = (options: SupervisorOptions) => (options.inspect === undefined ? {} : { inspect: options.inspect })
+/**
+ * With an inspector, a run's actor carries the run's id (the Stately inspector names it so) and
+ * each inspection event says which run it is of, with its parent and root (docs/telemetry.md).
+ */
+const inspectOption = (options: SupervisorOptions, runId: string, contract: TaskContract) => {
+  const inspect = options.inspect
+  if (inspect === undefined) return {}
+  const run: InspectedRun = { runId, parentId: contract.lineage?.parentId, rootId: contract.lineage?.rootId ?? runId }
+  return { id: runId, inspect: (event: InspectionEvent) => inspect(event, run) }
+}
 
 /**
  * An input's cache key: every field of `RunMachineInput`. A field added to the input and not
@@ -329,11 +338,9 @@ const INITIAL_SNAPSHOTS = 64
  * snapshot is the run's first snapshot. With an inspector, actors start the ordinary way: it
  * sees each one's initial event.
  */
-const freshActors = (options: SupervisorOptions): ((contract: TaskContract) => Actor<typeof runMachine>) => {
-  if (options.inspect !== undefined) {
-    const inspect = options.inspect
-    return (contract) => createActor(runMachine, { input: machineInput(contract), inspect }).start()
-  }
+const freshActors = (options: SupervisorOptions): ((contract: TaskContract, runId: string) => Actor<typeof runMachine>) => {
+  if (options.inspect !== undefined)
+    return (contract, runId) => createActor(runMachine, { input: machineInput(contract), ...inspectOption(options, runId, contract) }).start()
   const firstSnapshots = new Map<string, Snapshot<unknown>>()
   return (contract) => {
     const input = machineInput(contract)

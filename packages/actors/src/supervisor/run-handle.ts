@@ -73,3 +73,12 @@ export type LaunchError =
   | LeaseConflictError
   | LeaseLostError
   | ContractError
+
+/** The run an XState inspection event is of (`SupervisorOptions.inspect`). */
+export interface InspectedRun {
+  readonly runId: string
+  /** The run's parent, for a child run. */
+  readonly parentId?: string | undefined
+  /** The root of its tree (the run itself for a root). */
+  readonly rootId: string
+}

@@ -16,12 +16,12 @@ import { makeLeaseKeeper, storeLeaseQueries } from './lease-keeper.js'
 import type { Approver } from './run-driver.js'
 import { makeRunFibers } from './run-fibers.js'
 import type { RegisteredTool } from './run-tools.js'
-import type { ChildSpec, LaunchError, RunHandle, StartOptions } from './run-handle.js'
+import type { ChildSpec, InspectedRun, LaunchError, RunHandle, StartOptions } from './run-handle.js'
 import type { RunObserver } from './run-observer.js'
 import { serveBus } from './serve-bus.js'
 import { StoreService } from './store-service.js'
 
-export type { ChildSpec, LaunchError, RunHandle, RunResult, StartOptions } from './run-handle.js'
+export type { ChildSpec, InspectedRun, LaunchError, RunHandle, RunResult, StartOptions } from './run-handle.js'
 
 export interface SupervisorOptions {
   /** Where API keys are read from at dispatch time (default `process.env`). */
@@ -36,8 +36,11 @@ export interface SupervisorOptions {
   readonly telemetry?: false | TelemetryOptions
   /** Observers of every run this supervisor drives. */
   readonly observers?: ReadonlyArray<RunObserver>
-  /** XState inspection events of every run actor (the Stately inspector, tests). */
-  readonly inspect?: (event: InspectionEvent) => void
+  /**
+   * XState inspection events of every run actor (the Stately inspector, tests), each with the run
+   * it is of: the actor's id is the run's id.
+   */
+  readonly inspect?: (event: InspectionEvent, run: InspectedRun) => void
   /** When a failing provider is skipped; one set of circuits serves every run of this supervisor. */
   readonly circuitBreaker?: CircuitBreakerPolicy
   /** Lease length and cancel polling (one driver per run, `agentvisor cancel` from anywhere). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { StatelyInspectionEvent } from '@statelyai/inspect'
 import type { InspectionEvent } from 'xstate'
+import type { InspectedRun } from '../supervisor/run-handle.js'
 
 /** Where `@statelyai/inspect/server`'s `createInspectorServer()` listens by default. */
 export const DEFAULT_INSPECTOR_RELAY = 'ws://127.0.0.1:8080'
@@ -20,7 +21,7 @@ export interface StatelyInspectorOptions {
 /** A live link to an inspector relay. */
 export interface StatelyInspector {
   /** The XState inspection callback: pass it as `Agentvisor.open({ inspect })`. */
-  readonly inspect: (event: InspectionEvent) => void
+  readonly inspect: (event: InspectionEvent, run?: InspectedRun) => void
   /** Sends what is pending, closes the socket and clears every timer. Calling it again is a no-op. */
   readonly stop: () => Promise<void>
 }
@@ -36,6 +37,9 @@ interface RelaySocket {
   on(event: 'error', listener: (error: Error) => void): unknown
 }
 type RelaySocketClass = new (url: string) => RelaySocket
+
+/** Run actors whose ids an inspector remembers (the most recently active). */
+const MAX_RUNS = 10_000
 
 const CONNECTING = 0
 const OPEN = 1
@@ -64,10 +68,30 @@ const loadSocketClass = (): RelaySocketClass => {
 }
 
 /**
- * XState numbers actors per process (`x:0`, `x:1`...), so two processes on one relay (a run and
- * its resume, several workers) would show as the same actors: each inspector prefixes its ids.
+ * The ids of an event as the relay sees them. A run's actor is the run: its session is the run id
+ * (the same in every process that drives it: a resume, a worker), its parent its parent run's
+ * and its root the tree's, so the Stately inspector shows a tree across processes. Anything else
+ * keeps XState's per-process numbering (`x:0`, `x:1`...), prefixed per inspector so that
+ * processes sharing a relay never mix.
  */
-const scopeIds = (event: StatelyInspectionEvent, prefix: string): StatelyInspectionEvent => {
+const scopeIds = (event: StatelyInspectionEvent, prefix: string, runs: ReadonlyMap<string, InspectedRun>): StatelyInspectionEvent => {
+  const run = runs.get(event.sessionId)
+  if (run !== undefined) {
+    const root = run.rootId
+    switch (event.type) {
+      case '@xstate.actor':
+        return { ...event, sessionId: run.runId, rootId: root, parentId: run.parentId }
+      case '@xstate.event':
+        return {
+          ...event,
+          sessionId: run.runId,
+          rootId: root,
+          sourceId: event.sourceId === undefined ? undefined : (runs.get(event.sourceId)?.runId ?? `${prefix}${event.sourceId}`)
+        }
+      case '@xstate.snapshot':
+        return { ...event, sessionId: run.runId, rootId: root }
+    }
+  }
   const scope = (id: string | undefined): string | undefined => (id === undefined ? undefined : `${prefix}${id}`)
   const sessionId = `${prefix}${event.sessionId}`
   switch (event.type) {
@@ -117,6 +141,8 @@ export const openStatelyInspector = async (options: StatelyInspectorOptions): Pr
   let stopped = false
   let warned = false
   const buffer: string[] = []
+  // XState session id of each run actor -> the run (sessions are per process; runs are not).
+  const runs = new Map<string, InspectedRun>()
 
   const warnOnce = (reason: string): void => {
     if (warned || stopped) return
@@ -154,7 +180,7 @@ export const openStatelyInspector = async (options: StatelyInspectorOptions): Pr
 
   const send = (event: StatelyInspectionEvent): void => {
     if (stopped) return
-    const text = toJson(scopeIds(event, prefix))
+    const text = toJson(scopeIds(event, prefix, runs))
     if (text === undefined) return
     if (socket?.readyState === OPEN) {
       socket.send(text)
@@ -199,8 +225,14 @@ export const openStatelyInspector = async (options: StatelyInspectorOptions): Pr
     })())
 
   return {
-    inspect: (event) => {
+    inspect: (event, run) => {
       try {
+        if (run !== undefined) {
+          runs.delete(event.actorRef.sessionId)
+          runs.set(event.actorRef.sessionId, run)
+          // A long-lived worker inspects many runs: the oldest are forgotten (their actors are done).
+          if (runs.size > MAX_RUNS) runs.delete(runs.keys().next().value!)
+        }
         inspector.inspect.next?.(event)
       } catch {
         // Inspection is a window on the run, never a reason for it to fail.
