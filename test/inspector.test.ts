@@ -270,7 +270,7 @@ describe('the inspector page in headless Chromium', () => {
     const store = await openStore(db)
     try {
       expect((await getRun(store.db, runId))?.status).toBe('succeeded')
-      expect(await listApprovals(store.db, runId)).toEqual([expect.objectContaining({ status: 'approved', source: 'cli' })])
+      expect(await listApprovals(store.db, runId)).toEqual([expect.objectContaining({ status: 'approved', source: 'inspector' })])
       expect((await listTransitions(store.db, runId)).map((t) => t.event)).toEqual([
         'PROVIDER_OK',
         'APPROVAL_REQUESTED',
@@ -278,6 +278,85 @@ describe('the inspector page in headless Chromium', () => {
         'TOOLS_DONE',
         'VERIFY_PASSED'
       ])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('approves with edited arguments, turns actions off while an earlier seq is shown, cancels a paused run and resumes one decided elsewhere', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    // Every write asks: the model writes draft.txt, the verify wants out.txt.
+    const asking = (goal: string, file: string) =>
+      writeTask(
+        dir,
+        {
+          goal,
+          workspace: `ws-${file}`,
+          providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [write(file)] }] }],
+          verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+          policy: { layers: [{ name: 'team', ask: { write: ['**'] } }] },
+          approval: 'defer'
+        },
+        `${file}.json`
+      )
+    const edited = await cliRun(asking('Write DONE, edited on the way', 'draft.txt'), db, 3)
+    const cancelled = await cliRun(asking('Write DONE, then be cancelled', 'out.txt'), db, 3)
+    const resumed = await cliRun(asking('Write DONE once resumed', 'late.txt'), db, 3)
+    inspector = await startInspector({ db, port: 0 })
+
+    // Approve with edits: the call writes out.txt instead of draft.txt.
+    const { page, errors } = await openPage(`${inspector.url}#/runs/${edited}`)
+    const request = page.locator('[data-testid=approval-row]')
+    await request.getByTestId('approve').waitFor()
+    // While an earlier seq is shown, nothing can be decided or done.
+    await page.getByTestId('step-back').click()
+    await page.getByTestId('actions-off').waitFor()
+    expect(await request.getByTestId('approve').isDisabled()).toBe(true)
+    expect(await page.getByTestId('run-cancel').isDisabled()).toBe(true)
+    await page.getByTestId('step-latest').click()
+    expect(await request.getByTestId('approve').isDisabled()).toBe(false)
+    await request.getByTestId('edit').click()
+    expect(JSON.parse(await request.getByTestId('edit-arguments').inputValue())).toEqual({ path: 'draft.txt', content: 'DONE' })
+    await request.getByTestId('edit-arguments').fill('{"path": "out.txt", "content": "DONE"}')
+    await request.getByTestId('approve-edited').click()
+    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+    expect(readFileSync(path.join(dir, 'ws-draft.txt', 'out.txt'), 'utf8')).toBe('DONE')
+    expect(existsSync(path.join(dir, 'ws-draft.txt', 'draft.txt'))).toBe(false)
+
+    // Cancel a paused run from the page.
+    await page.goto(`${inspector.url}#/runs/${cancelled}`)
+    await page.getByTestId('run-cancel').click()
+    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('cancelled')
+    expect(await page.getByTestId('run-cancel').isDisabled()).toBe(true)
+
+    // A run whose request was decided on the command line, not resumed: Resume drives it on here.
+    expect((await runCli(['approve', resumed, '--db', db])).code).toBe(0)
+    await page.goto(`${inspector.url}#/runs/${resumed}`)
+    await expect.poll(() => page.getByTestId('run-resume').isDisabled()).toBe(false)
+    await page.getByTestId('run-resume').click()
+    // It performs the approved write, fails its verify, and asks again at its next step.
+    await expect.poll(() => page.locator('[data-testid=approval-row]').count(), { timeout: 20_000 }).toBe(2)
+    expect(await page.getByTestId('run-status').getAttribute('data-status')).toBe('awaiting_approval')
+    await page.close()
+    expect(errors).toEqual([])
+
+    const store = await openStore(db)
+    try {
+      expect(await listApprovals(store.db, edited)).toEqual([
+        expect.objectContaining({
+          status: 'approved',
+          source: 'inspector',
+          edited_payload: expect.objectContaining({ arguments: expect.stringContaining('out.txt') })
+        })
+      ])
+      expect((await getRun(store.db, cancelled))?.status).toBe('cancelled')
+      expect(existsSync(path.join(dir, 'ws-out.txt', 'out.txt'))).toBe(false)
+      // It wrote late.txt as approved on the command line, driven by the inspector.
+      expect(readFileSync(path.join(dir, 'ws-late.txt', 'late.txt'), 'utf8')).toBe('DONE')
+      expect((await listTransitions(store.db, resumed)).map((t) => t.event)).toEqual(
+        expect.arrayContaining(['APPROVALS_DECIDED', 'TOOLS_DONE', 'VERIFY_FAILED', 'APPROVAL_REQUESTED'])
+      )
     } finally {
       await store.close()
     }

@@ -31,7 +31,7 @@ export interface AnswerOutcome {
  * (source `cli`). When it was the run's last open question, the paused run is driven on here.
  */
 export const answerFromInspector = async (deps: DecisionDeps, runId: string, requestId: string, body: AnswerBody): Promise<AnswerOutcome> => {
-  const exit = await Effect.runPromiseExit(answerRun({ db: deps.db, source: 'cli' }, runId, { text: body.text, requestId }))
+  const exit = await Effect.runPromiseExit(answerRun({ db: deps.db, source: 'inspector' }, runId, { text: body.text, requestId }))
   if (Exit.isFailure(exit)) {
     const error = Cause.squash(exit.cause) as AnswerError
     if (error instanceof StoreError) throw error

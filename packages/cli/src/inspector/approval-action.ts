@@ -50,8 +50,8 @@ export interface DecisionDeps {
 }
 
 /**
- * Decides one pending request of a run, audited like `agentvisor approve` (source `cli`: the
- * inspector is the same operator at another console). When it was the run's last pending
+ * Decides one pending request of a run through the use case `agentvisor approve` uses, audited
+ * with source `inspector`. When it was the run's last pending
  * request, the paused run is driven on here, so it goes on without a separate `resume`.
  */
 export const decideFromInspector = async (deps: DecisionDeps, runId: string, requestId: string, body: ApprovalBody): Promise<DecisionOutcome> => {
@@ -59,7 +59,7 @@ export const decideFromInspector = async (deps: DecisionDeps, runId: string, req
     body.decision === 'approve'
       ? { requestId, decision: 'approve', remember: body.remember, edit: body.edit }
       : { requestId, decision: 'deny', remember: body.remember }
-  const exit = await Effect.runPromiseExit(approveRun({ db: deps.db, source: 'cli' }, runId, answer))
+  const exit = await Effect.runPromiseExit(approveRun({ db: deps.db, source: 'inspector' }, runId, answer))
   if (Exit.isFailure(exit)) {
     const error = Cause.squash(exit.cause)
     throw isApproveRefusal(error) ? httpErrorOf(runId, requestId, error) : error

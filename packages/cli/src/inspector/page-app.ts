@@ -4,7 +4,11 @@
  * `GET /api/events`. Every element a test or a person looks for has a `data-testid`.
  */
 export const APP_SCRIPT = String.raw`
-var S = { runs: [], status: '', text: '', machine: null, layout: null, runId: null, run: null, missing: null, seq: null, notes: {}, errors: {}, busy: {} };
+var S = { runs: [], status: '', text: '', machine: null, layout: null, runId: null, run: null, missing: null, seq: null, notes: {}, errors: {}, busy: {}, editing: {} };
+
+var FINAL = ['succeeded', 'failed', 'cancelled', 'timed_out', 'step_cap'];
+/** Actions act on the run as it is now: off while an earlier seq is shown. */
+function pastView() { return S.seq !== null; }
 
 function $(id) { return document.getElementById(id); }
 function short(id) { return String(id).slice(0, 8); }
@@ -124,12 +128,36 @@ function head(run) {
       h('span', { text: 'updated ' + when(r.updatedAt) }),
       r.usage ? h('span', { 'data-testid': 'run-usage', text: usageText(r.usage) + (r.treeUsage ? '; tree ' + usageText(r.treeUsage) : '') }) : null
     ]),
+    runActions(run),
     r.error ? h('div', { class: 'error-box', 'data-testid': 'run-error', text: r.error.kind + ': ' + r.error.message }) : null,
     run.output !== undefined ? h('div', { class: 'output-box', 'data-testid': 'run-output' }, [h('strong', { text: 'output ' }), h('code', { text: json(run.output) })]) : null,
     run.turns && run.turns.length > 1 ? h('div', { class: 'facts', 'data-testid': 'run-turns' }, run.turns.slice(1).map(function (t) {
       return h('span', { text: 'turn ' + t.turn + ' from step ' + t.firstStep + (t.message ? ': ' + t.message.slice(0, 120) : '') });
     })) : null
   ]);
+}
+
+/** Resume and Cancel, through the same use cases as agentvisor resume and cancel. */
+function runActions(run) {
+  var r = run.run, ended = FINAL.indexOf(r.status) >= 0, busy = S.busy['run:' + r.id] === true;
+  var open = run.approvals.some(function (a) { return a.status === 'pending'; });
+  var resumable = !ended && !open && (run.interrupted || r.status === 'awaiting_approval' || r.status === 'awaiting_input');
+  var past = pastView();
+  return h('div', { class: 'actions run-actions', 'data-testid': 'run-actions' }, [
+    h('button', { 'data-testid': 'run-resume', disabled: busy || past || !resumable, title: resumable ? 'drive the run on in the inspector, as agentvisor resume does' : 'nothing to resume', onclick: function () { runAction(r.id, 'resume'); }, text: 'Resume' }),
+    h('button', { class: 'deny', 'data-testid': 'run-cancel', disabled: busy || past || ended, title: 'cancel the run, as agentvisor cancel does', onclick: function () { runAction(r.id, 'cancel'); }, text: 'Cancel' }),
+    past ? h('span', { class: 'none', 'data-testid': 'actions-off', text: 'actions are off while an earlier seq is shown' }) : null,
+    S.errors['run:' + r.id] ? h('span', { class: 'approval-error', 'data-testid': 'run-action-error', text: S.errors['run:' + r.id] }) : null
+  ]);
+}
+
+async function runAction(runId, action) {
+  var key = 'run:' + runId;
+  S.busy[key] = true; delete S.errors[key]; renderDetail();
+  var r = await getJson('/api/runs/' + encodeURIComponent(runId) + '/' + action, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  delete S.busy[key];
+  if (!r.ok) S.errors[key] = (r.body && r.body.error) || ('HTTP ' + r.status);
+  if (S.runId === runId) await loadRun(runId);
 }
 
 function chartCard(run) {
@@ -196,11 +224,12 @@ function timelineCard(run) {
   ]);
 }
 
-async function decide(runId, requestId, decision) {
+async function decide(runId, requestId, decision, edit) {
   S.busy[requestId] = true; delete S.errors[requestId]; renderDetail();
   var r = await getJson('/api/runs/' + encodeURIComponent(runId) + '/approvals/' + encodeURIComponent(requestId), {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: decision })
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(edit === undefined ? { decision: decision } : { decision: decision, edit: edit })
   });
+  if (r.ok) delete S.editing[requestId];
   delete S.busy[requestId];
   if (!r.ok) S.errors[requestId] = (r.body && r.body.error) || ('HTTP ' + r.status);
   else if (r.body && r.body.note) S.notes[requestId] = r.body.note;
@@ -221,9 +250,30 @@ async function answerQuestion(runId, requestId, text) {
 /** A question the model asked (ask_human): a field for the answer while it waits, the answer once given. */
 function questionActions(run, a, busy) {
   if (a.status !== 'pending') return h('span', { class: 'none', text: a.source ? 'answered by ' + a.source : '' });
-  var field = h('input', { type: 'text', 'data-testid': 'answer-text', placeholder: 'your answer', disabled: busy });
+  var field = h('input', { type: 'text', 'data-testid': 'answer-text', placeholder: 'your answer', disabled: busy || pastView() });
   return h('div', { class: 'actions' }, [field,
-    h('button', { class: 'approve', 'data-testid': 'answer', disabled: busy, onclick: function () { if (field.value.trim() !== '') answerQuestion(run.run.id, a.id, field.value); }, text: 'Answer' })]);
+    h('button', { class: 'approve', 'data-testid': 'answer', disabled: busy || pastView(), onclick: function () { if (field.value.trim() !== '') answerQuestion(run.run.id, a.id, field.value); }, text: 'Answer' })]);
+}
+
+/** Approve, Deny, and Edit: the call's arguments as JSON, changed and approved (checked against the policy again). */
+function approvalActions(run, a, disabled) {
+  var editing = S.editing[a.id];
+  var buttons = [
+    h('button', { class: 'approve', 'data-testid': 'approve', disabled: disabled, onclick: function () { decide(run.run.id, a.id, 'approve'); }, text: 'Approve' }),
+    h('button', { class: 'deny', 'data-testid': 'deny', disabled: disabled, onclick: function () { decide(run.run.id, a.id, 'deny'); }, text: 'Deny' })
+  ];
+  if (a.arguments !== undefined && typeof a.arguments === 'object') {
+    buttons.push(h('button', { 'data-testid': 'edit', disabled: disabled, onclick: function () { S.editing[a.id] = editing === undefined ? JSON.stringify(a.arguments, null, 2) : undefined; if (S.editing[a.id] === undefined) delete S.editing[a.id]; renderDetail(); }, text: editing === undefined ? 'Edit' : 'Cancel edit' }));
+  }
+  if (editing === undefined) return h('div', { class: 'actions' }, buttons);
+  var area = h('textarea', { 'data-testid': 'edit-arguments', rows: 4, disabled: disabled, oninput: function (e) { S.editing[a.id] = e.target.value; } });
+  area.value = editing;
+  return h('div', {}, [h('div', { class: 'actions' }, buttons), area,
+    h('button', { class: 'approve', 'data-testid': 'approve-edited', disabled: disabled, onclick: function () {
+      var edit;
+      try { edit = JSON.parse(S.editing[a.id]); } catch (e) { S.errors[a.id] = 'the arguments are not valid JSON'; renderDetail(); return; }
+      decide(run.run.id, a.id, 'approve', edit);
+    }, text: 'Approve with these arguments' })]);
 }
 
 function approvalsCard(run) {
@@ -234,10 +284,7 @@ function approvalsCard(run) {
       var actions = a.kind === 'input' ? questionActions(run, a, busy)
         : !pending ? h('span', { class: 'none', text: a.source ? 'by ' + a.source : '' })
         : a.kind === 'recovery' ? h('span', { class: 'none', text: 'an interrupted exec: settle it with agentvisor approve --retry, --completed or --abort' })
-        : h('div', { class: 'actions' }, [
-          h('button', { class: 'approve', 'data-testid': 'approve', disabled: busy, onclick: function () { decide(run.run.id, a.id, 'approve'); }, text: 'Approve' }),
-          h('button', { class: 'deny', 'data-testid': 'deny', disabled: busy, onclick: function () { decide(run.run.id, a.id, 'deny'); }, text: 'Deny' })
-        ]);
+        : approvalActions(run, a, busy || pastView());
       return h('tr', { 'data-testid': 'approval-row', 'data-request-id': a.id, 'data-status': a.status }, [
         h('td', { class: 'num', text: a.step }),
         h('td', {}, [h('code', { text: a.kind === 'input' ? 'asks: ' + a.target : a.act + ' ' + a.target }),

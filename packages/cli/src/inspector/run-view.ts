@@ -1,5 +1,15 @@
-import { loadRunSnapshots, loadRunTrace, type RunTrace, type SnapshotAt, statePath } from '@agentvisor/actors'
-import { type Executor, getRunRow, isInterrupted, listRuns, type RunListRow, type RunRecord, type RunStatus, toRunRecord } from '@agentvisor/store'
+import { type ApprovalTrace, loadRunSnapshots, loadRunTrace, pendingRequestOf, type RunTrace, type SnapshotAt, statePath } from '@agentvisor/actors'
+import {
+  type Executor,
+  getRunRow,
+  isInterrupted,
+  listApprovals,
+  listRuns,
+  type RunListRow,
+  type RunRecord,
+  type RunStatus,
+  toRunRecord
+} from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 
 /** A `runs --json` row plus what the list shows beside it. */
@@ -27,8 +37,12 @@ export interface RunTreeNode {
   readonly children: ReadonlyArray<RunTreeNode>
 }
 
+/** A request as the page shows it: a pending approval carries its call's arguments, for an edit. */
+export type ApprovalView = ApprovalTrace & { readonly arguments?: unknown }
+
 /** What `GET /api/runs/:id` answers: the `show --json` trace plus the state, snapshots and tree. */
-export interface RunView extends RunTrace {
+export interface RunView extends Omit<RunTrace, 'approvals'> {
+  readonly approvals: ReadonlyArray<ApprovalView>
   readonly state: string
   readonly interrupted: boolean
   readonly snapshots: ReadonlyArray<SnapshotView>
@@ -101,10 +115,15 @@ const traceOf = async (db: Executor, runId: string): Promise<RunTrace | undefine
 
 /** The run view of `runId`, or undefined when there is no such run. */
 export const loadRunView = async (db: Executor, runId: string): Promise<RunView | undefined> => {
-  const [row, trace, snapshots] = await Promise.all([getRunRow(db, runId), traceOf(db, runId), loadRunSnapshots(db, runId)])
+  const [row, trace, snapshots, requests] = await Promise.all([getRunRow(db, runId), traceOf(db, runId), loadRunSnapshots(db, runId), listApprovals(db, runId)])
   if (row === undefined || trace === undefined || snapshots === undefined) return undefined
+  const pending = new Map(requests.filter((request) => request.status === 'pending').map((request) => [request.id, pendingRequestOf(request)]))
   return {
     ...trace,
+    approvals: trace.approvals.map((approval) => {
+      const args = pending.get(approval.id)?.arguments
+      return args === undefined ? approval : { ...approval, arguments: args }
+    }),
     state: row.state,
     interrupted: isInterrupted(row, Date.now()),
     snapshots: snapshots.map((at, i) => snapshotOf(at, trace.transitions[i]?.to ?? '')),

@@ -7,6 +7,7 @@ import { decideFromInspector, parseApprovalBody } from './approval-action.js'
 import { makeChangeFeed } from './change-feed.js'
 import { HttpError, readJsonBody, sendJson } from './http.js'
 import { runMachineGraph } from './machine-graph.js'
+import { cancelFromInspector, resumeFromInspector } from './run-action.js'
 import { inspectorPage } from './page.js'
 import { listRunItems, loadRunView } from './run-view.js'
 
@@ -70,14 +71,15 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
   const feed = makeChangeFeed(store.db, options.pollMs ?? 300)
   const streams = new Set<ServerResponse>()
 
-  // Opened on the first approval that lets a paused run go on, and kept for the server's life.
+  // Opened on the first action that drives or cancels a run, and kept for the server's life.
   let agentvisor: Promise<Agentvisor> | undefined
-  const drive = async (runId: string): Promise<void> => {
-    agentvisor ??= Agentvisor.open({ db: options.db }).catch((error: unknown) => {
+  const ownAgentvisor = (): Promise<Agentvisor> =>
+    (agentvisor ??= Agentvisor.open({ db: options.db }).catch((error: unknown) => {
       agentvisor = undefined
       throw error
-    })
-    const started = await (await agentvisor).resume(runId)
+    }))
+  const drive = async (runId: string): Promise<void> => {
+    const started = await (await ownAgentvisor()).resume(runId)
     void started.result.then(
       () => feed.notify([runId]),
       () => {}
@@ -174,13 +176,26 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
       if (view === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
       return sendJson(res, 200, view)
     }
-    if (resource === 'runs' && runId !== undefined && (sub === 'approvals' || sub === 'answers') && requestId !== undefined && extra.length === 0) {
-      only('POST')
-      // A browser always names the page's origin on a POST; another site's page is refused.
+    // A browser always names the page's origin on a POST; another site's page is refused.
+    const fromThePage = (): void => {
       const origin = req.headers.origin
       if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) {
         throw new HttpError({ status: 403, message: 'decisions are accepted only from the inspector page itself' })
       }
+    }
+    if (resource === 'runs' && runId !== undefined && (sub === 'resume' || sub === 'cancel') && requestId === undefined) {
+      only('POST')
+      fromThePage()
+      // The body is not read (an action takes none), but a form posted from elsewhere is refused by type.
+      await readJsonBody(req)
+      const deps = { db: store.db, drive, agentvisor: ownAgentvisor }
+      const outcome = sub === 'resume' ? await resumeFromInspector(deps, runId) : await cancelFromInspector(deps, runId)
+      feed.notify([runId])
+      return sendJson(res, 200, outcome)
+    }
+    if (resource === 'runs' && runId !== undefined && (sub === 'approvals' || sub === 'answers') && requestId !== undefined && extra.length === 0) {
+      only('POST')
+      fromThePage()
       const json = await readJsonBody(req)
       const outcome =
         sub === 'answers'

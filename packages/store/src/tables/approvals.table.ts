@@ -12,7 +12,9 @@ export const DecisionSource = {
   remembered: 'remembered',
   auto: 'auto',
   nats: 'nats',
-  api: 'api'
+  api: 'api',
+  /** A decision or answer given on the web inspector's page (docs/inspector.md). */
+  inspector: 'inspector'
 } as const
 export type DecisionSource = (typeof DecisionSource)[keyof typeof DecisionSource]
 
