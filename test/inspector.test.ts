@@ -9,9 +9,20 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { inspectCommand } from '../packages/cli/src/commands/inspect.js'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
 import { launchChromium } from './support/chromium.js'
-import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { lastJson, runCli, startRunInBackground, tempDir, waitFor, writeTask } from './support/cli.js'
 
 const ARTIFACTS = path.join(import.meta.dirname, '..', 'test-artifacts')
+// `npm run screenshots` sets this: the pictures in docs/inspector.md are made by these tests.
+const DOCS_IMAGES = process.env['AGENTVISOR_DOCS_SCREENSHOTS'] === '1' ? path.join(import.meta.dirname, '..', 'docs', 'images') : undefined
+
+/** A screenshot of the page into test-artifacts/ (and docs/images/ for `npm run screenshots`). */
+const screenshot = async (page: Page, name: string): Promise<void> => {
+  await page.screenshot({ path: path.join(ARTIFACTS, name) })
+  if (DOCS_IMAGES !== undefined) {
+    mkdirSync(DOCS_IMAGES, { recursive: true })
+    await page.screenshot({ path: path.join(DOCS_IMAGES, name) })
+  }
+}
 
 const write = (p: string, content = 'DONE') => ({ name: 'write_file', arguments: { path: p, content } })
 
@@ -191,7 +202,7 @@ describe('the inspector page in headless Chromium', () => {
       expect.stringMatching(/^2TOOLS_DONEactingverifying/),
       expect.stringMatching(/^3VERIFY_PASSEDverifyingfinished\.succeeded/)
     ])
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-run.png') })
+    await screenshot(page, 'inspector-run.png')
 
     await page.getByTestId('step-back').click()
     await expect.poll(() => litState(page).getAttribute('data-state')).toBe('verifying')
@@ -204,7 +215,7 @@ describe('the inspector page in headless Chromium', () => {
     expect(await page.getByTestId('step-back').isDisabled()).toBe(true)
     await page.getByTestId('step-forward').click()
     await expect.poll(() => litState(page).getAttribute('data-state')).toBe('acting')
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-time-travel.png') })
+    await screenshot(page, 'inspector-time-travel.png')
     await page.getByTestId('step-latest').click()
     await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
     expect(await page.getByTestId('viewing-seq').getAttribute('data-latest')).toBe('true')
@@ -239,7 +250,7 @@ describe('the inspector page in headless Chromium', () => {
     await page.locator(`[data-testid=run-view][data-run-id="${runId}"]`).waitFor()
     expect(await page.getByTestId('run-output').textContent()).toBe('output {"title":"Login fails"}')
     expect(await page.getByTestId('tool-origin').allTextContents()).toEqual([' module, read '])
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-output.png') })
+    await screenshot(page, 'inspector-output.png')
     await page.close()
     expect(errors).toEqual([])
   })
@@ -262,7 +273,7 @@ describe('the inspector page in headless Chromium', () => {
     await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
     expect(await page.locator('[data-testid=approval-row]').getAttribute('data-status')).toBe('approved')
     expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true)
-    await page.screenshot({ path: path.join(ARTIFACTS, 'inspector-approved.png') })
+    await screenshot(page, 'inspector-approved.png')
     await page.close()
     expect(errors).toEqual([])
 
@@ -317,9 +328,10 @@ describe('the inspector page in headless Chromium', () => {
     await page.getByTestId('step-latest').click()
     expect(await request.getByTestId('approve').isDisabled()).toBe(false)
     await request.getByTestId('edit').click()
-    expect(JSON.parse(await request.getByTestId('edit-arguments').inputValue())).toEqual({ path: 'draft.txt', content: 'DONE' })
-    await request.getByTestId('edit-arguments').fill('{"path": "out.txt", "content": "DONE"}')
-    await request.getByTestId('approve-edited').click()
+    expect(JSON.parse(await page.getByTestId('edit-arguments').inputValue())).toEqual({ path: 'draft.txt', content: 'DONE' })
+    await page.getByTestId('edit-arguments').fill('{"path": "out.txt", "content": "DONE"}')
+    await screenshot(page, 'inspector-edit.png')
+    await page.getByTestId('approve-edited').click()
     await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
     expect(readFileSync(path.join(dir, 'ws-draft.txt', 'out.txt'), 'utf8')).toBe('DONE')
     expect(existsSync(path.join(dir, 'ws-draft.txt', 'draft.txt'))).toBe(false)
@@ -360,6 +372,55 @@ describe('the inspector page in headless Chromium', () => {
     } finally {
       await store.close()
     }
+  })
+
+  it('marks a run whose driver was killed interrupted on an open page, without a reload', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const file = writeTask(dir, {
+      goal: 'Think for a long time',
+      workspace: 'ws',
+      providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'never seen' }] }],
+      approval: 'auto'
+    })
+    const run = startRunInBackground(file, db)
+    const runId = await run.runId()
+    inspector = await startInspector({ db, port: 0, pollMs: 100 })
+    const { page, errors } = await openPage(`${inspector.url}#/runs/${runId}`)
+    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status')).toBe('running')
+    expect(await page.locator('.run-head .badge.interrupted').count()).toBe(0)
+
+    process.kill(run.pid(), 'SIGKILL')
+    await run.done
+    // Its driver wrote nothing more: the page learns it from the lease the dead process left.
+    await expect.poll(() => page.locator('.run-head .badge.interrupted').count(), { timeout: 20_000 }).toBe(1)
+    await expect.poll(() => page.locator(`[data-testid=run-row][data-run-id="${runId}"] .badge.interrupted`).count()).toBe(1)
+    expect(await page.getByTestId('run-resume').isDisabled()).toBe(false)
+    await page.close()
+    expect(errors).toEqual([])
+  })
+
+  it('works from 800 px wide: nothing overflows the page, and the chart scrolls in its own card', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt at 800 px', allowWrite: true }), db, 0)
+    inspector = await startInspector({ db, port: 0 })
+    const page = await browser.newPage({ viewport: { width: 800, height: 900 } })
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(`${inspector.url}#/runs/${runId}`)
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
+    const widths = await page.evaluate(() => {
+      const detail = document.querySelector('main.detail') as HTMLElement
+      const chart = document.querySelector('.chart-wrap') as HTMLElement
+      return { page: document.documentElement.scrollWidth, detail: detail.scrollWidth - detail.clientWidth, chart: chart.scrollWidth - chart.clientWidth }
+    })
+    expect(widths.page).toBeLessThanOrEqual(800)
+    expect(widths.detail).toBe(0)
+    expect(widths.chart).toBeGreaterThan(0)
+    await screenshot(page, 'inspector-800px.png')
+    await page.close()
+    expect(errors).toEqual([])
   })
 
   it("moves a running run's lit state on the page as the run progresses, without a reload", async () => {

@@ -1,4 +1,4 @@
-import type { Store } from '@agentvisor/store'
+import { isInterrupted, type Store } from '@agentvisor/store'
 
 /** Tells listeners which runs changed in the store, whichever process changed them. */
 export interface ChangeFeed {
@@ -42,9 +42,11 @@ const makeWatermark = () => {
 }
 
 /**
- * Polls the store for runs that moved (a transition stamps the run row) and approvals that were
+ * Polls the store for runs that moved (a transition stamps the run row), approvals that were
  * decided (possibly by `agentvisor approve` in another process, which does not touch the run
- * row). Both queries read only rows stamped inside the look-back window.
+ * row), and running runs that became interrupted or stopped being so (their driver died, or one
+ * took them again). The first two read only rows stamped inside the look-back window; the third
+ * the running runs.
  *
  * The queries live here rather than in the store's repositories because they exist only for the
  * inspector's polling and read two columns each.
@@ -53,6 +55,9 @@ export const makeChangeFeed = (db: Store['db'], pollMs: number): ChangeFeed => {
   const listeners = new Set<(runIds: ReadonlyArray<string>) => void>()
   const runs = makeWatermark()
   const decisions = makeWatermark()
+  // Runs seen interrupted (running, their driver gone): a driver killed with SIGKILL writes
+  // nothing, so the change is seen here, when its lease expires or its process is found dead.
+  let interrupted = new Set<string>()
   let timer: NodeJS.Timeout | undefined
   let primed = false
   let polling = false
@@ -68,18 +73,24 @@ export const makeChangeFeed = (db: Store['db'], pollMs: number): ChangeFeed => {
     if (polling || closed) return
     polling = true
     try {
-      const [runRows, decisionRows] = await Promise.all([
+      const [runRows, decisionRows, runningRows] = await Promise.all([
         db.selectFrom('runs').select(['id', 'updated_at']).where('updated_at', '>=', runs.since()).execute(),
         db
           .selectFrom('approvals')
           .select(['id', 'run_id', 'decided_at'])
           .where('decided_at', 'is not', null)
           .where('decided_at', '>=', decisions.since())
-          .execute()
+          .execute(),
+        db.selectFrom('runs').select(['id', 'status', 'lease_owner', 'lease_expires_at']).where('status', '=', 'running').execute()
       ])
+      const now = Date.now()
+      const nowInterrupted = new Set(runningRows.filter((row) => isInterrupted(row, now)).map((row) => row.id))
+      const flipped = [...[...nowInterrupted].filter((id) => !interrupted.has(id)), ...[...interrupted].filter((id) => !nowInterrupted.has(id))]
+      interrupted = nowInterrupted
       const changed = [
         ...runs.take(runRows.map((r) => ({ key: r.id, runId: r.id, at: r.updated_at }))),
-        ...decisions.take(decisionRows.map((r) => ({ key: r.id, runId: r.run_id, at: r.decided_at ?? '' })))
+        ...decisions.take(decisionRows.map((r) => ({ key: r.id, runId: r.run_id, at: r.decided_at ?? '' }))),
+        ...flipped
       ]
       // The first poll only learns what is there: a page that just connected fetches it anyway.
       if (primed) emit(changed)

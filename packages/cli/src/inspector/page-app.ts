@@ -265,15 +265,19 @@ function approvalActions(run, a, disabled) {
   if (a.arguments !== undefined && typeof a.arguments === 'object') {
     buttons.push(h('button', { 'data-testid': 'edit', disabled: disabled, onclick: function () { S.editing[a.id] = editing === undefined ? JSON.stringify(a.arguments, null, 2) : undefined; if (S.editing[a.id] === undefined) delete S.editing[a.id]; renderDetail(); }, text: editing === undefined ? 'Edit' : 'Cancel edit' }));
   }
-  if (editing === undefined) return h('div', { class: 'actions' }, buttons);
-  var area = h('textarea', { 'data-testid': 'edit-arguments', rows: 4, disabled: disabled, oninput: function (e) { S.editing[a.id] = e.target.value; } });
-  area.value = editing;
-  return h('div', {}, [h('div', { class: 'actions' }, buttons), area,
+  return h('div', { class: 'actions' }, buttons);
+}
+
+/** The row under a request being edited: its arguments as JSON, the full width of the card. */
+function editRow(run, a, disabled) {
+  var area = h('textarea', { 'data-testid': 'edit-arguments', rows: 5, disabled: disabled, oninput: function (e) { S.editing[a.id] = e.target.value; } });
+  area.value = S.editing[a.id];
+  return h('tr', { class: 'edit-row', 'data-testid': 'edit-row', 'data-request-id': a.id }, [h('td', { colspan: 4 }, [area,
     h('button', { class: 'approve', 'data-testid': 'approve-edited', disabled: disabled, onclick: function () {
       var edit;
       try { edit = JSON.parse(S.editing[a.id]); } catch (e) { S.errors[a.id] = 'the arguments are not valid JSON'; renderDetail(); return; }
       decide(run.run.id, a.id, 'approve', edit);
-    }, text: 'Approve with these arguments' })]);
+    }, text: 'Approve with these arguments' })])]);
 }
 
 function approvalsCard(run) {
@@ -285,7 +289,8 @@ function approvalsCard(run) {
         : !pending ? h('span', { class: 'none', text: a.source ? 'by ' + a.source : '' })
         : a.kind === 'recovery' ? h('span', { class: 'none', text: 'an interrupted exec: settle it with agentvisor approve --retry, --completed or --abort' })
         : approvalActions(run, a, busy || pastView());
-      return h('tr', { 'data-testid': 'approval-row', 'data-request-id': a.id, 'data-status': a.status }, [
+      var editing = pending && S.editing[a.id] !== undefined ? editRow(run, a, busy || pastView()) : null;
+      return [h('tr', { 'data-testid': 'approval-row', 'data-request-id': a.id, 'data-status': a.status }, [
         h('td', { class: 'num', text: a.step }),
         h('td', {}, [h('code', { text: a.kind === 'input' ? 'asks: ' + a.target : a.act + ' ' + a.target }),
           a.kind === 'input' ? (a.account ? h('div', { class: 'approval-note', text: 'answer: ' + a.account }) : null)
@@ -295,7 +300,7 @@ function approvalsCard(run) {
           S.notes[a.id] ? h('div', { class: 'approval-note', text: S.notes[a.id] }) : null]),
         h('td', {}, [badge(a.status)]),
         h('td', {}, [actions])
-      ]);
+      ]), editing];
     }))
   ]);
   return h('div', { class: 'card' }, [h('h2', { text: 'Approvals' }), body]);

@@ -56,6 +56,17 @@ main.detail { overflow-y: auto; padding: 18px 22px 40px; min-width: 0; }
 .card-head h2 { margin: 0; }
 .grid2 { display: grid; grid-template-columns: minmax(0, 1.5fr) minmax(0, 1fr); gap: 0 16px; }
 @media (max-width: 1250px) { .grid2 { grid-template-columns: minmax(0, 1fr); } }
+/* From 800 px wide: a narrower run list, tables and long values that wrap or scroll in their card, the chart scrolling in its own. */
+@media (max-width: 1000px) {
+  .layout { grid-template-columns: 220px minmax(0, 1fr); }
+  main.detail { padding: 12px 12px 32px; }
+  .filters { flex-wrap: wrap; }
+  .filters select, .filters input { flex: 1 1 100%; }
+  .card { overflow-x: auto; }
+}
+.run-actions { margin-top: 10px; display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+td code, .said, .calls li { overflow-wrap: anywhere; }
+textarea[data-testid=edit-arguments] { display: block; width: 100%; box-sizing: border-box; margin: 0 0 6px; font-family: var(--mono); font-size: 12px; }
 
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 11.5px; font-weight: 600; background: var(--idle-bg); color: var(--idle); white-space: nowrap; }
 .badge.running { background: var(--run-bg); color: var(--run); }
@@ -103,7 +114,7 @@ tr.timeline-row.viewing td { background: #e8f0ff; }
 tr.timeline-row.future td { color: #a7afbd; }
 td.time { color: var(--muted); font-size: 12px; white-space: nowrap; }
 .none { color: var(--muted); font-size: 13px; }
-.actions { display: flex; gap: 6px; white-space: nowrap; }
+.actions { display: flex; flex-wrap: wrap; gap: 6px; white-space: nowrap; }
 .approval-error { color: var(--bad); font-size: 12px; margin-top: 4px; }
 .approval-note { color: var(--muted); font-size: 12px; margin-top: 4px; }
 
