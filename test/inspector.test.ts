@@ -8,6 +8,7 @@ import type { Browser, Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { inspectCommand } from '../packages/cli/src/commands/inspect.js'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
+import { startMockLlm } from '@agentvisor/cli'
 import { launchChromium } from './support/chromium.js'
 import { lastJson, runCli, startRunInBackground, tempDir, waitFor, writeTask } from './support/cli.js'
 
@@ -410,11 +411,12 @@ describe('the inspector page in headless Chromium', () => {
     page.on('pageerror', (error) => errors.push(error.message))
     await page.goto(`${inspector.url}#/runs/${runId}`)
     await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
-    const widths = await page.evaluate(() => {
-      const detail = document.querySelector('main.detail') as HTMLElement
-      const chart = document.querySelector('.chart-wrap') as HTMLElement
+    // Measured in the page (its DOM types are not the tests' own).
+    const widths = (await page.evaluate(`(() => {
+      const detail = document.querySelector('main.detail')
+      const chart = document.querySelector('.chart-wrap')
       return { page: document.documentElement.scrollWidth, detail: detail.scrollWidth - detail.clientWidth, chart: chart.scrollWidth - chart.clientWidth }
-    })
+    })()`)) as { page: number; detail: number; chart: number }
     expect(widths.page).toBeLessThanOrEqual(800)
     expect(widths.detail).toBe(0)
     expect(widths.chart).toBeGreaterThan(0)
@@ -464,6 +466,59 @@ describe('the inspector page in headless Chromium', () => {
       await av.close()
     }
   })
+  it('lists each tree under its root, newest root first, children in spawn order, and orders the tree card and show the same way', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const parts = ['Part 1', 'Part 2', 'Part 3', 'Part 4']
+    const mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: parts.map((goal) => ({ name: 'spawn_child', arguments: { goal } })) }, { text: 'all parts done' }] },
+        goals: Object.fromEntries(parts.map((goal) => [goal, [{ text: `${goal} done` }]]))
+      } as never,
+      port: 0
+    })
+    try {
+      const task = (goal: string) =>
+        writeTask(
+          dir,
+          {
+            goal,
+            workspace: 'ws',
+            providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+            children: { maxChildren: 4, maxConcurrent: 4 },
+            approval: 'auto'
+          },
+          `${goal.replace(/\W+/g, '-')}.json`
+        )
+      const rootId = await cliRun(task('Split into four parts'), db, 0)
+      const laterId = await cliRun(
+        writeTask(dir, { goal: 'A later run', workspace: 'ws2', providers: [{ name: 's', kind: 'scripted', steps: [{ text: 'hi' }] }] }, 'later.json'),
+        db,
+        0
+      )
+      const shown = lastJson<{ children: Array<{ id: string }> }>(await runCli(['show', rootId, '--json', '--db', db]))
+      const goalOf = new Map<string, string>()
+      for (const child of shown.children)
+        goalOf.set(child.id, lastJson<{ run: { goal: string } }>(await runCli(['show', child.id, '--json', '--db', db])).run.goal)
+      expect(shown.children.map((child) => goalOf.get(child.id))).toEqual(parts)
+
+      inspector = await startInspector({ db, port: 0 })
+      const { page, errors } = await openPage(`${inspector.url}#/runs/${rootId}`)
+      await page.getByTestId('children').waitFor()
+      const rows = await page
+        .locator('[data-testid=run-row]')
+        .evaluateAll((nodes) => nodes.map((n) => [n.getAttribute('data-run-id'), n.getAttribute('data-depth')]))
+      expect(rows).toEqual([[laterId, '0'], [rootId, '0'], ...shown.children.map((child) => [child.id, '1'])])
+      const tree = await page.locator('[data-testid=tree-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-run-id')))
+      expect(tree).toEqual([rootId, ...shown.children.map((child) => child.id)])
+      await screenshot(page, 'inspector-tree.png')
+      await page.close()
+      expect(errors).toEqual([])
+    } finally {
+      await mock.close()
+    }
+  })
+
   it('draws the child-run tree with links that open each run of it', async () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

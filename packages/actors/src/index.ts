@@ -40,3 +40,4 @@ export * from './events/follow-events.js'
 export { storedTreeUsage, treeUsageOf } from './supervisor/run-usage.js'
 // The task types the TS API takes, so that a consumer of this package alone can name them.
 export type { TaskContract, TaskInput } from '@agentvisor/core'
+export * from './children/spawn-order.js'

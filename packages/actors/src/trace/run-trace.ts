@@ -1,3 +1,4 @@
+import { inSpawnOrder, spawnRanks } from '../children/spawn-order.js'
 import { BUILTIN_TOOLS, FINAL_ANSWER, jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError, type ToolEffect, type Usage } from '@agentvisor/core'
 import {
   type Executor,
@@ -145,7 +146,7 @@ export const loadRunTrace = (db: Executor, runId: string): Effect.Effect<RunTrac
 const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
   const run = await getRunRow(db, runId)
   if (run === undefined) return undefined
-  const [transitions, steps, attempts, children, approvals, policyEvents] = await Promise.all([
+  const [transitions, steps, attempts, listed, approvals, policyEvents] = await Promise.all([
     listTransitions(db, runId),
     listSteps(db, runId),
     listAttempts(db, runId),
@@ -153,6 +154,8 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
     listApprovals(db, runId),
     listPolicyEvents(db, runId)
   ])
+  // In spawn order: the children of one step share a timestamp; the parent's calls order them.
+  const children = inSpawnOrder(listed, spawnRanks(runId, steps))
   const usage = recordedUsage(run.usage_json) ?? (await usageFromReceipts(db, runId))
   const treeUsage = children.length > 0 ? await treeUsageOf(db, runId) : undefined
   const receipts = new Map<number, AttemptTrace[]>()

@@ -44,14 +44,35 @@ async function loadRuns() {
   renderRuns();
 }
 
+/**
+ * The runs as trees: each root newest first, its children under it in spawn order (the server
+ * sends them so), depth-first. A run whose parent is not listed (filtered out) heads its own group.
+ */
+function grouped(runs) {
+  var listed = {}, kids = {}, roots = [], out = [];
+  runs.forEach(function (r) { listed[r.id] = true; });
+  runs.forEach(function (r) {
+    if (r.parentId && listed[r.parentId]) (kids[r.parentId] = kids[r.parentId] || []).push(r);
+    else roots.push(r);
+  });
+  function add(r, depth) {
+    out.push({ run: r, depth: depth });
+    (kids[r.id] || []).forEach(function (c) { add(c, Math.min(depth + 1, 4)); });
+  }
+  roots.slice().reverse().forEach(function (r) { add(r, 0); });
+  return out;
+}
+
 function renderRuns() {
   var text = S.text.trim().toLowerCase();
-  var shown = S.runs.filter(function (run) {
+  var shown = grouped(S.runs).filter(function (item) {
+    var run = item.run;
     return !text || run.goal.toLowerCase().indexOf(text) >= 0 || run.id.indexOf(text) === 0;
-  }).slice().reverse();
+  });
   var list = $('runs-list');
-  list.replaceChildren.apply(list, shown.map(function (run) {
-    return h('li', { 'data-testid': 'run-row', 'data-run-id': run.id, 'data-status': run.status, class: (run.id === S.runId ? 'selected' : '') + (run.parentId ? ' child' : '') }, [
+  list.replaceChildren.apply(list, shown.map(function (item) {
+    var run = item.run;
+    return h('li', { 'data-testid': 'run-row', 'data-run-id': run.id, 'data-status': run.status, 'data-depth': item.depth, class: (run.id === S.runId ? 'selected' : '') + (item.depth > 0 ? ' child depth-' + item.depth : '') }, [
       h('a', { href: '#/runs/' + encodeURIComponent(run.id) }, [
         badge(run.status), run.interrupted ? [' ', badge('interrupted')] : null,
         h('span', { class: 'goal', text: run.goal }),

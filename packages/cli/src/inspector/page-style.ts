@@ -41,7 +41,10 @@ ul.run-list li a:hover { background: #f7f9fc; }
 ul.run-list li.selected a { background: #edf3ff; box-shadow: inset 3px 0 0 var(--accent); }
 ul.run-list .goal { display: block; margin-top: 3px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 ul.run-list .meta { display: block; font-size: 11.5px; color: var(--muted); font-family: var(--mono); margin-top: 1px; }
-ul.run-list li.child a { padding-left: 26px; }
+ul.run-list li.child a { padding-left: 26px; box-shadow: inset 2px 0 0 #e3e7ee; }
+ul.run-list li.depth-2 a { padding-left: 38px; }
+ul.run-list li.depth-3 a { padding-left: 50px; }
+ul.run-list li.depth-4 a { padding-left: 62px; }
 .empty { color: var(--muted); padding: 40px; text-align: center; }
 
 main.detail { overflow-y: auto; padding: 18px 22px 40px; min-width: 0; }

@@ -1,10 +1,11 @@
-import { type ApprovalTrace, loadRunSnapshots, loadRunTrace, pendingRequestOf, type RunTrace, type SnapshotAt, statePath } from '@agentvisor/actors'
+import { type ApprovalTrace, inSpawnOrder, loadRunSnapshots, loadRunTrace, pendingRequestOf, type RunTrace, type SnapshotAt, spawnRanks, statePath } from '@agentvisor/actors'
 import {
   type Executor,
   getRunRow,
   isInterrupted,
   listApprovals,
   listRuns,
+  listSteps,
   type RunListRow,
   type RunRecord,
   type RunStatus,
@@ -60,10 +61,25 @@ const listItemOf = (row: RunListRow, now: number): RunListItem => ({
   interrupted: isInterrupted(row, now)
 })
 
-/** Runs oldest first, optionally of one status. */
+/**
+ * Runs oldest first, optionally of one status; children of one step in spawn order (they share a
+ * timestamp: their parent's calls order them), so the page can list each tree under its root.
+ */
 export const listRunItems = async (db: Executor, status: RunStatus | undefined): Promise<RunListItem[]> => {
   const now = Date.now()
-  return (await listRuns(db, status === undefined ? {} : { status })).map((row) => listItemOf(row, now))
+  const rows = await listRuns(db, status === undefined ? {} : { status })
+  // Only parents with children created in the same instant need their steps read.
+  const seen = new Set<string>()
+  const tied = new Set<string>()
+  for (const row of rows) {
+    if (row.parent_id === null) continue
+    const key = `${row.parent_id} ${row.created_at}`
+    if (seen.has(key)) tied.add(row.parent_id)
+    seen.add(key)
+  }
+  const ranks = new Map<string, number>()
+  for (const parentId of tied) for (const [id, rank] of spawnRanks(parentId, await listSteps(db, parentId))) ranks.set(id, rank)
+  return inSpawnOrder(rows, ranks).map((row) => listItemOf(row, now))
 }
 
 /**
@@ -95,7 +111,8 @@ const treeOf = async (db: Executor, root: RunListRow): Promise<RunTreeNode> => {
   const build = async (row: RunListRow): Promise<RunTreeNode> => {
     budget -= 1
     // Rows without their contracts: the tree shows none, and a corrupt one is no reason not to show it.
-    const children = budget > 0 ? await listRuns(db, { parentId: row.id }) : []
+    const listed = budget > 0 ? await listRuns(db, { parentId: row.id }) : []
+    const children = listed.length > 1 ? inSpawnOrder(listed, spawnRanks(row.id, await listSteps(db, row.id))) : listed
     const built: RunTreeNode[] = []
     for (const child of children) {
       if (budget <= 0) break
