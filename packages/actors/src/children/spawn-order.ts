@@ -19,7 +19,10 @@ export const spawnRanks = (parentId: string, steps: ReadonlyArray<Pick<StepRow, 
 }
 
 /** Children in spawn order: by creation, then by their rank among calls of one step, then by id. */
-export const inSpawnOrder = <R extends { readonly id: string; readonly created_at: string }>(children: ReadonlyArray<R>, ranks: ReadonlyMap<string, number>): R[] =>
+export const inSpawnOrder = <R extends { readonly id: string; readonly created_at: string }>(
+  children: ReadonlyArray<R>,
+  ranks: ReadonlyMap<string, number>
+): R[] =>
   [...children].sort((a, b) => {
     if (a.created_at !== b.created_at) return a.created_at < b.created_at ? -1 : 1
     const ra = ranks.get(a.id) ?? Number.MAX_SAFE_INTEGER

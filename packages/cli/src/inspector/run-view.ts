@@ -1,4 +1,14 @@
-import { type ApprovalTrace, inSpawnOrder, loadRunSnapshots, loadRunTrace, pendingRequestOf, type RunTrace, type SnapshotAt, spawnRanks, statePath } from '@agentvisor/actors'
+import {
+  type ApprovalTrace,
+  inSpawnOrder,
+  loadRunSnapshots,
+  loadRunTrace,
+  pendingRequestOf,
+  type RunTrace,
+  type SnapshotAt,
+  spawnRanks,
+  statePath
+} from '@agentvisor/actors'
 import {
   type Executor,
   getRunRow,
