@@ -324,7 +324,8 @@ describe('the inspector page in headless Chromium', () => {
     // While an earlier seq is shown, nothing can be decided or done.
     await page.getByTestId('step-back').click()
     await page.getByTestId('actions-off').waitFor()
-    expect(await request.getByTestId('approve').isDisabled()).toBe(true)
+    // As of seq 1 the request was not made yet; the run's actions are off.
+    expect(await request.count()).toBe(0)
     expect(await page.getByTestId('run-cancel').isDisabled()).toBe(true)
     await page.getByTestId('step-latest').click()
     expect(await request.getByTestId('approve').isDisabled()).toBe(false)
@@ -421,6 +422,38 @@ describe('the inspector page in headless Chromium', () => {
     expect(widths.detail).toBe(0)
     expect(widths.chart).toBeGreaterThan(0)
     await screenshot(page, 'inspector-800px.png')
+    await page.close()
+    expect(errors).toEqual([])
+  })
+
+  it('time travel shows the whole run as it stood: steps, results, attempts and requests as of the seq shown', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt, approved later', allowWrite: false }), db, 3)
+    expect((await runCli(['approve', runId, '--db', db])).code).toBe(0)
+    expect((await runCli(['resume', runId, '--db', db])).code).toBe(0)
+    inspector = await startInspector({ db, port: 0 })
+    const { page, errors } = await openPage(`${inspector.url}#/runs/${runId}`)
+    await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
+    const at = async (seq: number) => {
+      await page.locator(`[data-testid=timeline-row][data-seq="${seq}"]`).click()
+      await page.locator(`[data-testid=run-view][data-as-of="${seq}"]`).waitFor()
+      const steps = await page.locator('[data-testid=step]').count()
+      const results = await page.locator('[data-testid=step] .result').count()
+      const requests = await page.locator('[data-testid=approval-row]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status')))
+      return { steps, results, requests }
+    }
+    // 1 PROVIDER_OK, 2 APPROVAL_REQUESTED, 3 APPROVALS_DECIDED, 4 TOOLS_DONE, 5 VERIFY_PASSED
+    expect(await at(1)).toEqual({ steps: 1, results: 0, requests: [] })
+    expect(await at(2)).toEqual({ steps: 1, results: 0, requests: ['pending'] })
+    expect(await at(3)).toEqual({ steps: 1, results: 0, requests: ['approved'] })
+    expect(await at(4)).toEqual({ steps: 1, results: 1, requests: ['approved'] })
+    await page.locator('[data-testid=timeline-row][data-seq="0"]').click()
+    await page.locator('[data-testid=run-view][data-as-of="0"]').waitFor()
+    expect(await page.locator('[data-testid=step]').count()).toBe(0)
+    await page.getByTestId('step-latest').click()
+    await page.locator('[data-testid=run-view][data-as-of="latest"]').waitFor()
+    expect(await page.locator('[data-testid=step] .result').count()).toBe(1)
     await page.close()
     expect(errors).toEqual([])
   })

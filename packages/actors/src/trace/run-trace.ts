@@ -35,6 +35,9 @@ export interface AttemptTrace {
   readonly tokensIn?: number
   readonly tokensOut?: number
   readonly partialText?: string
+  /** When it was sent, and settled (absent while in flight): what time travel places it by. */
+  readonly startedAt: string
+  readonly settledAt?: string
 }
 
 /** One refusal or decision of the audit trail; never file contents. */
@@ -50,6 +53,7 @@ export interface PolicyEventTrace {
   readonly requestId?: string
   /** What was performed instead of `target` (approved with edits). */
   readonly performedTarget?: string
+  readonly at: string
 }
 
 /** An approval request and where it stands. */
@@ -70,6 +74,9 @@ export interface ApprovalTrace {
   readonly account?: string
   /** The arguments performed instead of the requested ones (approved with edits). */
   readonly editedArguments?: unknown
+  readonly createdAt: string
+  /** When it was decided or answered. */
+  readonly decidedAt?: string
 }
 
 /** The full trace of a run, exactly the `show --json` object. */
@@ -86,11 +93,13 @@ export interface RunTrace {
     toolCalls: ReadonlyArray<{ name: string; arguments: unknown; source?: string; effect?: ToolEffect }>
     results: ReadonlyArray<string>
     tokens: number
+    /** When the answer was recorded. */
+    at: string
   }>
   readonly receipts: ReadonlyArray<{ step: number; attempts: ReadonlyArray<AttemptTrace>; winner: number | null }>
   readonly policyEvents: ReadonlyArray<PolicyEventTrace>
   readonly approvals: ReadonlyArray<ApprovalTrace>
-  readonly children: ReadonlyArray<{ id: string; status: string }>
+  readonly children: ReadonlyArray<{ id: string; status: string; createdAt: string }>
   /** What a succeeded run produced (docs/agents.md, "Structured results"). */
   readonly output?: unknown
   /**
@@ -174,7 +183,9 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       ttftMs: a.ttft_ms,
       ...(a.tokens_in !== null ? { tokensIn: a.tokens_in } : {}),
       ...(a.tokens_out !== null ? { tokensOut: a.tokens_out } : {}),
-      ...(a.partial_text !== null ? { partialText: a.partial_text } : {})
+      ...(a.partial_text !== null ? { partialText: a.partial_text } : {}),
+      startedAt: a.started_at,
+      ...(a.settled_at !== null ? { settledAt: a.settled_at } : {})
     })
     receipts.set(a.step, list)
   }
@@ -193,7 +204,8 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       text: s.text,
       toolCalls: s.tool_calls.map((c) => ({ name: c.name, arguments: parseArguments(c.arguments), ...toolOf(s, c) })),
       results: s.results === null ? [] : s.results.map((r) => r.output),
-      tokens: s.tokens_in + s.tokens_out
+      tokens: s.tokens_in + s.tokens_out,
+      at: s.at
     })),
     receipts: [...receipts.entries()].map(([step, list]) => ({ step, attempts: list, winner: winners.get(step) ?? null })),
     policyEvents: policyEvents.map((e) => ({
@@ -206,7 +218,8 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       decision: e.decision,
       source: e.source,
       ...(e.request_id !== null ? { requestId: e.request_id } : {}),
-      ...(e.performed_target !== null ? { performedTarget: e.performed_target } : {})
+      ...(e.performed_target !== null ? { performedTarget: e.performed_target } : {}),
+      at: e.at
     })),
     approvals: approvals.map((a) => ({
       id: a.id,
@@ -221,9 +234,11 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       ...(a.kind !== 'policy' ? { kind: a.kind } : {}),
       ...(a.resolution !== null ? { resolution: a.resolution } : {}),
       ...(a.account !== null ? { account: a.account } : {}),
-      ...(a.edited_payload !== null ? { editedArguments: parseArguments(a.edited_payload.arguments) } : {})
+      ...(a.edited_payload !== null ? { editedArguments: parseArguments(a.edited_payload.arguments) } : {}),
+      createdAt: a.created_at,
+      ...(a.decided_at !== null ? { decidedAt: a.decided_at } : {})
     })),
-    children: children.map((c) => ({ id: c.id, status: c.status })),
+    children: children.map((c) => ({ id: c.id, status: c.status, createdAt: c.created_at })),
     ...outputOf(run.status, steps),
     turns: await turnsOf(db, runId, transitions)
   }

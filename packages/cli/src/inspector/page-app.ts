@@ -114,19 +114,55 @@ function renderDetail() {
   var scrollTop = keepScroll ? keepScroll.scrollTop : 0;
   if (S.missing) { root.replaceChildren(h('div', { class: 'empty', 'data-testid': 'run-missing', text: 'No run with id ' + S.missing })); return; }
   if (!S.run) { root.replaceChildren(h('div', { class: 'empty', text: S.runId ? 'Loading...' : 'Select a run on the left.' })); return; }
-  var run = S.run;
-  root.replaceChildren(h('div', { 'data-testid': 'run-view', 'data-run-id': run.run.id }, [
+  var run = S.run, then = asOf(run);
+  root.replaceChildren(h('div', { 'data-testid': 'run-view', 'data-run-id': run.run.id, 'data-as-of': S.seq === null ? 'latest' : String(S.seq) }, [
     head(run),
     chartCard(run),
-    h('div', { class: 'grid2' }, [timelineCard(run), h('div', {}, [approvalsCard(run), treeCard(run)])]),
-    stepsCard(run),
-    policyCard(run)
+    h('div', { class: 'grid2' }, [timelineCard(run), h('div', {}, [approvalsCard(then), treeCard(then)])]),
+    stepsCard(then),
+    policyCard(then)
   ]));
   var scroller = root.querySelector('.timeline-scroll');
   if (scroller) {
     if (S.seq === null) scroller.scrollTop = scroller.scrollHeight;
     else scroller.scrollTop = scrollTop;
   }
+}
+
+/**
+ * The run as it stood after the seq being looked at (time travel): the steps answered by then
+ * (a step's results once its tools were done), the attempts sent by then (one not settled yet
+ * shows in flight), the requests made by then (pending if decided later), the policy events and
+ * the children known by then. At the latest seq, the run as it is.
+ */
+function asOf(run) {
+  if (S.seq === null) return run;
+  var seq = S.seq;
+  var at = seq === 0 ? '' : run.transitions[seq - 1].at;
+  var snap = seq === 0 ? null : run.snapshots[seq - 1];
+  var answered = snap && snap.context && typeof snap.context.completedSteps === 'number' ? snap.context.completedSteps : 0;
+  var state = snap ? snap.state : 'dispatching';
+  var toolsPending = /^(acting|awaitingApproval|awaitingInput|awaitingChildren)/.test(state);
+  var by = function (time) { return seq > 0 && time <= at; };
+  var keep = function (node) {
+    return Object.assign({}, node, { children: node.children.filter(function (c) { return by(c.createdAt); }).map(keep) });
+  };
+  return Object.assign({}, run, {
+    steps: run.steps.filter(function (s) { return s.step <= answered; }).map(function (s) {
+      return s.step === answered && toolsPending ? Object.assign({}, s, { results: [] }) : s;
+    }),
+    receipts: run.receipts.map(function (r) {
+      var attempts = r.attempts.filter(function (a) { return by(a.startedAt); }).map(function (a) {
+        return a.settledAt !== undefined && by(a.settledAt) ? a : { provider: a.provider, reason: a.reason, outcome: 'in_flight', startedAt: a.startedAt };
+      });
+      return { step: r.step, attempts: attempts, winner: r.winner !== null && r.winner < attempts.length && attempts[r.winner].outcome === 'ok' ? r.winner : null };
+    }).filter(function (r) { return r.attempts.length > 0; }),
+    approvals: run.approvals.filter(function (a) { return by(a.createdAt); }).map(function (a) {
+      return a.decidedAt !== undefined && by(a.decidedAt) ? a : Object.assign({}, a, { status: 'pending', source: undefined, account: undefined, editedArguments: undefined });
+    }),
+    policyEvents: run.policyEvents.filter(function (e) { return by(e.at); }),
+    tree: run.tree ? Object.assign({}, keep(run.tree), { id: run.tree.id }) : run.tree
+  });
 }
 
 /** A run's usage as the facts line shows it (docs/task-file.md, "Usage and budgets"). */

@@ -45,6 +45,7 @@ export interface RunTreeNode {
   readonly status: RunStatus
   readonly goal: string
   readonly state: string
+  readonly createdAt: string
   readonly children: ReadonlyArray<RunTreeNode>
 }
 
@@ -128,7 +129,7 @@ const treeOf = async (db: Executor, root: RunListRow): Promise<RunTreeNode> => {
       if (budget <= 0) break
       built.push(await build(child))
     }
-    return { id: row.id, status: row.status, goal: row.goal, state: row.state, children: built }
+    return { id: row.id, status: row.status, goal: row.goal, state: row.state, createdAt: row.created_at, children: built }
   }
   return build(root)
 }
