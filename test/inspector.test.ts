@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
 import type { Provider } from '@agentvisor/core'
@@ -456,6 +456,59 @@ describe('the inspector page in headless Chromium', () => {
     expect(await page.locator('[data-testid=step] .result').count()).toBe(1)
     await page.close()
     expect(errors).toEqual([])
+  })
+
+  it('forks a 4-step run from the seq shown: the fork runs on from step 2, is shown linked both ways, and the original stays as it was', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const step = (file: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: file, content: file } }] })
+    const mock = await startMockLlm({ scenarios: { replay: 'turn', models: { m: ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map(step) } } as never, port: 0 })
+    try {
+      const task = writeTask(dir, {
+        goal: 'Write four files',
+        workspace: 'ws',
+        providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+        verify: { fileContains: { path: 'd.txt', text: 'd.txt' } },
+        approval: 'auto'
+      })
+      const runId = await cliRun(task, db, 0)
+      const store = await openStore(db)
+      const before = await listTransitions(store.db, runId).finally(() => store.close())
+      expect(before).toHaveLength(12)
+      for (const file of ['c.txt', 'd.txt']) rmSync(path.join(dir, 'ws', file))
+      inspector = await startInspector({ db, port: 0 })
+      const { page, errors } = await openPage(`${inspector.url}#/runs/${runId}`)
+      await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
+      // At the end the run cannot be forked; at seq 6 (step 2 done) it can.
+      expect(await page.getByTestId('fork-here').isDisabled()).toBe(true)
+      await page.locator('[data-testid=timeline-row][data-seq="6"]').click()
+      await page.locator('[data-testid=run-view][data-as-of="6"]').waitFor()
+      await page.getByTestId('fork-here').click()
+      await page.locator(`[data-testid=run-view]:not([data-run-id="${runId}"])`).waitFor()
+      const forkId = (await page.getByTestId('run-view').getAttribute('data-run-id'))!
+      await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+      expect(await page.getByTestId('forked-from').textContent()).toBe(`forked from ${runId.slice(0, 8)} at seq 6`)
+      await screenshot(page, 'inspector-fork.png')
+      await page.getByTestId('forked-from').locator('a').click()
+      await page.locator(`[data-testid=run-view][data-run-id="${runId}"]`).waitFor()
+      expect(await page.getByTestId('fork-link').getAttribute('href')).toBe(`#/runs/${forkId}`)
+      await page.close()
+      expect(errors).toEqual([])
+
+      const after = await openStore(db)
+      try {
+        expect(await listTransitions(after.db, runId)).toEqual(before)
+        expect((await getRun(after.db, forkId))?.status).toBe('succeeded')
+        const forkTransitions = await listTransitions(after.db, forkId)
+        expect(forkTransitions.slice(0, 6).map((t) => t.event)).toEqual(before.slice(0, 6).map((t) => t.event))
+        expect(forkTransitions).toHaveLength(12)
+      } finally {
+        await after.close()
+      }
+      expect(readFileSync(path.join(dir, 'ws', 'd.txt'), 'utf8')).toBe('d.txt')
+    } finally {
+      await mock.close()
+    }
   })
 
   it("moves a running run's lit state on the page as the run progresses, without a reload", async () => {

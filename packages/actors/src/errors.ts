@@ -18,6 +18,17 @@ export class RunNotResumableError extends Data.TaggedError('RunNotResumableError
 }
 
 /** A follow-up (`agentvisor send`) asked of a run that cannot take one (docs/policy.md, "Follow-ups"). */
+/** A fork that cannot be made from that run at that seq (docs/cli.md, `fork`). */
+export class ForkRefusedError extends Data.TaggedError('ForkRefusedError')<{
+  readonly runId: string
+  readonly seq: number
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `run ${this.runId} cannot be forked at seq ${this.seq}: ${this.reason}`
+  }
+}
+
 export class FollowUpRefusedError extends Data.TaggedError('FollowUpRefusedError')<{
   readonly runId: string
   readonly reason: string

@@ -41,3 +41,4 @@ export { storedTreeUsage, treeUsageOf } from './supervisor/run-usage.js'
 // The task types the TS API takes, so that a consumer of this package alone can name them.
 export type { TaskContract, TaskInput } from '@agentvisor/core'
 export * from './children/spawn-order.js'
+export * from './use-cases/fork.js'

@@ -66,6 +66,18 @@ examples:
   agentvisor send 0b7c... "Now add a section on costs"
   agentvisor send 0b7c... "Use the staging bucket instead" --json
 `,
+  fork: `agentvisor fork RUN --at SEQ [--json] [--db PATH] [--nats URL]
+
+Starts a new run from RUN's state after transition SEQ (agentvisor show RUN lists them) and
+drives it like resume: its own id, its journal and conversation those of RUN at SEQ, requests
+made by then copied (pending if decided later). RUN is not touched; the workspace is not
+rewound (files are as they are now). A SEQ at which RUN had ended, or waited for its children,
+is refused (exit 2). Exit codes as for run.
+
+examples:
+  agentvisor fork 0b7c... --at 4
+  agentvisor fork 0b7c... --at 4 --json
+`,
   watch: `agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
 
 Tails a run's events from any process until the run finishes (docs/streaming.md): its recorded

@@ -18,6 +18,7 @@ usage:
   agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
   agentvisor answer RUN [REQUEST] TEXT [--db PATH]
   agentvisor send RUN TEXT [--json] [--db PATH]
+  agentvisor fork RUN --at SEQ [--json] [--db PATH]
   agentvisor cancel RUN [--db PATH]
   agentvisor worker --nats URL [--db PATH] [--concurrency N]
   agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
@@ -63,6 +64,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   show: async () => (await loadModule<typeof import('./commands/show.js')>('./commands/show.js')).showCommand,
   watch: async () => (await loadModule<typeof import('./commands/watch.js')>('./commands/watch.js')).watchCommand,
   approve: async () => (await loadModule<typeof import('./commands/approve.js')>('./commands/approve.js')).approveCommand,
+  fork: async () => (await loadModule<typeof import('./commands/fork.js')>('./commands/fork.js')).forkCommand,
   send: async () => (await loadModule<typeof import('./commands/send.js')>('./commands/send.js')).sendCommand,
   answer: async () => (await loadModule<typeof import('./commands/answer.js')>('./commands/answer.js')).answerCommand,
   cancel: async () => (await loadModule<typeof import('./commands/cancel.js')>('./commands/cancel.js')).cancelCommand,
@@ -85,6 +87,7 @@ const isUserError = (error: unknown): error is Error =>
       'RunNotFoundError',
       'RunNotResumableError',
       'FollowUpRefusedError',
+      'ForkRefusedError',
       'WorkspaceError',
       'WorkspaceEscapeError',
       'StoreError'

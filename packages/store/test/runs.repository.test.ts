@@ -3,7 +3,16 @@ import { getRun, insertRun, listChildren, listRuns, RunStatus, toRunRecord, upda
 import { CONTRACT, DIALECTS, run, tempStore } from './support/temp-store.js'
 
 /** A run nobody drives and nobody asked to cancel. */
-const NO_LEASE = { lease_owner: null, lease_expires_at: null, lease_token: 0, cancel_requested_at: null, root_id: null, usage_json: null }
+const NO_LEASE = {
+  lease_owner: null,
+  lease_expires_at: null,
+  lease_token: 0,
+  cancel_requested_at: null,
+  root_id: null,
+  usage_json: null,
+  forked_from_run: null,
+  forked_from_seq: null
+}
 
 describe.each(DIALECTS)('runs repository on %s', (dialect) => {
   it('round-trips a run row, with steps defaulting to 0 and nullable columns to null', async () => {

@@ -11,6 +11,7 @@ import type { RunStreamEvent } from '../events/run-events.js'
 import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-cases/approve.js'
 import { type AnswerOutcome, answerRun } from '../use-cases/answer.js'
 import { type CancelOptions, type CancelOutcome, cancelRun } from '../use-cases/cancel.js'
+import { type ForkOutcome, forkRun } from '../use-cases/fork.js'
 import { listRunRecords, type RunFilter } from '../use-cases/list.js'
 import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
 import {
@@ -172,6 +173,25 @@ export class Agentvisor {
     } finally {
       started()
     }
+  }
+
+  /**
+   * Forks a run from its state after transition `atSeq` and drives the fork (docs/typescript-api.md,
+   * "Forks"): a new run with its own id, recording the original and seq, its journal and
+   * conversation those of the original at that seq. The original is not touched; the workspace is
+   * not rewound. Throws `ForkRefusedError` (a seq out of range, an ended or child-waiting state),
+   * `RunNotFoundError`.
+   *
+   * @example
+   * const fork = await av.fork(runId, { atSeq: 4 })
+   * console.log(await fork.result)
+   */
+  async fork(runId: string, options: { readonly atSeq: number }): Promise<StartedRun & { readonly forkedFrom: ForkOutcome['forkedFrom'] }> {
+    const made = await unwrap(
+      this.runtime,
+      Effect.flatMap(StoreService, (store) => forkRun(store.db, runId, options.atSeq))
+    )
+    return { ...(await this.resume(made.runId)), forkedFrom: made.forkedFrom }
   }
 
   /**

@@ -6,6 +6,7 @@ import {
   listAttempts,
   listApprovals,
   listJournalEntries,
+  listForks,
   listPolicyEvents,
   listRuns,
   listSteps,
@@ -82,7 +83,13 @@ export interface ApprovalTrace {
 /** The full trace of a run, exactly the `show --json` object. */
 export interface RunTrace {
   /** `usage` always (summed from the receipts while the run runs); `treeUsage` when it has children. */
-  readonly run: RunRecord & { readonly usage: Usage; readonly treeUsage?: Usage; readonly error?: RunError }
+  readonly run: RunRecord & {
+    readonly usage: Usage
+    readonly treeUsage?: Usage
+    readonly error?: RunError
+    /** The run and seq this run was forked from (`agentvisor fork`). */
+    readonly forkedFrom?: { readonly runId: string; readonly seq: number }
+  }
   readonly transitions: ReadonlyArray<{ seq: number; from: string; event: string; to: string; at: string }>
   readonly steps: ReadonlyArray<{
     step: number
@@ -100,6 +107,8 @@ export interface RunTrace {
   readonly policyEvents: ReadonlyArray<PolicyEventTrace>
   readonly approvals: ReadonlyArray<ApprovalTrace>
   readonly children: ReadonlyArray<{ id: string; status: string; createdAt: string }>
+  /** The runs forked from this one (`agentvisor fork`), oldest first; absent when none. */
+  readonly forks?: ReadonlyArray<{ runId: string; seq: number }>
   /** What a succeeded run produced (docs/agents.md, "Structured results"). */
   readonly output?: unknown
   /**
@@ -155,13 +164,14 @@ export const loadRunTrace = (db: Executor, runId: string): Effect.Effect<RunTrac
 const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
   const run = await getRunRow(db, runId)
   if (run === undefined) return undefined
-  const [transitions, steps, attempts, listed, approvals, policyEvents] = await Promise.all([
+  const [transitions, steps, attempts, listed, approvals, policyEvents, forks] = await Promise.all([
     listTransitions(db, runId),
     listSteps(db, runId),
     listAttempts(db, runId),
     listRuns(db, { parentId: runId }),
     listApprovals(db, runId),
-    listPolicyEvents(db, runId)
+    listPolicyEvents(db, runId),
+    listForks(db, runId)
   ])
   // In spawn order: the children of one step share a timestamp; the parent's calls order them.
   const children = inSpawnOrder(listed, spawnRanks(runId, steps))
@@ -194,8 +204,10 @@ const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | und
       ...toRunRecord(run),
       usage,
       ...(treeUsage !== undefined ? { treeUsage } : {}),
-      ...(run.error !== null ? { error: run.error } : {})
+      ...(run.error !== null ? { error: run.error } : {}),
+      ...(run.forked_from_run != null ? { forkedFrom: { runId: run.forked_from_run, seq: run.forked_from_seq ?? 0 } } : {})
     },
+    ...(forks.length > 0 ? { forks: forks.map((fork) => ({ runId: fork.id, seq: fork.seq })) } : {}),
     transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
     steps: steps.map((s) => ({
       step: s.step,

@@ -38,6 +38,7 @@ export const formatTrace = (trace: RunTrace): string => {
   lines.push(`run ${run.id}  ${run.status}`)
   lines.push(`  goal: ${run.goal}`)
   if (run.parentId !== null) lines.push(`  parent: ${run.parentId}`)
+  if (run.forkedFrom !== undefined) lines.push(`  forked from: ${run.forkedFrom.runId} at seq ${run.forkedFrom.seq}`)
   lines.push(`  created ${run.createdAt}, updated ${run.updatedAt}`)
   if (run.error !== undefined) lines.push(`  error: ${run.error.kind}: ${run.error.message}`)
   lines.push(`  usage: ${describeUsage(run.usage)}${run.treeUsage !== undefined ? `; with its children: ${describeUsage(run.treeUsage)}` : ''}`)
@@ -93,6 +94,10 @@ export const formatTrace = (trace: RunTrace): string => {
       const performed = e.performedTarget === undefined ? '' : ` (performed: ${oneLine(e.performedTarget)})`
       lines.push(`  step ${e.step}  ${e.decision} ${e.act} ${oneLine(e.target)}${performed}  rule "${e.rule}" in layer "${e.layer}", ${e.source}`)
     }
+  }
+  if (trace.forks !== undefined) {
+    lines.push('', 'forks:')
+    for (const fork of trace.forks) lines.push(`  ${fork.runId}  from seq ${fork.seq}`)
   }
   if (trace.children.length > 0) {
     lines.push('', 'children:')

@@ -181,6 +181,10 @@ function head(run) {
       h('span', {}, ['state ', h('code', { 'data-testid': 'run-state', text: run.state })]),
       h('span', {}, ['id ', h('code', { text: r.id })]),
       r.parentId ? h('span', {}, ['parent ', h('a', { href: '#/runs/' + encodeURIComponent(r.parentId), class: 'mono', text: short(r.parentId) })]) : null,
+      r.forkedFrom ? h('span', { 'data-testid': 'forked-from' }, ['forked from ', h('a', { href: '#/runs/' + encodeURIComponent(r.forkedFrom.runId), class: 'mono', text: short(r.forkedFrom.runId) }), ' at seq ' + r.forkedFrom.seq]) : null,
+      run.forks ? h('span', { 'data-testid': 'forks' }, ['forks '].concat(run.forks.map(function (f, i) {
+        return [i > 0 ? ', ' : '', h('a', { href: '#/runs/' + encodeURIComponent(f.runId), class: 'mono', 'data-testid': 'fork-link', text: short(f.runId) }), ' (seq ' + f.seq + ')'];
+      }))) : null,
       h('span', { text: 'created ' + when(r.createdAt) }),
       h('span', { text: 'updated ' + when(r.updatedAt) }),
       r.usage ? h('span', { 'data-testid': 'run-usage', text: usageText(r.usage) + (r.treeUsage ? '; tree ' + usageText(r.treeUsage) : '') }) : null
@@ -217,6 +221,26 @@ async function runAction(runId, action) {
   if (S.runId === runId) await loadRun(runId);
 }
 
+/** Fork from the seq shown: a new run from the state then (agentvisor fork RUN --at SEQ). */
+function forkButton(run, seq, state) {
+  var forkable = seq > 0 && !/^(finished|awaitingChildren)/.test(state);
+  var busy = S.busy['fork:' + run.run.id] === true;
+  return h('button', {
+    'data-testid': 'fork-here', disabled: busy || !forkable,
+    title: forkable ? 'a new run from the state shown, driven by the inspector (the workspace is not rewound)' : 'a run that had ended or waited for its children then cannot be forked there',
+    onclick: function () { forkAt(run.run.id, seq); }, text: 'Fork from here'
+  });
+}
+
+async function forkAt(runId, seq) {
+  var key = 'fork:' + runId;
+  S.busy[key] = true; delete S.errors[key]; renderDetail();
+  var r = await getJson('/api/runs/' + encodeURIComponent(runId) + '/fork', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq: seq }) });
+  delete S.busy[key];
+  if (!r.ok) { S.errors[key] = (r.body && r.body.error) || ('HTTP ' + r.status); renderDetail(); return; }
+  location.hash = '#/runs/' + encodeURIComponent(r.body.runId);
+}
+
 function chartCard(run) {
   var n = run.snapshots.length, seq = viewedSeq();
   var lit = seq === 0 ? (S.machine ? S.machine.initial : 'dispatching') : run.snapshots[seq - 1].state;
@@ -236,9 +260,11 @@ function chartCard(run) {
           h('b', { text: viewing }), ' of ' + n + (S.seq === null ? ' (live)' : '')
         ]),
         h('button', { 'data-testid': 'step-forward', title: 'one transition forward (right arrow)', disabled: seq >= n, onclick: function () { travel(viewedSeq() + 1); }, text: 'forward >' }),
-        h('button', { 'data-testid': 'step-latest', title: 'follow the latest state', disabled: S.seq === null, onclick: function () { travel(n); }, text: 'latest >|' })
+        h('button', { 'data-testid': 'step-latest', title: 'follow the latest state', disabled: S.seq === null, onclick: function () { travel(n); }, text: 'latest >|' }),
+        forkButton(run, seq, lit)
       ])
     ]),
+    S.errors['fork:' + run.run.id] ? h('div', { class: 'approval-error', 'data-testid': 'fork-error', text: S.errors['fork:' + run.run.id] }) : null,
     h('div', { class: 'chart-wrap' }, [chart]),
     anyStateNote(),
     contextChips(run, seq)

@@ -56,3 +56,33 @@ export const cancelFromInspector = async (deps: RunActionDeps, runId: string): P
   if (isFinalStatus(row.status)) throw new HttpError({ status: 409, message: `run ${runId} has ended (${row.status}): there is nothing to cancel` })
   return (await deps.agentvisor()).cancel(runId, { waitMs: 5_000 })
 }
+
+/** What `POST /api/runs/:id/fork` answers. */
+export interface ForkView {
+  readonly runId: string
+  readonly forkedFrom: { readonly runId: string; readonly seq: number }
+}
+
+/** The body of `POST /api/runs/:id/fork`: `{seq}`, a whole number from 1. */
+export const parseForkBody = (body: unknown): number => {
+  const seq = typeof body === 'object' && body !== null ? (body as { seq?: unknown }).seq : undefined
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1)
+    throw new HttpError({ status: 400, message: 'the body must be {"seq": N}, N a transition seq from 1' })
+  return seq
+}
+
+/**
+ * Forks a run from the page at `seq` through the use case `agentvisor fork` uses, and drives the
+ * fork in the inspector's process. A seq the run cannot be forked at is a 409 saying why.
+ */
+export const forkFromInspector = async (deps: RunActionDeps, runId: string, seq: number): Promise<ForkView> => {
+  try {
+    const fork = await (await deps.agentvisor()).fork(runId, { atSeq: seq })
+    return { runId: fork.runId, forkedFrom: fork.forkedFrom }
+  } catch (error) {
+    const tag = (error as { _tag?: unknown })._tag
+    if (tag === 'RunNotFoundError') throw new HttpError({ status: 404, message: (error as Error).message })
+    if (tag === 'ForkRefusedError') throw new HttpError({ status: 409, message: (error as Error).message })
+    throw error
+  }
+}

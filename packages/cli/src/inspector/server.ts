@@ -7,7 +7,7 @@ import { decideFromInspector, parseApprovalBody } from './approval-action.js'
 import { makeChangeFeed } from './change-feed.js'
 import { HttpError, readJsonBody, sendJson } from './http.js'
 import { runMachineGraph } from './machine-graph.js'
-import { cancelFromInspector, resumeFromInspector } from './run-action.js'
+import { cancelFromInspector, forkFromInspector, parseForkBody, resumeFromInspector } from './run-action.js'
 import { inspectorPage } from './page.js'
 import { listRunItems, loadRunView } from './run-view.js'
 
@@ -182,6 +182,14 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
       if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) {
         throw new HttpError({ status: 403, message: 'decisions are accepted only from the inspector page itself' })
       }
+    }
+    if (resource === 'runs' && runId !== undefined && sub === 'fork' && requestId === undefined) {
+      only('POST')
+      fromThePage()
+      const seq = parseForkBody(await readJsonBody(req))
+      const fork = await forkFromInspector({ db: store.db, drive, agentvisor: ownAgentvisor }, runId, seq)
+      feed.notify([runId, fork.runId])
+      return sendJson(res, 200, fork)
     }
     if (resource === 'runs' && runId !== undefined && (sub === 'resume' || sub === 'cancel') && requestId === undefined) {
       only('POST')

@@ -12,6 +12,7 @@ import * as postgresStepCommit from './2026-12-01T170000-postgres-step-commit.js
 import * as postgresDeferredHead from './2026-12-02T010000-postgres-deferred-head.js'
 import * as runUsage from './2026-12-02T080000-run-usage.js'
 import * as awaitingInput from './2026-12-02T090000-awaiting-input.js'
+import * as runForks from './2026-12-02T110000-run-forks.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -31,7 +32,8 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-12-01T170000-postgres-step-commit': postgresStepCommit,
   '2026-12-02T010000-postgres-deferred-head': postgresDeferredHead,
   '2026-12-02T080000-run-usage': runUsage,
-  '2026-12-02T090000-awaiting-input': awaitingInput
+  '2026-12-02T090000-awaiting-input': awaitingInput,
+  '2026-12-02T110000-run-forks': runForks
 }
 
 /** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */

@@ -75,6 +75,9 @@ export const decodeRunRow = (stored: Omit<StoredRunRow, 'usage_json'> & { readon
   return {
     ...row,
     usage_json: row.usage_json ?? null,
+    // Absent from rows read by a store that predates forks (and from list queries): not a fork.
+    forked_from_run: row.forked_from_run ?? null,
+    forked_from_seq: row.forked_from_seq ?? null,
     error: error_json === null ? null : decodeJsonAt(decodeError, error_json, { runId: row.id, column: 'runs.error_json' })
   }
 }

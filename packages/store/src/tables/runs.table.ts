@@ -51,6 +51,9 @@ export interface RunsTable {
    * while it runs. What `runs --json` and the NATS status reply show (records/run-record.ts).
    */
   usage_json: Generated<string | null>
+  /** The run this one was forked from (`agentvisor fork`), and the seq it was forked at; null otherwise. */
+  forked_from_run: Generated<string | null>
+  forked_from_seq: Generated<number | null>
 }
 
 /** Each run's task contract, written once with the run; apart so the hot `runs` row stays small. */
@@ -65,10 +68,13 @@ export interface RunContractsTable {
 
 /** A `runs` row as the database holds it, JSON still text; no read of the store returns it. */
 export type StoredRunRow = Selectable<RunsTable>
-/** A `runs` row as `listRuns` reads it: every column but the JSON one. */
-export type RunListRow = Omit<StoredRunRow, 'error_json'>
+/** Where a fork came from: read where a run is shown whole (`getRunRow`), not by lists. */
+type ForkColumns = 'forked_from_run' | 'forked_from_seq'
+type ForkFields = { readonly forked_from_run?: string | null; readonly forked_from_seq?: number | null }
+/** A `runs` row as `listRuns` reads it: every column but the JSON one (and the fork's). */
+export type RunListRow = Omit<StoredRunRow, 'error_json' | ForkColumns> & ForkFields
 /** A `runs` row as read: its error decoded (runs.columns.ts). */
-export type RunRow = Omit<StoredRunRow, 'error_json'> & { readonly error: RunError | null }
+export type RunRow = Omit<StoredRunRow, 'error_json' | ForkColumns> & ForkFields & { readonly error: RunError | null }
 /** A run with its contract, as `getRun` and `listChildren` read it. */
 export type RunWithContract = RunRow & { readonly contract: TaskContract }
 /** A run to insert (`steps` defaults to 0), with its contract. */
