@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { AgentvisorClient, ControlRefusedError } from '@agentvisor/actors'
+import { AgentvisorClient, ControlRefusedError, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
 import { connect, type NatsConnection } from '@nats-io/transport-node'
@@ -158,14 +158,8 @@ describe('a root run submitted over NATS', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const env = natsEnv()
-    const servers = env['AGENTVISOR_NATS_URL']!
-    const options = {
-      servers,
-      subjectPrefix: env['AGENTVISOR_NATS_PREFIX'],
-      streamName: env['AGENTVISOR_NATS_STREAM'],
-      consumerName: env['AGENTVISOR_NATS_CONSUMER']
-    }
-    client = await AgentvisorClient.connect(options)
+    // The same connection options as the workers': this test's server, prefix, stream and consumer.
+    client = await AgentvisorClient.connect(natsBusOptionsFromEnv({}, env)!)
     const task = { goal: 'Write the weekly report' }
 
     // A worker without a template takes no submissions: the client is told so, in one line.

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { AgentvisorClient } from '@agentvisor/actors'
+import { AgentvisorClient, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
@@ -112,12 +112,7 @@ describe('OpenTelemetry across processes', () => {
       'template.json'
     )
     await serving([startWorker(db, { ...env, ...traced(spans) }, ['--submit-template', template])])
-    client = await AgentvisorClient.connect({
-      servers: env['AGENTVISOR_NATS_URL']!,
-      subjectPrefix: env['AGENTVISOR_NATS_PREFIX'],
-      streamName: env['AGENTVISOR_NATS_STREAM'],
-      consumerName: env['AGENTVISOR_NATS_CONSUMER']
-    })
+    client = await AgentvisorClient.connect(natsBusOptionsFromEnv({}, env)!)
     const traceId = randomBytes(16).toString('hex')
     const spanId = randomBytes(8).toString('hex')
     const runId = randomUUID()

@@ -49,6 +49,37 @@ const notify = <A>(listener: (message: A) => void, message: A): void => {
 }
 
 /**
+ * The handlers serving one kind of request (control, submit), each request going to the next in
+ * turn, as a NATS queue group hands them out. Each registration is its own entry, so one handler
+ * served twice is removed once.
+ */
+const handlerRing = <H>() => {
+  const served: Array<{ readonly handler: H; readonly log: LogLine }> = []
+  let next = 0
+  return {
+    serve: (handler: H, log: LogLine | undefined): Effect.Effect<void, never, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const entry = { handler, log: log ?? stderrLog }
+          served.push(entry)
+          return entry
+        }),
+        (entry) =>
+          Effect.sync(() => {
+            const index = served.indexOf(entry)
+            if (index !== -1) served.splice(index, 1)
+          })
+      ).pipe(Effect.asVoid),
+    pick: (): { readonly handler: H; readonly log: LogLine } | undefined => {
+      if (served.length === 0) return undefined
+      const index = next % served.length
+      next = index + 1
+      return served[index]
+    }
+  }
+}
+
+/**
  * The embedded bus: child runs, events, results and control in one process, with the same
  * delivery rules as NATS (each request to one consumer, redelivery after `ackWaitMs` without an
  * ack, `nak` hands it back at once, resubmitting a queued or running run id is a no-op).
@@ -62,8 +93,8 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
   let dispatchScheduled = false
   const doneListeners = new Set<(message: RunDoneMessage) => void>()
   const eventListeners = new Set<{ readonly runId: string; readonly onEvent: (message: RunEventMessage) => void }>()
-  const controlHandlers: Array<{ readonly handler: ControlHandler; readonly log: LogLine }> = []
-  let nextHandler = 0
+  const controlHandlers = handlerRing<ControlHandler>()
+  const submitHandlers = handlerRing<SubmitHandler>()
 
   const isCurrent = (entry: Entry, generation: number): boolean =>
     entries.get(entry.request.runId) === entry && entry.state === 'in-flight' && entry.generation === generation
@@ -243,50 +274,15 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
       (listener) => Effect.sync(() => eventListeners.delete(listener))
     ).pipe(Effect.asVoid)
 
-  const serveControl: Bus['serveControl'] = (handler, serveOptions) =>
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        // Each registration is its own entry, so one handler served twice is removed once.
-        const served = { handler, log: serveOptions?.log ?? stderrLog }
-        controlHandlers.push(served)
-        return served
-      }),
-      (served) =>
-        Effect.sync(() => {
-          const index = controlHandlers.indexOf(served)
-          if (index !== -1) controlHandlers.splice(index, 1)
-        })
-    ).pipe(Effect.asVoid)
+  const serveControl: Bus['serveControl'] = (handler, serveOptions) => controlHandlers.serve(handler, serveOptions?.log)
 
-  const pickHandler = (): { readonly handler: ControlHandler; readonly log: LogLine } | undefined => {
-    if (controlHandlers.length === 0) return undefined
-    const index = nextHandler % controlHandlers.length
-    nextHandler = index + 1
-    return controlHandlers[index]
-  }
-
-  const submitHandlers: Array<{ readonly handler: SubmitHandler; readonly log: LogLine }> = []
-  let nextSubmitHandler = 0
-
-  const serveSubmit: Bus['serveSubmit'] = (handler, serveOptions) =>
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const served = { handler, log: serveOptions?.log ?? stderrLog }
-        submitHandlers.push(served)
-        return served
-      }),
-      (served) =>
-        Effect.sync(() => {
-          const index = submitHandlers.indexOf(served)
-          if (index !== -1) submitHandlers.splice(index, 1)
-        })
-    ).pipe(Effect.asVoid)
+  const serveSubmit: Bus['serveSubmit'] = (handler, serveOptions) => submitHandlers.serve(handler, serveOptions?.log)
 
   const submit: Bus['submit'] = (body, timeoutMs = 5_000) =>
     Effect.gen(function* () {
       const payload = yield* encodeControlBody(body)
-      if (submitHandlers.length === 0) return yield* Effect.fail(new BusError({ message: NO_SUBMIT_RESPONDERS }))
-      const served = submitHandlers[nextSubmitHandler++ % submitHandlers.length]!
+      const served = submitHandlers.pick()
+      if (served === undefined) return yield* Effect.fail(new BusError({ message: NO_SUBMIT_RESPONDERS }))
       const reply = yield* answerSubmit(served.handler, typeof payload === 'string' ? payload : bytesToText(payload), served.log).pipe(
         Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => new BusError({ message: `submit timed out after ${timeoutMs}ms` }) })
       )
@@ -296,7 +292,7 @@ export const makeInProcessBus = (options: InProcessBusOptions = {}): Bus => {
   const control: Bus['control'] = (runId, verb, body, timeoutMs = 5_000) =>
     Effect.gen(function* () {
       const payload = yield* encodeControlBody(body)
-      const served = pickHandler()
+      const served = controlHandlers.pick()
       if (served === undefined) {
         return yield* Effect.fail(new BusError({ message: `no responders for control ${verb} of run ${runId}` }))
       }

@@ -294,45 +294,38 @@ const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
       )
     })
 
-  const submit: Bus['submit'] = (body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) =>
+  /**
+   * One request/reply of the control API or of submit: the body encoded, the reply decoded, and
+   * a failure said in one line (`what` names the request in it; `noResponders` is what nobody
+   * serving it says).
+   */
+  const ask = (subject: string, body: unknown, timeoutMs: number, what: string, noResponders: string): Effect.Effect<ControlReply, BusError> =>
     Effect.gen(function* () {
       const payload = yield* encodeControlBody(body)
-      const reply = yield* Effect.tryPromise({
-        try: () => nc.request(subjects.submit, payload, { timeout: timeoutMs }),
-        catch: (cause) =>
-          new BusError({
-            message:
-              cause instanceof RequestError && cause.isNoResponders()
-                ? NO_SUBMIT_RESPONDERS
-                : isTimeout(cause)
-                  ? `submit timed out after ${timeoutMs}ms`
-                  : `submit failed: ${firstLine(cause)}`,
-            cause
-          })
-      })
-      return yield* decodeControlReply(bytesToText(reply.data))
-    })
-
-  const control: Bus['control'] = (runId, verb, body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) =>
-    Effect.gen(function* () {
-      yield* validToken('run id', runId)
-      yield* validToken('control verb', verb)
-      const payload = yield* encodeControlBody(body)
-      const subject = subjects.control(runId, verb)
       const reply = yield* Effect.tryPromise({
         try: () => nc.request(subject, payload, { timeout: timeoutMs }),
         catch: (cause) =>
           new BusError({
             message:
               cause instanceof RequestError && cause.isNoResponders()
-                ? `no responders for ${subject}`
+                ? noResponders
                 : isTimeout(cause)
-                  ? `control ${verb} of run ${runId} timed out after ${timeoutMs}ms`
-                  : `control ${verb} of run ${runId} failed: ${firstLine(cause)}`,
+                  ? `${what} timed out after ${timeoutMs}ms`
+                  : `${what} failed: ${firstLine(cause)}`,
             cause
           })
       })
       return yield* decodeControlReply(bytesToText(reply.data))
+    })
+
+  const submit: Bus['submit'] = (body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) => ask(subjects.submit, body, timeoutMs, 'submit', NO_SUBMIT_RESPONDERS)
+
+  const control: Bus['control'] = (runId, verb, body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) =>
+    Effect.gen(function* () {
+      yield* validToken('run id', runId)
+      yield* validToken('control verb', verb)
+      const subject = subjects.control(runId, verb)
+      return yield* ask(subject, body, timeoutMs, `control ${verb} of run ${runId}`, `no responders for ${subject}`)
     })
 
   return {

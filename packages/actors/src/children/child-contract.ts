@@ -224,6 +224,14 @@ export const numbersAbove = <K extends string>(
   return undefined
 }
 
+/**
+ * The index of the first layer from `from` on with an `allow` rule, or -1. Across layers the
+ * strongest tier wins (docs/policy.md): added ask and deny rules can only restrict, an allow rule
+ * could turn an inherited ask into an allow.
+ */
+export const firstAllowingLayer = (layers: TaskContract['policy']['layers'], from: number): number =>
+  layers.findIndex((layer, index) => index >= from && layer.allow !== undefined && Object.values(layer.allow).some((rules) => (rules?.length ?? 0) > 0))
+
 /** Why `child` (validated) would do more than `rebuilt`, the parent's own child contract, allows. */
 const widening = (parent: TaskContract, parentId: string, rebuilt: TaskContract, child: TaskContract): string | undefined => {
   for (const key of new Set([...Object.keys(child), ...Object.keys(rebuilt)])) {
@@ -243,11 +251,7 @@ const widening = (parent: TaskContract, parentId: string, rebuilt: TaskContract,
   if (!same(child.policy.layers.slice(0, inherited.length), inherited)) {
     return `policy.layers: must begin with the parent's ${inherited.length} layer${inherited.length === 1 ? '' : 's'} unchanged`
   }
-  // Across layers the strongest tier wins (docs/policy.md): ask and deny rules can only restrict,
-  // an allow rule could turn the parent's ask into an allow.
-  const widened = child.policy.layers.findIndex(
-    (layer, index) => index >= inherited.length && layer.allow !== undefined && Object.values(layer.allow).some((rules) => (rules?.length ?? 0) > 0)
-  )
+  const widened = firstAllowingLayer(child.policy.layers, inherited.length)
   if (widened !== -1) return `policy.layers.${widened}.allow: a child may only add ask and deny rules to its parent's policy`
   return undefined
 }

@@ -1,7 +1,7 @@
 import * as path from 'node:path'
 import { compileGlob, DEFAULT_AGENT_TOOLS, DEFAULT_CHILD_LIMITS, GlobMode, parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { Either } from 'effect'
-import { checkVerifyCommands, isInside, numbersAbove, same } from '../children/child-contract.js'
+import { checkVerifyCommands, firstAllowingLayer, isInside, numbersAbove, same } from '../children/child-contract.js'
 
 const WHOSE = "the worker's submit template's"
 
@@ -74,10 +74,7 @@ const widening = (template: TaskContract, asked: TaskContract): string | undefin
   if (asked.approval === 'auto' && template.approval !== 'auto') return `approval: "auto" is weaker than ${WHOSE} "${template.approval}"`
   const inherited = template.policy.layers
   if (!same(asked.policy.layers.slice(0, inherited.length), inherited)) return `policy.layers: must keep ${WHOSE} layers`
-  // Across layers the strongest tier wins (docs/policy.md): added ask and deny rules only restrict.
-  const widened = asked.policy.layers.findIndex(
-    (layer, index) => index >= inherited.length && layer.allow !== undefined && Object.values(layer.allow).some((rules) => (rules?.length ?? 0) > 0)
-  )
+  const widened = firstAllowingLayer(asked.policy.layers, inherited.length)
   if (widened !== -1) return `policy.layers.${widened - inherited.length}.allow: a submitted run may only add ask and deny rules to ${WHOSE} policy`
   return widerAgent(template, asked)
 }

@@ -127,9 +127,3 @@ export async function listForks(db: Executor, runId: string): Promise<Array<{ re
     .execute()
   return rows.map((row) => ({ id: row.id, seq: row.forked_from_seq ?? 0 }))
 }
-
-/** Where a run was forked from, or undefined for a run that is not a fork. */
-export async function forkOrigin(db: Executor, runId: string): Promise<{ readonly runId: string; readonly seq: number } | undefined> {
-  const row = await db.selectFrom('runs').select(['forked_from_run', 'forked_from_seq']).where('id', '=', runId).executeTakeFirst()
-  return row?.forked_from_run == null ? undefined : { runId: row.forked_from_run, seq: row.forked_from_seq ?? 0 }
-}
