@@ -1,5 +1,5 @@
 import { parseTaskContract, type TaskContract } from '@agentvisor/core'
-import { Either } from 'effect'
+import { Either, Option } from 'effect'
 import { describe, expect, it } from 'vitest'
 import { narrowSubmission } from '../src/submit/submitted-contract.js'
 
@@ -58,6 +58,11 @@ describe('a submitted run laid over the worker template', () => {
     )
     expect(refusal({ goal: 'g', workspace: '/etc' })).toMatch(/^workspace: \/etc is not inside/)
     expect(refusal({ goal: 'g', limits: { maxSteps: 50 } })).toBe("limits.maxSteps: 50 is above the worker's submit template's 6")
+    expect(refusal({ goal: 'g', limits: { stall: { window: 4 } } })).toBe('accepted')
+    const watchedTemplate = { ...template, limits: { ...template.limits, stall: { window: 6, repeats: 3 } } }
+    expect(Either.getLeft(narrowSubmission(watchedTemplate, { goal: 'g', limits: { stall: { window: 60 } } }))).toEqual(
+      Option.some('limits.stall: {"repeats":3,"window":60} differs from the worker\'s submit template\'s {"repeats":3,"window":6}')
+    )
     expect(refusal({ goal: 'g', children: { maxDepth: 5 } })).toBe("children.maxDepth: 5 is above the worker's submit template's 2")
     expect(refusal({ goal: 'g', approval: 'auto' })).toBe('approval: "auto" is weaker than the worker\'s submit template\'s "prompt"')
     expect(refusal({ goal: 'g', policy: { layers: [{ name: 'mine', allow: { write: ['**'] } }] } })).toBe(

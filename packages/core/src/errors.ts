@@ -7,6 +7,7 @@ export const ErrorKind = {
   transient: 'transient',
   ceiling: 'ceiling',
   budget: 'budget',
+  stalled: 'stalled',
   verification: 'verification',
   timeout: 'timeout',
   cancelled: 'cancelled',

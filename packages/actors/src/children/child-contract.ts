@@ -8,11 +8,14 @@ import {
   type Limits,
   type OptionalLimit,
   parseChildContract,
+  StallLimit,
+  type StallSettings,
+  stallSettings,
   type TaskContract,
   type VerifySpec
 } from '@agentvisor/core'
 import type { NewRun } from '@agentvisor/store'
-import { Either } from 'effect'
+import { Either, Schema } from 'effect'
 
 /**
  * A child's run id, derived from its parent, step and call position: a parent that resumes and
@@ -26,7 +29,7 @@ export const childRunId = (parentId: string, step: number, position: number): st
 
 const narrowLimits = (parent: Limits, asked: unknown): Limits => {
   const wanted = (typeof asked === 'object' && asked !== null ? asked : {}) as Partial<Record<keyof Limits, unknown>>
-  const pick = (key: Exclude<keyof Limits, OptionalLimit>): number => {
+  const pick = (key: Exclude<keyof Limits, OptionalLimit | 'stall'>): number => {
     const value = wanted[key]
     return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? Math.min(value, parent[key]) : parent[key]
   }
@@ -45,8 +48,20 @@ const narrowLimits = (parent: Limits, asked: unknown): Limits => {
     timeoutMs: Math.max(1, pick('timeoutMs')),
     ...budget('maxTokens', (v) => Number.isInteger(v) && v > 0),
     ...budget('maxCostUsd', (v) => Number.isFinite(v) && v > 0),
-    ...budget('contextTokens', (v) => Number.isInteger(v) && v > 0)
+    ...budget('contextTokens', (v) => Number.isInteger(v) && v > 0),
+    ...stallOf(parent.stall, wanted.stall)
   }
+}
+
+/**
+ * A child's stall setting: its parent's, which binds the whole tree; one the agent or the call
+ * gives is taken only where the parent has none (docs/task-file.md, "Stalls").
+ */
+const stallOf = (parent: StallSettings | undefined, asked: unknown): { stall?: StallSettings } => {
+  if (parent !== undefined) return { stall: parent }
+  const decoded = Schema.decodeUnknownEither(StallLimit)(asked)
+  const settings = Either.isRight(decoded) ? stallSettings(decoded.right) : undefined
+  return settings === undefined ? {} : { stall: settings }
 }
 
 /** The root's budgets, which bound the whole tree (docs/task-file.md, "Usage and budgets"). */
@@ -210,18 +225,30 @@ const CHOSEN_BY_THE_REQUEST: ReadonlySet<string> = new Set(['goal', 'workspace',
 /** A limit the parent bounds and the request leaves out (a budget) is unbounded: above it too. */
 export const numbersAbove = <K extends string>(
   what: string,
-  asked: Readonly<Partial<Record<K, number>>>,
-  bound: Readonly<Partial<Record<K, number>>>,
+  asked: Readonly<Partial<Record<K, unknown>>>,
+  bound: Readonly<Partial<Record<K, unknown>>>,
   whose = "the parent's"
 ): string | undefined => {
   for (const key of Object.keys(bound) as K[]) {
     const limit = bound[key]
-    if (limit === undefined) continue
+    if (typeof limit !== 'number') continue
     const value = asked[key]
     if (value === undefined) return `${what}.${key}: unbounded where ${whose} is ${limit}`
-    if (value > limit) return `${what}.${key}: ${value} is above ${whose} ${limit}`
+    if (typeof value === 'number' && value > limit) return `${what}.${key}: ${value} is above ${whose} ${limit}`
   }
   return undefined
+}
+
+/**
+ * Why `asked`'s limits go past `bound`'s: a number above its bound, or a stall setting other than
+ * the bound's (a tree's `limits.stall` is its author's: docs/task-file.md, "Stalls").
+ */
+export const limitsAbove = (asked: Limits, bound: Limits, whose = "the parent's"): string | undefined => {
+  const above = numbersAbove('limits', asked, bound, whose)
+  if (above !== undefined || bound.stall === undefined || same(asked.stall, bound.stall)) return above
+  return asked.stall === undefined
+    ? `limits.stall: off where ${whose} is ${canonical(bound.stall)}`
+    : `limits.stall: ${canonical(asked.stall)} differs from ${whose} ${canonical(bound.stall)}`
 }
 
 /**
@@ -244,7 +271,7 @@ const widening = (parent: TaskContract, parentId: string, rebuilt: TaskContract,
     return `${key}: differs from what the parent's contract gives a child`
   }
   // What the parent's contract gives this child: for a delegate, its definition's limits and layers too.
-  const limits = numbersAbove('limits', child.limits, rebuilt.limits) ?? numbersAbove('children', child.children, parent.children ?? DEFAULT_CHILD_LIMITS)
+  const limits = limitsAbove(child.limits, rebuilt.limits) ?? numbersAbove('children', child.children, parent.children ?? DEFAULT_CHILD_LIMITS)
   if (limits !== undefined) return limits
   if (child.approval === 'auto' && parent.approval !== 'auto') return `approval: "auto" is weaker than the parent's "${parent.approval}"`
   const inherited = rebuilt.policy.layers

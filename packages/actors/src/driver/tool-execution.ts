@@ -1,4 +1,4 @@
-import { type ToolDefinition, toolActOf } from '@agentvisor/core'
+import { type ChatMessage, type StallSettings, type ToolDefinition, toolActOf } from '@agentvisor/core'
 import type { ApprovalRow, LeaseLostError, NewPolicyEvent, RunWrite, StoreError, ToolEffectRow } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { type CallPlan, planStep, type StepPlan } from '../approval/step-plan.js'
@@ -10,6 +10,7 @@ import { listens, notify } from '../supervisor/run-observer.js'
 import { planSpawns, spawnWork } from './children.js'
 import type { Drive } from './drive.js'
 import { LATER, later, type Now, thenNow, valueNow } from './now.js'
+import { callKey, noProgressWarning, progressVerdict, repeatVerdict, repeatWarning, stalledError } from './stall.js'
 import { interruptedCalls, type JournalledResult, perform, toolTarget } from './tool-journal.js'
 import type { Work } from './transition-journal.js'
 
@@ -44,6 +45,12 @@ const stepTools = (drive: Drive): ReadonlyArray<ToolDefinition | undefined> => {
  * hot path").
  */
 export const act = (drive: Drive, ctx: RunContext): Now<Work, StoreError | LeaseLostError> => {
+  // A call made once too often ends the run before anything of the step runs (stall.ts).
+  const stall = drive.deps.contract.limits.stall
+  if (stall !== undefined) {
+    const repeated = repeatVerdict(drive.deps.messages, drive.toolCalls, stall).stalled
+    if (repeated !== undefined) return { event: { type: 'FAIL', error: stalledError(stall, repeated) } } satisfies Work
+  }
   // The fresh-step shortcut: on the step whose reply this driver itself just recorded, nobody
   // can have decided or journalled anything yet, so neither approvals nor the journal is read,
   // and a step whose tools answer at once is planned and run without an Effect (now.ts).
@@ -228,10 +235,12 @@ const recorded = (run: StepRun, item: CallPlan, result: JournalledResult): void 
 
 /** The step's work once every call has its result: the results, the decisions and the audit, with `TOOLS_DONE`. */
 const toolsDone = (run: StepRun): Work => {
-  const { drive, ctx, plan, results, events, at } = run
+  const { drive, ctx, plan, events, at } = run
   const { runId, messages } = drive.deps
+  const stall = drive.deps.contract.limits.stall
+  const { results, stalled } = stall === undefined ? { results: run.results, stalled: false } : withStallWarnings(drive, run.results, stall)
   return {
-    event: { type: 'TOOLS_DONE' },
+    event: stalled && stall !== undefined ? { type: 'FAIL', error: stalledError(stall) } : { type: 'TOOLS_DONE' },
     writes: [
       ...plan.decided.map((request): RunWrite => ({ op: 'insertApproval', row: { ...request, created_at: at, decided_at: at } })),
       { op: 'insertPolicyEvents', rows: events },
@@ -241,4 +250,38 @@ const toolsDone = (run: StepRun): Work => {
       for (const r of results) messages.push({ role: 'tool', toolCallId: r.toolCallId, name: r.name, content: r.output })
     }
   } satisfies Work
+}
+
+/**
+ * The step's results with the stall warnings they earn (stall.ts): a repeated call's last result
+ * at `repeats`, the last result after `window` steps without progress; `stalled` one step past it.
+ */
+const withStallWarnings = (
+  drive: Drive,
+  results: ReadonlyArray<ToolResultRecord>,
+  stall: StallSettings
+): { readonly results: ReadonlyArray<ToolResultRecord>; readonly stalled: boolean } => {
+  const { messages } = drive.deps
+  const calls = drive.toolCalls
+  const warned = repeatVerdict(messages, calls, stall).warned
+  const out = results.map((r) => ({ ...r }) as { -readonly [K in keyof ToolResultRecord]: ToolResultRecord[K] })
+  if (warned.size > 0) {
+    const last = new Map<string, number>()
+    out.forEach((r, i) => {
+      const call = calls.find((c) => c.id === r.toolCallId)
+      if (call !== undefined && warned.has(callKey(call))) last.set(callKey(call), i)
+    })
+    for (const i of last.values()) {
+      out[i]!.output += repeatWarning(stall)
+      out[i]!.stall = 'repeat'
+    }
+  }
+  const added = out.map((r): ChatMessage => ({ role: 'tool', toolCallId: r.toolCallId, name: r.name, content: r.output }))
+  const verdict = progressVerdict(messages, added, stall)
+  if (verdict === 'warn' && out.length > 0) {
+    const lastResult = out[out.length - 1]!
+    lastResult.output += noProgressWarning(stall)
+    lastResult.stall = 'noProgress'
+  }
+  return { results: out, stalled: verdict === 'stall' }
 }

@@ -3,6 +3,7 @@ import type { RunContext } from '../machine/run-machine.js'
 import { finalAnswerOf } from '../supervisor/conversation.js'
 import { commandsOf, type Drive, redact } from './drive.js'
 import { type Now, thenNow } from './now.js'
+import { noProgressWarning, progressVerdict, stalledError } from './stall.js'
 import type { Work } from './transition-journal.js'
 
 const PASSED: Work = { event: { type: 'VERIFY_PASSED' } }
@@ -34,12 +35,21 @@ export const check = (drive: Drive, ctx: RunContext): Now<Work> => {
   })
 }
 
-/** Verification failed where the model thought it was done: it is told `feedback` with the next dispatch. */
-const toldWhy = (drive: Drive, ctx: RunContext, feedback: string): Work => ({
-  event: { type: 'VERIFY_FAILED' },
-  writes: [{ op: 'setStepFeedback', runId: drive.deps.runId, step: ctx.step, feedback }],
-  after: () => drive.deps.messages.push({ role: 'user', content: feedback })
-})
+/**
+ * Verification failed where the model thought it was done: it is told `feedback` with the next
+ * dispatch, with the stall warning when this step is the `window`th without progress, or the run
+ * ends `stalled` when it is one past (stall.ts).
+ */
+const toldWhy = (drive: Drive, ctx: RunContext, given: string): Work => {
+  const stall = drive.deps.contract.limits.stall
+  const verdict = stall === undefined ? 'go' : progressVerdict(drive.deps.messages, [{ role: 'user', content: given }], stall)
+  const feedback = verdict === 'warn' && stall !== undefined ? given + noProgressWarning(stall) : given
+  return {
+    event: verdict === 'stall' && stall !== undefined ? { type: 'FAIL', error: stalledError(stall) } : { type: 'VERIFY_FAILED' },
+    writes: [{ op: 'setStepFeedback', runId: drive.deps.runId, step: ctx.step, feedback }],
+    after: () => drive.deps.messages.push({ role: 'user', content: feedback })
+  }
+}
 
 /** The contract's checks failed where the model thought it was done. */
 const notReached = (drive: Drive, ctx: RunContext, detail: string): Work =>

@@ -1,4 +1,4 @@
-import { type ModelPrice, priceOf, type RunError, type Usage, UsageTally } from '@agentvisor/core'
+import { type ModelPrice, priceOf, type RunError, type StallSettings, type Usage, UsageTally } from '@agentvisor/core'
 import {
   type AttemptRow,
   type Executor,
@@ -13,6 +13,7 @@ import {
   type StepRow
 } from '@agentvisor/store'
 import { statusOfState } from '../machine/run-state.js'
+import { noProgressWarning } from '../driver/stall.js'
 import { storedOutput } from '../supervisor/conversation.js'
 import { pendingRequestOf, type PendingRequest } from '../use-cases/pending.js'
 
@@ -56,6 +57,17 @@ export type RunStreamEvent =
   | (Durable & { readonly kind: 'child'; readonly childId: string; readonly goal: string; readonly status: string })
   | (Durable & { readonly kind: 'usage'; readonly usage: Usage })
   | (Durable & {
+      /** A stall rule warned the model (`warned`) or ended the run (`stalled`): docs/task-file.md, "Stalls". */
+      readonly kind: 'stall'
+      readonly step: number
+      readonly phase: 'warned' | 'stalled'
+      /** Which rule warned: the same call repeated, or steps without progress (absent for `stalled`: see `message`). */
+      readonly rule?: 'repeat' | 'noProgress'
+      /** The repeated call's tool (a `repeat` warning). */
+      readonly name?: string
+      readonly message: string
+    })
+  | (Durable & {
       readonly kind: 'done'
       readonly status: string
       readonly steps: number
@@ -90,6 +102,8 @@ export interface EventCursor {
   readonly approvals: Set<string>
   readonly childrenStarted: Set<string>
   readonly childrenEnded: Set<string>
+  /** The run's stall settings, when its contract has them: its feedback's warnings are told by them. */
+  readonly stall: StallSettings | undefined
   /** The run reached a final state: nothing follows. */
   ended: boolean
 }
@@ -114,6 +128,7 @@ export const eventCursor = async (db: Executor, runId: string, fromSeq = 1): Pro
     approvals: new Set(),
     childrenStarted: new Set(),
     childrenEnded: new Set(),
+    stall: contract?.limits.stall,
     ended: false
   }
 }
@@ -162,6 +177,7 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
       for (const result of step?.results ?? []) {
         const name = step?.tool_calls.find((call) => call.id === result.toolCallId)?.name ?? ''
         push({ kind: 'toolResult', runId, seq, at, step: cursor.step, callId: result.toolCallId, name, output: result.output })
+        if (result.stall !== undefined) push(stallWarned(runId, seq, at, cursor.step, result.stall, result.stall === 'repeat' ? name : undefined))
       }
     }
     if (t.event === 'APPROVAL_REQUESTED' || t.event === 'INPUT_REQUESTED') {
@@ -192,6 +208,9 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
       cursor.attempt = 0
       cursor.ended = false
     }
+    if (t.event === 'VERIFY_FAILED' && cursor.stall !== undefined && stepOf(cursor.step)?.feedback?.endsWith(noProgressWarning(cursor.stall))) {
+      push(stallWarned(runId, seq, at, cursor.step, 'noProgress', undefined))
+    }
     if (t.event === 'VERIFY_FAILED' && t.to_state === 'dispatching') {
       cursor.step++
       cursor.attempt = 0
@@ -201,6 +220,7 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
       const status = statusOfState(t.to_state)
       const run = await getRunRow(db, runId)
       const output = status === 'succeeded' ? storedOutput(steps) : undefined
+      if (run?.error?.kind === 'stalled') push({ kind: 'stall', runId, seq, at, step: cursor.step, phase: 'stalled', message: run.error.message })
       push({
         kind: 'done',
         runId,
@@ -217,6 +237,21 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
   }
   return out
 }
+
+const stallWarned = (runId: string, seq: number, at: string, step: number, rule: 'repeat' | 'noProgress', name: string | undefined): RunStreamEvent => ({
+  kind: 'stall',
+  runId,
+  seq,
+  at,
+  step,
+  phase: 'warned',
+  rule,
+  ...(name !== undefined ? { name } : {}),
+  message:
+    rule === 'repeat'
+      ? `${name ?? 'a call'}: the same call reached limits.stall.repeats; one more ends the run`
+      : 'limits.stall.window steps without progress; one more ends the run'
+})
 
 const attemptEvent = (runId: string, seq: number, row: AttemptRow): RunStreamEvent => ({
   kind: 'attempt',

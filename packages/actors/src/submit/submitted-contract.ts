@@ -1,7 +1,7 @@
 import * as path from 'node:path'
 import { compileGlob, DEFAULT_AGENT_TOOLS, DEFAULT_CHILD_LIMITS, GlobMode, parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { Either } from 'effect'
-import { checkVerifyCommands, firstAllowingLayer, isInside, numbersAbove, same } from '../children/child-contract.js'
+import { checkVerifyCommands, firstAllowingLayer, isInside, limitsAbove, numbersAbove, same } from '../children/child-contract.js'
 
 const WHOSE = "the worker's submit template's"
 
@@ -68,7 +68,7 @@ const widening = (template: TaskContract, asked: TaskContract): string | undefin
   }
   if (!isInside(template.workspace, asked.workspace)) return `workspace: ${asked.workspace} is not inside ${WHOSE} workspace ${template.workspace}`
   const limits =
-    numbersAbove('limits', asked.limits, template.limits, WHOSE) ??
+    limitsAbove(asked.limits, template.limits, WHOSE) ??
     numbersAbove('children', asked.children ?? DEFAULT_CHILD_LIMITS, template.children ?? DEFAULT_CHILD_LIMITS, WHOSE)
   if (limits !== undefined) return limits
   if (asked.approval === 'auto' && template.approval !== 'auto') return `approval: "auto" is weaker than ${WHOSE} "${template.approval}"`

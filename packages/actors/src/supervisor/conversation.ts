@@ -9,6 +9,8 @@ export interface ToolResultRecord {
   /** A tool that is not a built-in: where it comes from and its effect class, for the trace (docs/tools.md). */
   readonly source?: string | undefined
   readonly effect?: ToolEffect | undefined
+  /** The stall warning its output ends with, by rule (driver/stall.ts). */
+  readonly stall?: 'repeat' | 'noProgress' | undefined
 }
 
 /** What a step contributes to the conversation; the steps table holds exactly this. */

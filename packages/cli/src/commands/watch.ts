@@ -61,6 +61,8 @@ const humanLine = (event: RunStreamEvent): string | undefined => {
       return `      the model asks: ${event.request.question ?? ''} [${event.request.id}]`
     case 'child':
       return `      child ${event.childId} ${event.status}: ${event.goal.slice(0, 80)}`
+    case 'stall':
+      return event.phase === 'warned' ? `      stall warning (step ${event.step}): ${event.message}` : `      ${event.message}`
     case 'usage':
       return `      used so far: ${describeUsage(event.usage)}`
     case 'done':

@@ -158,11 +158,14 @@ const Policy = struct([req('layers', array(PolicyLayer))])
 const Lineage = struct([req('rootId', string), req('parentId', string), req('depth', positiveInt), req('treeDispatchCeiling', positiveInt)])
 const approval = literal('prompt', 'defer', 'auto')
 
+const atLeastTwo = is((v) => Number.isSafeInteger(v) && (v as number) >= 2)
 const limitFields = (field: (name: string, check: Check) => Field) => [
   field('maxSteps', positiveInt),
   field('maxRetries', nonNegativeInt),
   field('dispatchCeiling', positiveInt),
-  field('timeoutMs', timerPositiveInt)
+  field('timeoutMs', timerPositiveInt),
+  // A task may leave either out (defaults); a stored contract holds both.
+  opt('stall', struct([field('window', atLeastTwo), field('repeats', atLeastTwo)]))
 ]
 const childFields = (field: (name: string, check: Check) => Field) => [
   field('maxChildren', positiveInt),

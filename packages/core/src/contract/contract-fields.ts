@@ -69,6 +69,25 @@ export const VerifySpec: Schema.Schema<VerifySpec> = Schema.Union(
 export const PositiveNumber = Schema.Number.pipe(Schema.finite(), Schema.positive())
 const NonNegativeNumber = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
 
+/** At least two: one occurrence or one step is no pattern. */
+const AtLeastTwo = Schema.Int.pipe(Schema.greaterThanOrEqualTo(2))
+
+/**
+ * Stall detection (docs/task-file.md, "Stalls"): the same tool call `repeats` times within
+ * `window` steps, or `window` steps with no new tool result and no new verification outcome,
+ * warns the model once, then ends the run `failed` with kind `stalled`. Off when absent.
+ */
+export const StallLimit = Schema.Struct({ window: Schema.optional(AtLeastTwo), repeats: Schema.optional(AtLeastTwo) })
+/** Stall settings as a contract holds them: the defaults filled in. */
+export const StoredStallLimit = Schema.Struct({ window: AtLeastTwo, repeats: AtLeastTwo })
+export type StallSettings = typeof StoredStallLimit.Type
+/** The defaults of `limits.stall: {}` (docs/task-file.md, "Stalls"). */
+export const DEFAULT_STALL: StallSettings = { window: 8, repeats: 3 }
+
+/** `limits.stall` as given (validated by `StallLimit`), with the defaults filled in; undefined when off. */
+export const stallSettings = (given: typeof StallLimit.Type | undefined): StallSettings | undefined =>
+  given === undefined ? undefined : { window: given.window ?? DEFAULT_STALL.window, repeats: given.repeats ?? DEFAULT_STALL.repeats }
+
 export const Limits = Schema.Struct({
   maxSteps: Schema.optional(PositiveInt),
   maxRetries: Schema.optional(NonNegativeInt),
@@ -79,7 +98,8 @@ export const Limits = Schema.Struct({
   /** Dollars the whole run tree may spend, by `pricing`. */
   maxCostUsd: Schema.optional(PositiveNumber),
   /** The prompt a request may send, in estimated tokens: older tool results are elided past it (docs/task-file.md, "Long conversations"). */
-  contextTokens: Schema.optional(PositiveInt)
+  contextTokens: Schema.optional(PositiveInt),
+  stall: Schema.optional(StallLimit)
 })
 /** Limits as a stored contract keeps them: the defaults filled in, budgets still optional. */
 export const StoredLimits = Schema.Struct({
@@ -89,13 +109,16 @@ export const StoredLimits = Schema.Struct({
   timeoutMs: TimerPositiveInt,
   maxTokens: Schema.optional(PositiveInt),
   maxCostUsd: Schema.optional(PositiveNumber),
-  contextTokens: Schema.optional(PositiveInt)
+  contextTokens: Schema.optional(PositiveInt),
+  stall: Schema.optional(StoredStallLimit)
 })
 /** The budget limits: no default, absent means unbounded. */
 export type BudgetLimit = 'maxTokens' | 'maxCostUsd'
 /** The limits without a default: absent means unbounded. */
 export type OptionalLimit = BudgetLimit | 'contextTokens'
-export type Limits = Required<Omit<typeof Limits.Type, OptionalLimit>> & Pick<typeof Limits.Type, OptionalLimit>
+/** A contract's limits: the defaults filled in; budgets, `contextTokens` and `stall` absent when off. */
+export type Limits = Required<Omit<typeof Limits.Type, OptionalLimit | 'stall'>> &
+  Pick<typeof Limits.Type, OptionalLimit> & { readonly stall?: StallSettings | undefined }
 
 /** The defaults of docs/task-file.md ("Limits"). */
 export const DEFAULT_LIMITS: Limits = { maxSteps: 10, maxRetries: 2, dispatchCeiling: 50, timeoutMs: 600_000 }

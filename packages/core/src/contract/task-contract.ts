@@ -19,6 +19,7 @@ import {
   Pricing,
   ProviderConfig,
   SandboxSpec,
+  stallSettings,
   VerifySpec
 } from './contract-fields.js'
 import { unpricedProvider } from '../usage/usage.js'
@@ -277,7 +278,7 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
         workspace: path.resolve(baseDir, file.workspace),
         providers: file.providers,
         verify: file.verify,
-        limits: { ...DEFAULT_LIMITS, ...file.limits },
+        limits: limitsOf(file.limits),
         policy: file.policy ?? { layers: [] },
         approval: file.approval ?? 'prompt',
         children: { ...DEFAULT_CHILD_LIMITS, ...file.children },
@@ -288,6 +289,14 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
       })
     }
   })
+}
+
+/** A task file's limits with the defaults filled in (docs/task-file.md, "Limits"). */
+const limitsOf = (given: TaskFile['limits']): Limits => {
+  if (given === undefined) return DEFAULT_LIMITS
+  const { stall, ...rest } = given
+  const settings = stallSettings(stall)
+  return settings === undefined ? { ...DEFAULT_LIMITS, ...rest } : { ...DEFAULT_LIMITS, ...rest, stall: settings }
 }
 
 /**

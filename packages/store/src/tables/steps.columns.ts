@@ -18,7 +18,8 @@ export const ResultsJson = Schema.parseJson(
       ok: Schema.Boolean,
       output: Schema.String,
       source: Schema.optional(Schema.String),
-      effect: Schema.optional(Schema.Literal('read', 'idempotent', 'effect'))
+      effect: Schema.optional(Schema.Literal('read', 'idempotent', 'effect')),
+      stall: Schema.optional(Schema.Literal('repeat', 'noProgress'))
     })
   )
 )

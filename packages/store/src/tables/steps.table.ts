@@ -33,6 +33,8 @@ export interface StepToolResult {
   readonly source?: string | undefined
   /** Its effect class; absent for built-ins, whose classes are fixed (docs/tools.md). */
   readonly effect?: 'read' | 'idempotent' | 'effect' | undefined
+  /** The stall warning its output ends with, by rule (docs/task-file.md, "Stalls"). */
+  readonly stall?: 'repeat' | 'noProgress' | undefined
 }
 
 /** A `steps` row as the database holds it, JSON still text; no read of the store returns it. */

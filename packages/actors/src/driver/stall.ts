@@ -1,0 +1,169 @@
+import type { ChatMessage, RunError, StallSettings, ToolCall } from '@agentvisor/core'
+
+// Stall detection (docs/task-file.md, "Stalls"): a run whose model repeats itself is warned once,
+// then ended `failed` with kind `stalled`, instead of burning its steps and its dispatch ceiling.
+// Two rules, both read from the conversation alone, so a resumed run (whose conversation is
+// rebuilt from its stored steps) judges every step exactly as the driver that first ran it:
+// - the same call (tool name and arguments) `repeats` times within the last `window` steps: the
+//   call's result carries a warning; one more and the step's calls do not run;
+// - `window` steps in a row with no progress (no tool result the run had not had before, no new
+//   verification outcome): the step's last result, or its feedback, carries a warning; one more
+//   such step ends the run.
+// Both warnings are fixed texts for the settings, so they are told apart from what a tool said.
+
+/** Which rule a warning or a stall comes from. */
+export type StallRule = 'repeat' | 'noProgress'
+
+/** Appended to a repeated call's result when it reaches `repeats`. */
+export const repeatWarning = (settings: StallSettings): string =>
+  `\n\n[agentvisor] This exact call (the same tool with the same arguments) has now been made ${settings.repeats} times within ${settings.window} steps. ` +
+  'One more identical call ends the run as stalled: try something else.'
+
+/** Appended to the step's last result (or its feedback) after `window` steps without progress. */
+export const noProgressWarning = (settings: StallSettings): string =>
+  `\n\n[agentvisor] ${settings.window} steps in a row brought no new tool result and no new verification outcome. ` +
+  'One more step like them ends the run as stalled: try something else.'
+
+/** A text without the warnings this module appends to it. */
+const withoutWarnings = (text: string, settings: StallSettings): string => {
+  let out = text
+  for (const warning of [noProgressWarning(settings), repeatWarning(settings)]) if (out.endsWith(warning)) out = out.slice(0, -warning.length)
+  return out
+}
+
+/** JSON with its keys sorted: the same arguments however the model spaced or ordered them. */
+const canonical = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (typeof value === 'object' && value !== null) {
+    const record = value as Record<string, unknown>
+    return `{${Object.keys(record)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonical(record[key])}`)
+      .join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+/** A call's identity for the repeat rule: its tool and its arguments, canonical when they are JSON. */
+export const callKey = (call: Pick<ToolCall, 'name' | 'arguments'>): string => {
+  try {
+    return `${call.name} ${canonical(JSON.parse(call.arguments))}`
+  } catch {
+    return `${call.name} ${call.arguments}`
+  }
+}
+
+/** A call as a person reads it in an error or an event: `read_file {"path":"a.txt"}`. */
+export const describeCall = (call: Pick<ToolCall, 'name' | 'arguments'>): string => {
+  const key = callKey(call)
+  return key.length > 200 ? `${key.slice(0, 197)}...` : key
+}
+
+/** The step's calls that reached `repeats` (to be warned), or the first past it (the run stalls). */
+export interface RepeatVerdict {
+  readonly stalled?: { readonly call: ToolCall; readonly count: number } | undefined
+  /** The keys of the calls whose results carry the warning. */
+  readonly warned: ReadonlySet<string>
+}
+
+const NOTHING: RepeatVerdict = { warned: new Set() }
+
+/**
+ * The repeat rule for the step whose calls are `calls`: its answer is the last assistant message
+ * of `messages`, and each call is counted over the last `window` answers, this one included.
+ */
+export const repeatVerdict = (messages: ReadonlyArray<ChatMessage>, calls: ReadonlyArray<ToolCall>, settings: StallSettings): RepeatVerdict => {
+  if (calls.length === 0) return NOTHING
+  const counts = new Map<string, number>()
+  let answers = 0
+  for (let i = messages.length - 1; i >= 0 && answers < settings.window; i--) {
+    const message = messages[i]!
+    if (message.role !== 'assistant') continue
+    answers++
+    for (const call of message.toolCalls) {
+      const key = callKey(call)
+      counts.set(key, (counts.get(key) ?? 0) + 1)
+    }
+  }
+  let warned: Set<string> | undefined
+  for (const call of calls) {
+    const key = callKey(call)
+    const count = counts.get(key) ?? 0
+    if (count > settings.repeats) return { stalled: { call, count }, warned: NOTHING.warned }
+    if (count === settings.repeats) (warned ??= new Set()).add(key)
+  }
+  return warned === undefined ? NOTHING : { warned }
+}
+
+/** One step of the conversation as the progress rule reads it. */
+interface StepView {
+  readonly results: Array<string>
+  feedback: string | undefined
+}
+
+const stepsOf = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings): StepView[] => {
+  const steps: StepView[] = []
+  let current: StepView | undefined
+  let calls = new Map<string, string>()
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      current = { results: [], feedback: undefined }
+      steps.push(current)
+      calls = new Map(message.toolCalls.map((call) => [call.id, callKey(call)]))
+    } else if (current !== undefined && message.role === 'tool') {
+      current.results.push(`${calls.get(message.toolCallId) ?? message.name}\n${withoutWarnings(message.content, settings)}`)
+    } else if (current !== undefined && message.role === 'user') {
+      const text = withoutWarnings(message.content, settings)
+      current.feedback = current.feedback === undefined ? text : `${current.feedback}\n${text}`
+    }
+  }
+  return steps
+}
+
+/**
+ * How many steps in a row, up to the last of `messages`, made no progress: none of their tool
+ * results (call and output) had been seen before in the run, and their verification feedback
+ * (if any) said nothing the last feedback had not. A follow-up message counts as new feedback.
+ */
+export const stepsWithoutProgress = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings): number => {
+  const seen = new Set<string>()
+  let lastFeedback: string | undefined
+  let streak = 0
+  for (const step of stepsOf(messages, settings)) {
+    let progress = false
+    for (const result of step.results) {
+      if (!seen.has(result)) {
+        seen.add(result)
+        progress = true
+      }
+    }
+    if (step.feedback !== undefined && step.feedback !== lastFeedback) {
+      lastFeedback = step.feedback
+      progress = true
+    }
+    streak = progress ? 0 : streak + 1
+  }
+  return streak
+}
+
+/**
+ * The progress rule once the step's results or feedback are known (`added`, not yet in
+ * `messages`): `warn` at `window` steps without progress, `stall` past it, else `go`.
+ */
+export const progressVerdict = (
+  messages: ReadonlyArray<ChatMessage>,
+  added: ReadonlyArray<ChatMessage>,
+  settings: StallSettings
+): 'go' | 'warn' | 'stall' => {
+  const streak = stepsWithoutProgress([...messages, ...added], settings)
+  return streak > settings.window ? 'stall' : streak === settings.window ? 'warn' : 'go'
+}
+
+/** The error a stalled run ends with: it names the repeated call, or the steps without progress. */
+export const stalledError = (settings: StallSettings, repeated?: { readonly call: ToolCall; readonly count: number }): RunError => ({
+  kind: 'stalled',
+  message:
+    repeated === undefined
+      ? `stalled: ${settings.window + 1} steps in a row without a new tool result or a new verification outcome (limits.stall.window ${settings.window})`
+      : `stalled: ${describeCall(repeated.call)} called ${repeated.count} times within ${settings.window} steps (limits.stall.repeats ${settings.repeats})`
+})
