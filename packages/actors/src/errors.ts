@@ -29,6 +29,16 @@ export class ForkRefusedError extends Data.TaggedError('ForkRefusedError')<{
   }
 }
 
+/** A run a replay cannot take (docs/replay.md): it has not ended. */
+export class ReplayRefusedError extends Data.TaggedError('ReplayRefusedError')<{
+  readonly runId: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `run ${this.runId} cannot be replayed: ${this.reason}`
+  }
+}
+
 export class FollowUpRefusedError extends Data.TaggedError('FollowUpRefusedError')<{
   readonly runId: string
   readonly reason: string

@@ -78,6 +78,22 @@ examples:
   agentvisor fork 0b7c... --at 4
   agentvisor fork 0b7c... --at 4 --json
 `,
+  replay: `agentvisor replay RUN|--all [--status S] [--task FILE] [--workspace DIR] [--keep] [--json] [--db PATH]
+
+Re-drives an ended run from its start against its recorded model answers, with today's code,
+policy and tools, in a scratch workspace (a copy of the run's workspace as it is now, or of
+--workspace DIR) and a scratch store, and reports the first place it departs from the record: a
+different tool call, policy decision, tool result, verification outcome or end (docs/replay.md).
+--task FILE replays under today's task file (its policy, tools, verify, limits, instructions).
+--all replays every ended run of the store (--status S: only those), oldest first, with a summary.
+The store and the run's workspace are only read. --keep keeps the scratch store and workspace.
+Exit 0 when every replay went the same way, 1 when one departed, 2 usage or an unknown run.
+
+examples:
+  agentvisor replay 0b7c...
+  agentvisor replay 0b7c... --task task.json --json
+  agentvisor replay --all --status succeeded
+`,
   watch: `agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
 
 Tails a run's events from any process until the run finishes (docs/streaming.md): its recorded

@@ -19,6 +19,7 @@ usage:
   agentvisor answer RUN [REQUEST] TEXT [--db PATH]
   agentvisor send RUN TEXT [--json] [--db PATH]
   agentvisor fork RUN --at SEQ [--json] [--db PATH]
+  agentvisor replay RUN|--all [--status S] [--task FILE] [--workspace DIR] [--keep] [--json] [--db PATH]
   agentvisor cancel RUN [--db PATH]
   agentvisor worker --nats URL [--db PATH] [--concurrency N]
   agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
@@ -65,6 +66,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   watch: async () => (await loadModule<typeof import('./commands/watch.js')>('./commands/watch.js')).watchCommand,
   approve: async () => (await loadModule<typeof import('./commands/approve.js')>('./commands/approve.js')).approveCommand,
   fork: async () => (await loadModule<typeof import('./commands/fork.js')>('./commands/fork.js')).forkCommand,
+  replay: async () => (await loadModule<typeof import('./commands/replay.js')>('./commands/replay.js')).replayCommand,
   send: async () => (await loadModule<typeof import('./commands/send.js')>('./commands/send.js')).sendCommand,
   answer: async () => (await loadModule<typeof import('./commands/answer.js')>('./commands/answer.js')).answerCommand,
   cancel: async () => (await loadModule<typeof import('./commands/cancel.js')>('./commands/cancel.js')).cancelCommand,
@@ -88,6 +90,7 @@ const isUserError = (error: unknown): error is Error =>
       'RunNotResumableError',
       'FollowUpRefusedError',
       'ForkRefusedError',
+      'ReplayRefusedError',
       'WorkspaceError',
       'WorkspaceEscapeError',
       'StoreError'

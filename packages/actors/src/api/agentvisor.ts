@@ -12,6 +12,8 @@ import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-case
 import { type AnswerOutcome, answerRun } from '../use-cases/answer.js'
 import { type CancelOptions, type CancelOutcome, cancelRun } from '../use-cases/cancel.js'
 import { type ForkOutcome, forkRun } from '../use-cases/fork.js'
+import { loadRecording } from '../replay/recording.js'
+import { type ReplayHost, type ReplayOptions, type ReplayReport, replayRecording } from '../replay/replay-run.js'
 import { listRunRecords, type RunFilter } from '../use-cases/list.js'
 import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
 import {
@@ -78,7 +80,9 @@ export class Agentvisor {
     private readonly busScope: Scope.CloseableScope,
     /** The bus this instance uses (in-process by default). */
     readonly bus: Bus,
-    private readonly hub: EventHub
+    private readonly hub: EventHub,
+    /** What a replay's scratch `Agentvisor` takes over from this one: its registered tools and environment. */
+    private readonly host: ReplayHost
   ) {}
 
   static async open(options: AgentvisorOptions): Promise<Agentvisor> {
@@ -104,7 +108,7 @@ export class Agentvisor {
       await Effect.runPromise(Scope.close(busScope, Exit.void))
       throw error
     }
-    return new Agentvisor(runtime, busScope, bus, hub)
+    return new Agentvisor(runtime, busScope, bus, hub, { tools: options.tools, env: options.env })
   }
 
   /**
@@ -192,6 +196,25 @@ export class Agentvisor {
       Effect.flatMap(StoreService, (store) => forkRun(store.db, runId, options.atSeq))
     )
     return { ...(await this.resume(made.runId)), forkedFrom: made.forkedFrom }
+  }
+
+  /**
+   * Replays an ended run (docs/replay.md): re-drives it from its start in a scratch workspace and a
+   * scratch store, with a provider that plays its recorded answers in order, today's code, policy
+   * and tools (`options.task` for today's task), and reports the first place it departs from the
+   * record. The run's own workspace and rows are only read. Rejects with `RunNotFoundError`,
+   * `ReplayRefusedError` (a run that has not ended), `StoreError`.
+   *
+   * @example
+   * const report = await av.replay(runId)
+   * if (!report.identical) console.error(report.departure?.message)
+   */
+  async replay(runId: string, options: ReplayOptions = {}): Promise<ReplayReport> {
+    const recording = await unwrap(
+      this.runtime,
+      Effect.flatMap(StoreService, (store) => loadRecording(store.db, runId))
+    )
+    return replayRecording(recording, (scratch) => Agentvisor.open(scratch), options, this.host)
   }
 
   /**

@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto'
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import * as path from 'node:path'
+import { startMockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
+import { lastJson, runCli, taskInTempDir, writeTask } from './support/cli.js'
+
+// agentvisor replay (docs/replay.md): a stored run re-driven against its recorded answers with
+// today's code, policy and tools, in a scratch workspace and store; the first departure reported.
+
+const MODEL = 'replay-model'
+const KEY = 'REPLAY_TEST_KEY'
+
+const script = [
+  { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
+  { toolCalls: [{ name: 'write_file', arguments: { path: 'notes.txt', content: 'a.txt says hello' } }] },
+  { text: 'notes written' }
+]
+
+const task = (baseUrl: string, layers: unknown[] = [{ name: 'team', allow: { read: ['**'], write: ['**'] } }]) => ({
+  goal: 'Read a.txt and write notes.txt',
+  workspace: 'ws',
+  providers: [{ name: 'p', kind: 'openai', baseUrl, model: MODEL, apiKeyEnv: KEY }],
+  verify: { fileContains: { path: 'notes.txt', text: 'hello' } },
+  policy: { layers },
+  approval: 'auto'
+})
+
+/** Every file of a folder with its bytes and mtime: what "untouched" means for a workspace. */
+const fingerprint = (dir: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const file = path.join(dir, name)
+    const stat = statSync(file)
+    if (stat.isFile()) out[name] = `${createHash('sha256').update(readFileSync(file)).digest('hex')} ${stat.mtimeMs}`
+  }
+  return out
+}
+
+/** A recorded run: made against the mock LLM, which is closed afterwards (a replay never asks it). */
+const recordedRun = async () => {
+  const mock = await startMockLlm({ scenarios: { models: { [MODEL]: script } } as never, port: 0 })
+  const made = taskInTempDir(task(mock.url))
+  mkdirSync(path.join(made.dir, 'ws'))
+  writeFileSync(path.join(made.dir, 'ws', 'a.txt'), 'hello')
+  const ran = await runCli(['run', made.task, '--json', '--db', made.db], { env: { [KEY]: 'sk-test' } })
+  await mock.close()
+  expect(ran.code, ran.stderr).toBe(0)
+  return { ...made, url: mock.url, runId: lastJson<{ runId: string }>(ran).runId }
+}
+
+interface Report {
+  readonly identical: boolean
+  readonly replayRunId: string
+  readonly steps: { readonly recorded: number; readonly replayed: number }
+  readonly departure?: { readonly step: number; readonly kind: string; readonly message: string }
+}
+
+describe('agentvisor replay', () => {
+  it('replays a stored succeeded run identically, with no provider and no key, touching neither its workspace nor its store', async () => {
+    const run = await recordedRun()
+    const workspace = path.join(run.dir, 'ws')
+    const before = { files: fingerprint(workspace), show: (await runCli(['show', run.runId, '--json', '--db', run.db])).stdout, runs: (await runCli(['runs', '--json', '--db', run.db])).stdout }
+
+    const replayed = await runCli(['replay', run.runId, '--json', '--db', run.db], { env: { [KEY]: '' } })
+    expect(replayed.code, replayed.stderr).toBe(0)
+    const report = lastJson<Report>(replayed)
+    expect(report).toMatchObject({ identical: true, steps: { recorded: 2, replayed: 2 } })
+    expect(report.replayRunId).not.toBe(run.runId)
+    expect(replayed.stderr).toContain('replays identically (2 of 2 steps, succeeded)')
+
+    expect(fingerprint(workspace)).toEqual(before.files)
+    expect((await runCli(['show', run.runId, '--json', '--db', run.db])).stdout).toBe(before.show)
+    // No row of the replay in the original store.
+    expect((await runCli(['runs', '--json', '--db', run.db])).stdout).toBe(before.runs)
+  })
+
+  it("names the step and the write when today's task denies it", async () => {
+    const run = await recordedRun()
+    const today = writeTask(run.dir, task(run.url, [{ name: 'team', allow: { read: ['**'] }, deny: { write: ['notes.txt'] } }]), 'today.json')
+    const replayed = await runCli(['replay', run.runId, '--task', today, '--json', '--db', run.db])
+    expect(replayed.code, replayed.stderr).toBe(1)
+    const report = lastJson<Report>(replayed)
+    expect(report.identical).toBe(false)
+    expect(report.departure).toMatchObject({ step: 2, kind: 'policy' })
+    expect(report.departure!.message).toBe('step 2: policy refused write "notes.txt" (rule "notes.txt" of layer "team") in the replay; the record did not')
+    expect(replayed.stderr).toContain(`run ${run.runId} departs from its record at step 2: policy refused write "notes.txt"`)
+    // The original's notes are still there: the replay's refusal happened in its scratch workspace.
+    expect(readFileSync(path.join(run.dir, 'ws', 'notes.txt'), 'utf8')).toBe('a.txt says hello')
+  })
+
+  it('names the first step whose tool answers differently', async () => {
+    const run = await recordedRun()
+    const replayFrom = path.join(run.dir, 'fixture')
+    mkdirSync(replayFrom)
+    writeFileSync(path.join(replayFrom, 'a.txt'), 'goodbye')
+    const replayed = await runCli(['replay', run.runId, '--workspace', replayFrom, '--json', '--db', run.db])
+    expect(replayed.code, replayed.stderr).toBe(1)
+    expect(lastJson<Report>(replayed).departure).toEqual({
+      step: 1,
+      kind: 'toolResult',
+      message: 'step 1: read_file {"path":"a.txt"} answered "goodbye" where the record has "hello"'
+    })
+    expect(readFileSync(path.join(replayFrom, 'a.txt'), 'utf8')).toBe('goodbye')
+  })
+
+  it('replays every stored success with --all --status succeeded and sums them up', async () => {
+    const run = await recordedRun()
+    // A second success in the same store, and a failure --status leaves out.
+    const again = await runCli(['replay', run.runId, '--db', run.db])
+    expect(again.code).toBe(0)
+    const failing = writeTask(run.dir, { goal: 'fail', workspace: 'ws', providers: [{ name: 's', kind: 'scripted', steps: [{ error: { status: 401 } }] }] }, 'failing.json')
+    expect((await runCli(['run', failing, '--db', run.db])).code).toBe(1)
+    const mock = await startMockLlm({ scenarios: { models: { [MODEL]: script } } as never, port: 0 })
+    const second = writeTask(run.dir, task(mock.url), 'second.json')
+    expect((await runCli(['run', second, '--db', run.db], { env: { [KEY]: 'sk-test' } })).code).toBe(0)
+    await mock.close()
+
+    const all = await runCli(['replay', '--all', '--status', 'succeeded', '--json', '--db', run.db])
+    expect(all.code, all.stderr).toBe(0)
+    const summary = lastJson<{ replayed: number; identical: number; departed: number; runs: Report[] }>(all)
+    expect(summary).toMatchObject({ replayed: 2, identical: 2, departed: 0 })
+    expect(all.stderr).toContain('2 runs replayed, 2 identical, 0 departed')
+  })
+
+  it('refuses an unknown run and a run that has not ended with one line and exit 2', async () => {
+    const { db, task: file } = taskInTempDir({
+      goal: 'wait',
+      workspace: 'ws',
+      providers: [{ name: 's', kind: 'scripted', steps: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'x', content: 'y' } }] }] }],
+      approval: 'defer'
+    })
+    const paused = await runCli(['run', file, '--json', '--db', db])
+    expect(paused.code).toBe(3)
+    const runId = lastJson<{ runId: string }>(paused).runId
+    const refused = await runCli(['replay', runId, '--db', db])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr.trim()).toBe(`agentvisor: run ${runId} cannot be replayed: it has not ended (awaiting_approval): replay replays ended runs`)
+    const unknown = await runCli(['replay', 'nope', '--db', db])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr.trim()).toBe('agentvisor: no run with id nope')
+  })
+})
