@@ -140,4 +140,61 @@ describe('agentvisor replay', () => {
     expect(unknown.code).toBe(2)
     expect(unknown.stderr.trim()).toBe('agentvisor: no run with id nope')
   })
+
+  it("answers the replay's asks with the record's decisions: an approved write and a denied one replay identically", async () => {
+    const mock = await startMockLlm({
+      scenarios: {
+        models: {
+          [MODEL]: [
+            {
+              toolCalls: [
+                { name: 'write_file', arguments: { path: 'notes.txt', content: 'hello' } },
+                { name: 'write_file', arguments: { path: 'secret.txt', content: 'x' } }
+              ]
+            },
+            { text: 'done' }
+          ]
+        }
+      } as never,
+      port: 0
+    })
+    const made = taskInTempDir({ ...task(mock.url, [{ name: 'team', allow: { read: ['**'] }, ask: { write: ['**'] } }]), approval: 'defer' })
+    const paused = await runCli(['run', made.task, '--json', '--db', made.db], { env: { [KEY]: 'sk-test' } })
+    expect(paused.code, paused.stderr).toBe(3)
+    const { runId } = lastJson<{ runId: string }>(paused)
+    const pending = JSON.parse((await runCli(['show', runId, '--json', '--db', made.db])).stdout) as { approvals: Array<{ id: string; target: string }> }
+    const secret = pending.approvals.find((a) => a.target === 'secret.txt')!
+    expect((await runCli(['approve', runId, secret.id, '--deny', '--db', made.db])).code).toBe(0)
+    expect((await runCli(['approve', runId, '--db', made.db])).code).toBe(0)
+    const resumed = await runCli(['resume', runId, '--db', made.db], { env: { [KEY]: 'sk-test' } })
+    await mock.close()
+    expect(resumed.code, resumed.stderr).toBe(0)
+
+    const replayed = await runCli(['replay', runId, '--json', '--db', made.db])
+    expect(replayed.code, replayed.stderr).toBe(0)
+    expect(lastJson<Report>(replayed)).toMatchObject({ identical: true, steps: { recorded: 1, replayed: 1 } })
+  })
+
+  it('replays a stalled run to the same end, and departs where today\'s task no longer stops it', async () => {
+    const readA = { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] }
+    const mock = await startMockLlm({ scenarios: { models: { [MODEL]: [readA, readA, readA, readA] } } as never, port: 0 })
+    const stalling = { ...task(mock.url), verify: undefined, limits: { maxSteps: 8, stall: { window: 6, repeats: 3 } } }
+    const made = taskInTempDir(stalling)
+    mkdirSync(path.join(made.dir, 'ws'))
+    writeFileSync(path.join(made.dir, 'ws', 'a.txt'), 'hello')
+    const ran = await runCli(['run', made.task, '--json', '--db', made.db], { env: { [KEY]: 'sk-test' } })
+    await mock.close()
+    expect(lastJson<{ error: { kind: string } }>(ran).error.kind).toBe('stalled')
+    const { runId } = lastJson<{ runId: string }>(ran)
+
+    const same = await runCli(['replay', runId, '--json', '--db', made.db])
+    expect(same.code, same.stderr).toBe(0)
+    expect(lastJson<Report>(same)).toMatchObject({ identical: true, steps: { recorded: 4, replayed: 4 } })
+
+    const unwatched = writeTask(made.dir, { ...stalling, limits: { maxSteps: 8 } }, 'today.json')
+    const departed = await runCli(['replay', runId, '--task', unwatched, '--json', '--db', made.db])
+    expect(departed.code, departed.stderr).toBe(1)
+    // The record's 3rd result carries the stall warning; today's run gives none.
+    expect(lastJson<Report>(departed).departure).toMatchObject({ step: 3, kind: 'toolResult', message: expect.stringContaining('where the record has "hello\\n\\n[agentvisor] This exact call') })
+  })
 })

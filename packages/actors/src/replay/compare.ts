@@ -43,6 +43,10 @@ const policyLines = (events: ReadonlyArray<PolicyEventRow>, step: number): strin
           `${e.decision} ${e.act} ${JSON.stringify(e.target)}`
     )
 
+/** A refusal names who denied it (`Denied by cli:`); a replay's decisions are the record's, made by nobody. */
+const DENIED_BY = /^Denied by [a-z]+:/
+const sameResult = (a: string, b: string): boolean => a === b || (DENIED_BY.test(a) && a.replace(DENIED_BY, '') === b.replace(DENIED_BY, ''))
+
 const stepDeparture = (step: number, record: Recording, replay: Recording, r: StepRow, p: StepRow): Departure | undefined => {
   const recordedCalls = r.tool_calls.map(describeCall)
   const replayedCalls = p.tool_calls.map(describeCall)
@@ -61,7 +65,7 @@ const stepDeparture = (step: number, record: Recording, replay: Recording, r: St
   for (let i = 0; i < Math.max(recordedResults.length, replayedResults.length); i++) {
     const a = recordedResults[i]
     const b = replayedResults[i]
-    if (a?.ok === b?.ok && a?.output === b?.output) continue
+    if (a !== undefined && b !== undefined && a.ok === b.ok && sameResult(a.output, b.output)) continue
     const call = recordedCalls[i] ?? replayedCalls[i] ?? `call ${i + 1}`
     const was = a === undefined ? 'no result' : `${a.ok ? '' : 'failed: '}${excerpt(a.output, b?.output ?? '')}`
     const now = b === undefined ? 'no result' : `${b.ok ? '' : 'failed: '}${excerpt(b.output, a?.output ?? '')}`
