@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
+import { Agentvisor } from '@agentvisor/actors'
 import { startMockLlm } from '@agentvisor/cli'
+import { defineTool } from '@agentvisor/core'
 import { describe, expect, it } from 'vitest'
-import { lastJson, runCli, taskInTempDir, writeTask } from './support/cli.js'
+import * as z from 'zod'
+import { lastJson, runCli, taskInTempDir, tempDir, writeTask } from './support/cli.js'
 
 // agentvisor replay (docs/replay.md): a stored run re-driven against its recorded answers with
 // today's code, policy and tools, in a scratch workspace and store; the first departure reported.
@@ -196,5 +199,39 @@ describe('agentvisor replay', () => {
     expect(departed.code, departed.stderr).toBe(1)
     // The record's 3rd result carries the stall warning; today's run gives none.
     expect(lastJson<Report>(departed).departure).toMatchObject({ step: 3, kind: 'toolResult', message: expect.stringContaining('where the record has "hello\\n\\n[agentvisor] This exact call') })
+  })
+
+  it('replays from TypeScript with the tools registered on the Agentvisor, and names the step whose tool changed', async () => {
+    let answer = 'T-42 is about billing'
+    const lookup = defineTool({
+      name: 'lookup_ticket',
+      description: 'A ticket by id',
+      input: z.object({ id: z.string() }),
+      effect: 'read',
+      run: () => answer
+    })
+    const dir = tempDir()
+    const av = await Agentvisor.open({ db: path.join(dir, 'av.db'), tools: [lookup] })
+    try {
+      const run = await av.run({
+        goal: 'Summarise T-42',
+        workspace: path.join(dir, 'ws'),
+        providers: [{ name: 's', kind: 'scripted', steps: [{ toolCalls: [{ name: 'lookup_ticket', arguments: { id: 'T-42' } }] }, { text: 'billing' }] }],
+        tools: ['lookup_ticket']
+      })
+      expect(run.status).toBe('succeeded')
+      expect(await av.replay(run.runId)).toMatchObject({ identical: true, steps: { recorded: 2, replayed: 2 } })
+      answer = 'T-42 is about shipping'
+      const report = await av.replay(run.runId)
+      expect(report.identical).toBe(false)
+      expect(report.departure).toEqual({
+        step: 1,
+        kind: 'toolResult',
+        message: 'step 1: lookup_ticket {"id":"T-42"} answered "T-42 is about shipping" where the record has "T-42 is about billing"'
+      })
+      await expect(av.replay('nope')).rejects.toMatchObject({ _tag: 'RunNotFoundError' })
+    } finally {
+      await av.close()
+    }
   })
 })

@@ -129,7 +129,8 @@ const rewindWrites = (workspace: string, recording: Recording): void => {
 
 /** The contract the replay runs: today's task or the stored one, on the scratch workspace, answered by the record. */
 const replayContract = (recording: Recording, workspace: string, today: TaskContract | undefined): TaskContract => {
-  const { lineage: _lineage, ...base } = today ?? recording.contract
+  // Set by agentvisor on the runs it stores: the replay's own run gets its own.
+  const { lineage: _lineage, startedWithTools: _tools, ...base } = today ?? recording.contract
   return {
     ...base,
     goal: recording.contract.goal,
