@@ -63,7 +63,11 @@ describe('agentvisor replay', () => {
   it('replays a stored succeeded run identically, with no provider and no key, touching neither its workspace nor its store', async () => {
     const run = await recordedRun()
     const workspace = path.join(run.dir, 'ws')
-    const before = { files: fingerprint(workspace), show: (await runCli(['show', run.runId, '--json', '--db', run.db])).stdout, runs: (await runCli(['runs', '--json', '--db', run.db])).stdout }
+    const before = {
+      files: fingerprint(workspace),
+      show: (await runCli(['show', run.runId, '--json', '--db', run.db])).stdout,
+      runs: (await runCli(['runs', '--json', '--db', run.db])).stdout
+    }
 
     const replayed = await runCli(['replay', run.runId, '--json', '--db', run.db], { env: { [KEY]: '' } })
     expect(replayed.code, replayed.stderr).toBe(0)
@@ -112,7 +116,11 @@ describe('agentvisor replay', () => {
     // A second success in the same store, and a failure --status leaves out.
     const again = await runCli(['replay', run.runId, '--db', run.db])
     expect(again.code).toBe(0)
-    const failing = writeTask(run.dir, { goal: 'fail', workspace: 'ws', providers: [{ name: 's', kind: 'scripted', steps: [{ error: { status: 401 } }] }] }, 'failing.json')
+    const failing = writeTask(
+      run.dir,
+      { goal: 'fail', workspace: 'ws', providers: [{ name: 's', kind: 'scripted', steps: [{ error: { status: 401 } }] }] },
+      'failing.json'
+    )
     expect((await runCli(['run', failing, '--db', run.db])).code).toBe(1)
     const mock = await startMockLlm({ scenarios: { models: { [MODEL]: script } } as never, port: 0 })
     const second = writeTask(run.dir, task(mock.url), 'second.json')
@@ -178,7 +186,7 @@ describe('agentvisor replay', () => {
     expect(lastJson<Report>(replayed)).toMatchObject({ identical: true, steps: { recorded: 1, replayed: 1 } })
   })
 
-  it('replays a stalled run to the same end, and departs where today\'s task no longer stops it', async () => {
+  it("replays a stalled run to the same end, and departs where today's task no longer stops it", async () => {
     const readA = { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] }
     const mock = await startMockLlm({ scenarios: { models: { [MODEL]: [readA, readA, readA, readA] } } as never, port: 0 })
     const stalling = { ...task(mock.url), verify: undefined, limits: { maxSteps: 8, stall: { window: 6, repeats: 3 } } }
@@ -198,7 +206,11 @@ describe('agentvisor replay', () => {
     const departed = await runCli(['replay', runId, '--task', unwatched, '--json', '--db', made.db])
     expect(departed.code, departed.stderr).toBe(1)
     // The record's 3rd result carries the stall warning; today's run gives none.
-    expect(lastJson<Report>(departed).departure).toMatchObject({ step: 3, kind: 'toolResult', message: expect.stringContaining('where the record has "hello\\n\\n[agentvisor] This exact call') })
+    expect(lastJson<Report>(departed).departure).toMatchObject({
+      step: 3,
+      kind: 'toolResult',
+      message: expect.stringContaining('where the record has "hello\\n\\n[agentvisor] This exact call')
+    })
   })
 
   it('replays from TypeScript with the tools registered on the Agentvisor, and names the step whose tool changed', async () => {

@@ -30,7 +30,13 @@ describe('stall rules', () => {
     expect(repeatVerdict(more, [third], settings).stalled).toEqual({ call: third, count: 3 })
     // Four answers back is outside a window of three: only one in it.
     const later = a('5')
-    const spaced = [...opening, ...step([a('1')], ['x']), ...step([call('2', '{"path":"b"}')], ['y']), ...step([call('6', '{"path":"c"}')], ['z']), ...step([later], [])]
+    const spaced = [
+      ...opening,
+      ...step([a('1')], ['x']),
+      ...step([call('2', '{"path":"b"}')], ['y']),
+      ...step([call('6', '{"path":"c"}')], ['z']),
+      ...step([later], [])
+    ]
     expect(repeatVerdict(spaced, [later], settings)).toEqual({ warned: new Set() })
   })
 

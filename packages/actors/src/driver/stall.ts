@@ -85,14 +85,14 @@ export const repeatVerdict = (messages: ReadonlyArray<ChatMessage>, calls: Reado
       counts.set(key, (counts.get(key) ?? 0) + 1)
     }
   }
-  let warned: Set<string> | undefined
+  const warned = new Set<string>()
   for (const call of calls) {
     const key = callKey(call)
     const count = counts.get(key) ?? 0
     if (count > settings.repeats) return { stalled: { call, count }, warned: NOTHING.warned }
-    if (count === settings.repeats) (warned ??= new Set()).add(key)
+    if (count === settings.repeats) warned.add(key)
   }
-  return warned === undefined ? NOTHING : { warned }
+  return warned.size === 0 ? NOTHING : { warned }
 }
 
 /** One step of the conversation as the progress rule reads it. */
@@ -150,11 +150,7 @@ export const stepsWithoutProgress = (messages: ReadonlyArray<ChatMessage>, setti
  * The progress rule once the step's results or feedback are known (`added`, not yet in
  * `messages`): `warn` at `window` steps without progress, `stall` past it, else `go`.
  */
-export const progressVerdict = (
-  messages: ReadonlyArray<ChatMessage>,
-  added: ReadonlyArray<ChatMessage>,
-  settings: StallSettings
-): 'go' | 'warn' | 'stall' => {
+export const progressVerdict = (messages: ReadonlyArray<ChatMessage>, added: ReadonlyArray<ChatMessage>, settings: StallSettings): 'go' | 'warn' | 'stall' => {
   const streak = stepsWithoutProgress([...messages, ...added], settings)
   return streak > settings.window ? 'stall' : streak === settings.window ? 'warn' : 'go'
 }

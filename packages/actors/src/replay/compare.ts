@@ -22,7 +22,9 @@ const endOf = (status: string, error: RunError | undefined): string => (error ==
 /** Ends a replay can reproduce: what today's code decides, not a provider's failure or a person's cancel. */
 const DECIDED_BY_CODE: ReadonlySet<string> = new Set(['verification', 'stalled', 'internal'])
 const codeDecidedEnd = (record: Recording): boolean =>
-  record.status === 'succeeded' || record.status === 'step_cap' || (record.status === 'failed' && record.error !== undefined && DECIDED_BY_CODE.has(record.error.kind))
+  record.status === 'succeeded' ||
+  record.status === 'step_cap' ||
+  (record.status === 'failed' && record.error !== undefined && DECIDED_BY_CODE.has(record.error.kind))
 
 /** A text shown whole when short, else around where it first differs from `other`. */
 const excerpt = (text: string, other: string): string => {
@@ -52,7 +54,11 @@ const stepDeparture = (step: number, record: Recording, replay: Recording, r: St
   const replayedCalls = p.tool_calls.map(describeCall)
   for (let i = 0; i < Math.max(recordedCalls.length, replayedCalls.length); i++) {
     if (recordedCalls[i] !== replayedCalls[i])
-      return { step, kind: 'toolCall', message: `step ${step}: the tools were asked for ${replayedCalls[i] ?? 'nothing'} where the record asked for ${recordedCalls[i] ?? 'nothing'}` }
+      return {
+        step,
+        kind: 'toolCall',
+        message: `step ${step}: the tools were asked for ${replayedCalls[i] ?? 'nothing'} where the record asked for ${recordedCalls[i] ?? 'nothing'}`
+      }
   }
   const recordedPolicy = policyLines(record.policyEvents, step)
   const replayedPolicy = policyLines(replay.policyEvents, step)
@@ -121,6 +127,7 @@ export const firstDeparture = (record: Recording, replay: Recording, stop: Repla
 export const uncomparedEnd = (record: Recording, stop: ReplayStop | undefined): string | undefined => {
   if (stop?.reason === 'children') return `step ${stop.step} started children: a child run is replayed on its own (agentvisor replay CHILD)`
   if (record.followedUp) return 'follow-ups continued the run: only its first turn is replayed'
-  if (stop?.reason === 'end-of-record' && !codeDecidedEnd(record)) return `the record ended ${endOf(record.status, record.error)}, which a replay does not reproduce`
+  if (stop?.reason === 'end-of-record' && !codeDecidedEnd(record))
+    return `the record ended ${endOf(record.status, record.error)}, which a replay does not reproduce`
   return undefined
 }

@@ -173,7 +173,12 @@ export const replayRecording = async (recording: Recording, open: OpenScratch, o
       stop = why
       stopped()
     })
-    const av = await open({ db, makeProvider: () => provider, ...(host.tools !== undefined ? { tools: host.tools } : {}), ...(host.env !== undefined ? { env: host.env } : {}) })
+    const av = await open({
+      db,
+      makeProvider: () => provider,
+      ...(host.tools !== undefined ? { tools: host.tools } : {}),
+      ...(host.env !== undefined ? { env: host.env } : {})
+    })
     let replayRunId: string
     try {
       const run = await av.start(replayContract(recording, workspace, options.task), { approver: recordedApprover(recording) })

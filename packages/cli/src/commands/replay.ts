@@ -45,7 +45,9 @@ export const replayCommand = async (argv: string[]): Promise<number> => {
   }
   const departed = reports.filter((r) => !r.identical)
   if (all) {
-    say(`agentvisor: ${reports.length} run${reports.length === 1 ? '' : 's'} replayed, ${reports.length - departed.length} identical, ${departed.length} departed`)
+    say(
+      `agentvisor: ${reports.length} run${reports.length === 1 ? '' : 's'} replayed, ${reports.length - departed.length} identical, ${departed.length} departed`
+    )
     if (values.json === true) printJson({ replayed: reports.length, identical: reports.length - departed.length, departed: departed.length, runs: reports })
   } else if (values.json === true) {
     printJson(reports[0])
