@@ -157,4 +157,31 @@ describe('stall detection', () => {
     expect(ran.stderr.trim().split('\n')).toHaveLength(1)
     expect(ran.stderr).toContain('limits.stall.repeats')
   })
+
+  it("stalls a child on its own, with its parent's setting, and the parent gets the child's failed result", async () => {
+    const childGoal = 'Read a.txt again and again'
+    mock = await startMockLlm({
+      scenarios: {
+        models: { [MODEL]: [] },
+        goals: {
+          'Delegate the reading': [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: childGoal } }] }, { text: 'the child gave up' }],
+          [childGoal]: [readA, readA, readA, readA, readA, { text: 'never asked for' }]
+        }
+      } as never,
+      port: 0
+    })
+    const { db, task } = taskInTempDir({ ...repeatTask(mock.url), goal: 'Delegate the reading' })
+    const ran = await runCli(['run', task, '--json', '--db', db])
+    expect(ran.code, ran.stderr).toBe(0)
+    const parent = lastJson<{ runId: string }>(ran)
+    const shown = lastJson<Trace & { children: Array<{ id: string; status: string }> }>(await runCli(['show', parent.runId, '--json', '--db', db]))
+    expect(shown.children).toHaveLength(1)
+    expect(shown.children[0]!.status).toBe('failed')
+    // A first-edition task: the parent is told in a line of text, naming the child and why it ended.
+    expect(shown.steps[0]!.results![0]).toContain(`Child run ${shown.children[0]!.id} failed after 4 steps (stalled: read_file {"path":"a.txt"} called 4 times`)
+    const child = lastJson<Trace>(await runCli(['show', shown.children[0]!.id, '--json', '--db', db]))
+    expect(child.run.error).toMatchObject({ kind: 'stalled', message: expect.stringContaining('4 times within 6 steps') })
+    // The child's fifth answer was never asked for: 4 child requests and the parent's 2.
+    expect(bodies(mock)).toHaveLength(6)
+  })
 })

@@ -135,7 +135,7 @@ describe.each(DIALECTS)('JSON columns on %s (docs/durability.md, "Corrupt rows")
     await corrupt(store, 'runs', 'error_json', '{"kind":"oops","message":"m"}')
     const error = corruptError(
       'runs.error_json',
-      ': kind: Expected one of auth, request, transient, ceiling, budget, verification, timeout, cancelled, internal, actual "oops"'
+      ': kind: Expected one of auth, request, transient, ceiling, budget, stalled, verification, timeout, cancelled, internal, actual "oops"'
     )
     await expect(getRun(store.db, 'run-1')).rejects.toMatchObject(error)
     await expect(getRunRow(store.db, 'run-1')).rejects.toMatchObject(error)

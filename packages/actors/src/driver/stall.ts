@@ -160,6 +160,6 @@ export const stalledError = (settings: StallSettings, repeated?: { readonly call
   kind: 'stalled',
   message:
     repeated === undefined
-      ? `stalled: ${settings.window + 1} steps in a row without a new tool result or a new verification outcome (limits.stall.window ${settings.window})`
-      : `stalled: ${describeCall(repeated.call)} called ${repeated.count} times within ${settings.window} steps (limits.stall.repeats ${settings.repeats})`
+      ? `${settings.window + 1} steps in a row without a new tool result or a new verification outcome (limits.stall.window ${settings.window})`
+      : `${describeCall(repeated.call)} called ${repeated.count} times within ${settings.window} steps (limits.stall.repeats ${settings.repeats})`
 })
