@@ -51,7 +51,7 @@ describe('stall rules', () => {
       { role: 'assistant', content: 'done', toolCalls: [] },
       { role: 'user', content: feedback }
     ]
-    expect(stepsWithoutProgress([...opening, ...text('no'), ...text('no'), ...text('no' + noProgressWarning(settings)), ...text('no')], settings)).toBe(3)
+    expect(stepsWithoutProgress([...opening, ...text('no'), ...text('no'), ...text(`no${noProgressWarning(settings)}`), ...text('no')], settings)).toBe(3)
     expect(stepsWithoutProgress([...opening, ...text('no'), ...text('no'), ...text('other')], settings)).toBe(0)
   })
 })
