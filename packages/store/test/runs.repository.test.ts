@@ -1,6 +1,21 @@
 import { describe, expect, it } from 'vitest'
-import { getRun, insertRun, listChildren, listRuns, RunStatus, toRunRecord, updateRun, type RunStatus as RunStatusType } from '@agentvisor/store'
-import { CONTRACT, DIALECTS, run, tempStore } from './support/temp-store.js'
+import {
+  appendTransition,
+  getRun,
+  insertAttempt,
+  insertRun,
+  insertStep,
+  listAttempts,
+  listChildren,
+  listRuns,
+  listSteps,
+  listTransitions,
+  RunStatus,
+  toRunRecord,
+  updateRun,
+  type RunStatus as RunStatusType
+} from '@agentvisor/store'
+import { attempt, CONTRACT, DIALECTS, run, SNAPSHOT, step, tempStore } from './support/temp-store.js'
 
 /** A run nobody drives and nobody asked to cancel. */
 const NO_LEASE = {
@@ -65,6 +80,24 @@ describe.each(DIALECTS)('runs repository on %s', (dialect) => {
     expect((await listChildren(db, 'parent')).map((r) => r.id)).toEqual(['child-1', 'child-2'])
     expect((await listRuns(db, { parentId: 'child-1' })).map((r) => r.id)).toEqual(['grandchild'])
     expect(await listChildren(db, 'grandchild')).toEqual([])
+  })
+
+  it("deletes a run's steps, receipts and journal with it, and no other run's", async () => {
+    const { db } = await tempStore(dialect)
+    await insertRun(db, run())
+    await insertRun(db, run({ id: 'run-2' }))
+    for (const id of ['run-1', 'run-2']) {
+      await insertAttempt(db, attempt({ run_id: id }))
+      await insertStep(db, step({ run_id: id }))
+      await appendTransition(db, { run_id: id, seq: 1, from_state: 'dispatching', event: 'PROVIDER_OK', to_state: 'acting', snapshot_json: SNAPSHOT, at: 't' })
+    }
+    await db.deleteFrom('runs').where('id', '=', 'run-1').execute()
+    for (const id of ['run-1', 'run-2']) {
+      const left = id === 'run-1' ? 0 : 1
+      expect(await listAttempts(db, id)).toHaveLength(left)
+      expect(await listSteps(db, id)).toHaveLength(left)
+      expect(await listTransitions(db, id)).toHaveLength(left)
+    }
   })
 
   it('rejects a child whose parent run does not exist', async () => {

@@ -1,4 +1,5 @@
 import type { Executor } from '../executor.js'
+import { insertForRun } from './run-rows.js'
 import { AttemptOutcome, type AttemptRow, type AttemptSettlement, type NewAttempt, type SettledAttemptOutcome } from '../tables/attempts.table.js'
 
 /**
@@ -10,10 +11,12 @@ export const UPDATED = 'run_id' as const
 
 /** Writes the receipt of a model call before it is dispatched, as `pending`. */
 export async function insertAttempt(db: Executor, row: NewAttempt): Promise<void> {
-  await db
-    .insertInto('attempts')
-    .values({ ...row, outcome: AttemptOutcome.pending, settled_at: null })
-    .execute()
+  await insertForRun(db, 'attempts', row.run_id, (db) =>
+    db
+      .insertInto('attempts')
+      .values({ ...row, outcome: AttemptOutcome.pending, settled_at: null })
+      .execute()
+  )
 }
 
 /**

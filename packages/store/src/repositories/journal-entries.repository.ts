@@ -1,4 +1,5 @@
 import type { Executor } from '../executor.js'
+import { insertForRun } from './run-rows.js'
 import type { JournalEntryRow, JournalTransition, NewJournalEntry } from '../tables/journal-entries.table.js'
 
 /** What resume restores: the seq of a run's last transition and the snapshot after it. */
@@ -21,7 +22,7 @@ export const journalEntry = (runId: string, transitions: ReadonlyArray<JournalTr
  * or a replay tried to rewrite history) or when the run does not exist.
  */
 export async function appendJournalEntry(db: Executor, row: NewJournalEntry): Promise<void> {
-  await db.insertInto('journal_entries').values(row).execute()
+  await insertForRun(db, 'journal_entries', row.run_id, (db) => db.insertInto('journal_entries').values(row).execute())
 }
 
 /** A run's journal entries in the order they were committed. */

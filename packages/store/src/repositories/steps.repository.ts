@@ -1,11 +1,12 @@
 import type { Executor } from '../executor.js'
+import { insertForRun } from './run-rows.js'
 import { UPDATED } from './attempts.repository.js'
 import { decodeStepRow } from '../tables/steps.columns.js'
 import type { NewStep, StepRow } from '../tables/steps.table.js'
 
 /** Inserts a step. Rejects when the run already has this step number or does not exist. */
 export async function insertStep(db: Executor, row: NewStep): Promise<void> {
-  await db.insertInto('steps').values(row).execute()
+  await insertForRun(db, 'steps', row.run_id, (db) => db.insertInto('steps').values(row).execute())
 }
 
 /** Records the tool results of a step; returns false when there is no such step. */
