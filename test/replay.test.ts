@@ -150,6 +150,14 @@ describe('agentvisor replay', () => {
     const unknown = await runCli(['replay', 'nope', '--db', db])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr.trim()).toBe('agentvisor: no run with id nope')
+    const badTask = writeTask(path.dirname(db), { goal: 'g', workspace: 'ws', providers: [] }, 'bad.json')
+    const bad = await runCli(['replay', runId, '--task', badTask, '--db', db])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1)
+    expect(bad.stderr).toContain('providers')
+    const both = await runCli(['replay', runId, '--all', '--db', db])
+    expect(both.code).toBe(2)
+    expect(both.stderr.trim()).toBe('agentvisor: give a RUN or --all, not both')
   })
 
   it("answers the replay's asks with the record's decisions: an approved write and a denied one replay identically", async () => {

@@ -1,11 +1,11 @@
 import { Agentvisor, loadRecording, type Recording, type ReplayReport, replayRecording } from '@agentvisor/actors'
-import { loadTaskFile, type TaskContract } from '@agentvisor/core'
 import { isFinalStatus, listRuns, RunStatus } from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 import { openCliReader } from '../open-store.js'
 import { printJson, say } from '../output.js'
 import { terminalSafe } from '../terminal-text.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
+import { loadContract } from './run.js'
 
 const ENDED = Object.values(RunStatus).filter(isFinalStatus)
 
@@ -34,7 +34,8 @@ export const replayCommand = async (argv: string[]): Promise<number> => {
   if (values.status !== undefined && !ENDED.includes(values.status as RunStatus))
     throw new UsageError(`--status must be one of ${ENDED.join(', ')} (got "${values.status}"): replay replays ended runs`)
   if (values.workspace !== undefined && all) throw new UsageError('--workspace goes with one RUN: each run of --all starts from its own workspace')
-  const task = values.task === undefined ? undefined : await todaysTask(values.task)
+  // Today's task file, validated as `run` does: its policy, tools and checks replace the stored ones.
+  const task = values.task === undefined ? undefined : await loadContract(values.task)
   const recordings = await loadRecordings(values.db, all ? { status: values.status as RunStatus | undefined } : { runId: positionals[0]! })
   const options = { task, workspace: values.workspace, keep: values.keep === true }
   const reports: ReplayReport[] = []
@@ -53,13 +54,6 @@ export const replayCommand = async (argv: string[]): Promise<number> => {
     printJson(reports[0])
   }
   return departed.length === 0 ? ExitCode.succeeded : ExitCode.failed
-}
-
-/** Today's task file, validated like `run` does: its policy, tools and checks replace the stored ones. */
-const todaysTask = async (file: string): Promise<TaskContract> => {
-  const loaded = await Effect.runPromise(Effect.either(loadTaskFile(file)))
-  if (Either.isLeft(loaded)) throw new UsageError(`${file}: ${loaded.left.message}`)
-  return loaded.right
 }
 
 /** The recordings to replay, read from the store opened read-only (the original is never written). */

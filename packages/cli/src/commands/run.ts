@@ -104,7 +104,8 @@ const checkApiKeys = (contract: TaskContract, onWorkers: boolean): void => {
   for (const warning of warnings) say(`agentvisor: warning: ${warning}`)
 }
 
-const loadContract = async (file: string): Promise<TaskContract> => {
+/** A task file validated, or a `UsageError` naming the file and the field (exit 2). */
+export const loadContract = async (file: string): Promise<TaskContract> => {
   const loaded = await Effect.runPromise(Effect.either(loadTaskFile(file)))
   if (Either.isLeft(loaded)) throw new UsageError(`${file}: ${loaded.left.message}`)
   return loaded.right
