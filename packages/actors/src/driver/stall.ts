@@ -1,4 +1,5 @@
 import type { ChatMessage, RunError, StallSettings, ToolCall } from '@agentvisor/core'
+import { canonical } from '../children/child-contract.js'
 
 // Stall detection (docs/task-file.md, "Stalls"): a run whose model repeats itself is warned once,
 // then ended `failed` with kind `stalled`, instead of burning its steps and its dispatch ceiling.
@@ -31,20 +32,10 @@ const withoutWarnings = (text: string, settings: StallSettings): string => {
   return out
 }
 
-/** JSON with its keys sorted: the same arguments however the model spaced or ordered them. */
-const canonical = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (typeof value === 'object' && value !== null) {
-    const record = value as Record<string, unknown>
-    return `{${Object.keys(record)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical(record[key])}`)
-      .join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
-/** A call's identity for the repeat rule: its tool and its arguments, canonical when they are JSON. */
+/**
+ * A call's identity for the repeat rule: its tool and its arguments, canonical when they are JSON
+ * (keys sorted: the same arguments however the model spaced or ordered them).
+ */
 export const callKey = (call: Pick<ToolCall, 'name' | 'arguments'>): string => {
   try {
     return `${call.name} ${canonical(JSON.parse(call.arguments))}`
@@ -101,11 +92,12 @@ interface StepView {
   feedback: string | undefined
 }
 
-const stepsOf = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings): StepView[] => {
+/** The steps of `messages` and then of `added` (messages not in the conversation yet), neither copied. */
+const stepsOf = (messages: ReadonlyArray<ChatMessage>, added: ReadonlyArray<ChatMessage>, settings: StallSettings): StepView[] => {
   const steps: StepView[] = []
   let current: StepView | undefined
   let calls = new Map<string, string>()
-  for (const message of messages) {
+  const visit = (message: ChatMessage): void => {
     if (message.role === 'assistant') {
       current = { results: [], feedback: undefined }
       steps.push(current)
@@ -117,6 +109,8 @@ const stepsOf = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings):
       current.feedback = current.feedback === undefined ? text : `${current.feedback}\n${text}`
     }
   }
+  for (const message of messages) visit(message)
+  for (const message of added) visit(message)
   return steps
 }
 
@@ -125,11 +119,11 @@ const stepsOf = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings):
  * results (call and output) had been seen before in the run, and their verification feedback
  * (if any) said nothing the last feedback had not. A follow-up message counts as new feedback.
  */
-export const stepsWithoutProgress = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings): number => {
+export const stepsWithoutProgress = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings, added: ReadonlyArray<ChatMessage> = []): number => {
   const seen = new Set<string>()
   let lastFeedback: string | undefined
   let streak = 0
-  for (const step of stepsOf(messages, settings)) {
+  for (const step of stepsOf(messages, added, settings)) {
     let progress = false
     for (const result of step.results) {
       if (!seen.has(result)) {
@@ -151,7 +145,7 @@ export const stepsWithoutProgress = (messages: ReadonlyArray<ChatMessage>, setti
  * `messages`): `warn` at `window` steps without progress, `stall` past it, else `go`.
  */
 export const progressVerdict = (messages: ReadonlyArray<ChatMessage>, added: ReadonlyArray<ChatMessage>, settings: StallSettings): 'go' | 'warn' | 'stall' => {
-  const streak = stepsWithoutProgress([...messages, ...added], settings)
+  const streak = stepsWithoutProgress(messages, settings, added)
   return streak > settings.window ? 'stall' : streak === settings.window ? 'warn' : 'go'
 }
 

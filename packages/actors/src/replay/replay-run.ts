@@ -1,10 +1,11 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
-import type { RunError, TaskContract } from '@agentvisor/core'
+import { decodeArgumentsObject, type RunError, type TaskContract } from '@agentvisor/core'
 import { type Executor, openStore, type PolicyEventRow } from '@agentvisor/store'
-import { Effect } from 'effect'
+import { Effect, Either } from 'effect'
 import type { AgentvisorOptions, StartedRun } from '../api/agentvisor.js'
+import { isInside } from '../children/child-contract.js'
 import type { Approver } from '../driver/drive.js'
 import type { RegisteredTool } from '../supervisor/run-tools.js'
 import { type Departure, firstDeparture, uncomparedEnd } from './compare.js'
@@ -91,12 +92,6 @@ const recordedApprover = (recording: Recording): Approver => {
   }
 }
 
-/** A workspace-relative path inside `root`, or undefined when it would leave it. */
-const inside = (root: string, relative: string): string | undefined => {
-  const resolved = path.resolve(root, relative)
-  return resolved.startsWith(root + path.sep) ? resolved : undefined
-}
-
 /**
  * Takes the record's `write_file`s back in a copy of the run's workspace as it is now
  * (docs/replay.md, "The scratch workspace"): a file the run wrote is put back as the run first
@@ -107,15 +102,11 @@ const rewindWrites = (workspace: string, recording: Recording): void => {
   const before = new Map<string, string | undefined>()
   for (const step of recording.steps) {
     step.tool_calls.forEach((call, i) => {
-      let args: { path?: unknown }
-      try {
-        args = JSON.parse(call.arguments) as { path?: unknown }
-      } catch {
-        return
-      }
-      if (typeof args.path !== 'string') return
-      const file = inside(workspace, args.path)
-      if (file === undefined || before.has(file)) return
+      const args = decodeArgumentsObject(call.arguments)
+      if (Either.isLeft(args) || typeof args.right['path'] !== 'string') return
+      // A file below the workspace, never the workspace itself or a path that leaves it.
+      const file = path.resolve(workspace, args.right['path'])
+      if (file === workspace || !isInside(workspace, file) || before.has(file)) return
       const result = step.results?.[i]
       if (call.name === 'read_file' && result?.ok === true) before.set(file, result.output)
       if (call.name === 'write_file' && result?.ok === true) before.set(file, undefined)
