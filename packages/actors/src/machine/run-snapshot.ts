@@ -2,6 +2,7 @@ import { Either } from 'effect'
 import { type Actor, type ActorScope, createActor, getInitialSnapshot, type SnapshotFrom, transition } from 'xstate'
 import { type RunContext, type RunEvent, type RunMachineInput, runMachine } from './run-machine.js'
 import type { RunStateValue } from './run-state.js'
+import { cachedRunStep } from './transition-cache.js'
 
 /**
  * The version of the run machine's persisted snapshot that this code writes. The journal stores
@@ -138,7 +139,7 @@ export const nextRunSnapshot = (snapshot: RunSnapshot, event: RunEvent): RunSnap
 
 /**
  * How a drive moves its run's machine, without the actor's per-send work: the machine's own
- * `transition` under one scope made for the run (the actor's identity and system), so a send
+ * `transition` (through its transition cache, transition-cache.ts) under one scope made for the run (the actor's identity and system), so a send
  * costs no mailbox, no relay and no observers' walk, only the machine's macrostep. The run
  * machine has no child actors, delayed events or custom actions, so the scope has nothing to
  * defer, emit or stop; its snapshots are exactly those the actor would have taken
@@ -168,5 +169,4 @@ const ignore = (): undefined => undefined
 const executeAction: ActorScope<RunSnapshot, RunEvent>['actionExecutor'] = (action) => action.exec?.(action.info, action.params)
 
 /** The snapshot after `event` under a run's scope (`runScopeOf`): what its actor would take. */
-export const runStep = (snapshot: RunSnapshot, event: RunEvent, scope: ActorScope<RunSnapshot, RunEvent>): RunSnapshot =>
-  runMachine.transition(snapshot, event, scope)
+export const runStep = (snapshot: RunSnapshot, event: RunEvent, scope: ActorScope<RunSnapshot, RunEvent>): RunSnapshot => cachedRunStep(snapshot, event, scope)
