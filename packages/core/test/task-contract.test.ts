@@ -16,6 +16,7 @@ import {
   TOO_DEEP_ARGUMENTS
 } from '@agentvisor/core'
 import { makeScriptedProvider } from '@agentvisor/core/testing'
+import { valueTooDeepAt } from '../src/contract/nesting.js'
 
 const valid = {
   goal: 'Write DONE into out.txt',
@@ -92,6 +93,18 @@ const nest = (depth: number, leaf: unknown = 1): unknown => {
 }
 
 describe('task contract input limits (docs/task-file.md, "Limits on input")', () => {
+  it('finds the path where a value first nests past the limit, at the limit exactly, and in a cycle', () => {
+    // `nest(n)` is n objects deep; the outermost is level 1.
+    expect(valueTooDeepAt(nest(64), 64)).toBeUndefined()
+    expect(valueTooDeepAt(nest(65), 64)).toEqual(Array.from({ length: 64 }, () => 'a'))
+    expect(valueTooDeepAt({ x: 1, list: [{ b: [[[{}]]] }] }, 7)).toBeUndefined()
+    expect(valueTooDeepAt({ x: 1, list: [{ b: [[[{}]]] }] }, 5)).toEqual(['list', '0', 'b', '0', '0'])
+    const cyclic: Record<string, unknown> = { a: 1 }
+    cyclic.self = cyclic
+    expect(valueTooDeepAt(cyclic, 8)).toEqual(Array.from({ length: 8 }, () => 'self'))
+    expect(valueTooDeepAt('text')).toBeUndefined()
+  })
+
   it('refuses the filesystem root and the home folder as a workspace, naming workspace', () => {
     for (const workspace of ['/', homedir(), path.join(homedir(), 'sub', '..')]) {
       const error = errorOf({ ...valid, workspace })

@@ -41,13 +41,36 @@ export const jsonTextTooDeep = (text: string, limit: number = MAX_NESTING_DEPTH)
  * than looping or overflowing.
  */
 export const valueTooDeepAt = (value: unknown, limit: number = MAX_NESTING_DEPTH): ReadonlyArray<string> | undefined => {
+  // Nearly every value is shallow: one walk that allocates nothing says so (a scripted provider's
+  // arguments are checked at every call, docs/architecture.md, "The hot path"), and only a value
+  // that is too deep is walked again for its path.
+  if (typeof value !== 'object' || value === null || !nestsDeeper(value, 1, limit)) return undefined
+  return tooDeepPath(value, limit)
+}
+
+/**
+ * Whether `value`, at `depth`, nests deeper than `limit`: the same children `Object.entries`
+ * gives (own enumerable string keys), recursing at most `limit + 1` calls deep whatever the value
+ * (a cycle is too deep), allocating nothing.
+ */
+const nestsDeeper = (value: object, depth: number, limit: number): boolean => {
+  if (depth > limit) return true
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue
+    const child = (value as Record<string, unknown>)[key]
+    if (typeof child === 'object' && child !== null && nestsDeeper(child, depth + 1, limit)) return true
+  }
+  return false
+}
+
+/** The path to the first place where `value` (too deep) nests deeper than `limit`. */
+const tooDeepPath = (value: object, limit: number): ReadonlyArray<string> | undefined => {
   interface Frame {
     readonly value: object
     readonly depth: number
     readonly key: string
     readonly parent: Frame | undefined
   }
-  if (typeof value !== 'object' || value === null) return undefined
   const stack: Frame[] = [{ value, depth: 1, key: '', parent: undefined }]
   while (stack.length > 0) {
     const frame = stack.pop()!
