@@ -14,7 +14,9 @@ import {
   getRun,
   insertRun,
   insertStep,
+  type AttemptTotals,
   type RunWriter,
+  runAttemptTotals,
   postgresRunWriter,
   sqliteRunWriter,
   type Store,
@@ -300,6 +302,30 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await writer.attemptRecorded('run-1', 1, 1)).toBe(false)
     expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(1)
     expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(0)
+  })
+
+  it("sums a run's receipts by provider and outcome exactly as runAttemptTotals does, and no other run's", async () => {
+    const { db, writer, token } = await setup()
+    await writer.write('run-1', token, [
+      { op: 'insertAttempt', row: attempt() },
+      { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'failed', settled_at: 'b', error_kind: 'transient', tokens_in: 3 } },
+      { op: 'insertAttempt', row: attempt({ attempt: 1, provider: 'backup', reason: 'fallover' }) },
+      { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 1, patch: { outcome: 'ok', settled_at: 'c', tokens_in: 100, tokens_out: 20 } },
+      { op: 'insertAttempt', row: attempt({ step: 2, attempt: 0, provider: 'backup' }) },
+      { op: 'settleAttempt', runId: 'run-1', step: 2, attempt: 0, patch: { outcome: 'ok', settled_at: 'd', tokens_in: 50, tokens_out: 5 } },
+      { op: 'insertAttempt', row: attempt({ step: 3, attempt: 0 }) }
+    ])
+    const other = await writer.createRun(run({ id: 'run-2' }), { owner: 'me', expiresAt: 5000 })
+    await writer.write('run-2', other, [{ op: 'insertAttempt', row: attempt({ run_id: 'run-2' }) }])
+    const byKey = (totals: ReadonlyArray<AttemptTotals>) => [...totals].sort((a, b) => `${a.provider}/${a.outcome}`.localeCompare(`${b.provider}/${b.outcome}`))
+    const totals = byKey(await writer.attemptTotals('run-1'))
+    expect(totals).toEqual([
+      { runId: 'run-1', provider: 'backup', outcome: 'ok', tokensIn: 150, tokensOut: 25, attempts: 2 },
+      { runId: 'run-1', provider: 'primary', outcome: 'failed', tokensIn: 3, tokensOut: 0, attempts: 1 },
+      { runId: 'run-1', provider: 'primary', outcome: 'pending', tokensIn: 0, tokensOut: 0, attempts: 1 }
+    ])
+    expect(totals).toEqual(byKey(await runAttemptTotals(db, 'run-1')))
+    expect(await writer.attemptTotals('missing')).toEqual([])
   })
 
   it('takes and releases leases like acquireLease and releaseLease', async () => {

@@ -184,7 +184,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         breakers,
         budgets,
         // A resumed run's tally starts from its receipts in the store.
-        usage: steps === undefined ? usageTally(contract) : yield* storedRunUsage(db, runId, contract),
+        usage: steps === undefined ? usageTally(contract) : yield* storedRunUsage(writer, runId, contract),
         policy,
         approver: startOptions.approver ?? options.approver,
         newId: randomUUID,

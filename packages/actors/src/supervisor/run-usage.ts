@@ -1,6 +1,15 @@
 import { type TaskContract, type Usage, UsageTally } from '@agentvisor/core'
-import { type Database, type Executor, type LeaseLostError, runAttemptTotals, runContracts, type StoreError, treeAttemptTotals } from '@agentvisor/store'
-import type { Effect } from 'effect'
+import {
+  type Database,
+  type Executor,
+  type LeaseLostError,
+  type RunWriter,
+  runAttemptTotals,
+  runContracts,
+  type StoreError,
+  treeAttemptTotals
+} from '@agentvisor/store'
+import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { addTotals } from '../driver/budget.js'
 import { store } from './driver-io.js'
@@ -28,9 +37,19 @@ export const treeUsageOf = async (db: Executor, runId: string): Promise<Usage> =
   return tally.usage
 }
 
-/** `runUsageOf` for a resumed run's driver: where its tally starts. */
-export const storedRunUsage = (db: Kysely<Database>, runId: string, contract: TaskContract): Effect.Effect<UsageTally, StoreError | LeaseLostError> =>
-  store(`sum run ${runId}'s usage`, () => runUsageOf(db, runId, contract))
+/**
+ * `runUsageOf` for a resumed run's driver: where its tally starts, read through its run writer
+ * (prepared statements, no query building: a process resuming its runs does it for each).
+ */
+export const storedRunUsage = (writer: RunWriter, runId: string, contract: TaskContract): Effect.Effect<UsageTally, StoreError | LeaseLostError> =>
+  Effect.map(
+    store(`sum run ${runId}'s usage`, () => writer.attemptTotals(runId)),
+    (totals) => {
+      const tally = usageTally(contract)
+      addTotals(tally, totals, new Map([[runId, contract]]), 'report')
+      return tally
+    }
+  )
 
 /** `treeUsageOf` as a run ends. */
 export const storedTreeUsage = (db: Kysely<Database>, runId: string): Effect.Effect<Usage, StoreError | LeaseLostError> =>

@@ -16,6 +16,7 @@ import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
 import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
 import { COMMIT_STEP, COMMIT_STEP_DEFERRED, commitArguments, writesJson } from './postgres-commit-arguments.js'
 import { textOrNull } from '../run-writer/bound-values.js'
+import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, totalsOf } from '../repositories/run-usage.repository.js'
 
 /** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
 const LEASE_LOST = 'AVL01'
@@ -153,6 +154,14 @@ export function postgresRunWriter(pool: Pool): RunWriter {
       return loaded
     },
     acquireLease,
+    attemptTotals: async (runId) =>
+      totalsOf(
+        decodeRows(
+          await query<TotalsRow>('agentvisor_attempt_totals', `${RUN_ATTEMPT_TOTALS_SELECT} FROM attempts WHERE run_id = $1 ${RUN_ATTEMPT_TOTALS_GROUP}`, [
+            encodeText(runId)
+          ])
+        )
+      ),
     attemptRecorded: async (runId, step, attempt) =>
       (
         await query('agentvisor_attempt_recorded', 'SELECT 1 FROM attempts WHERE run_id = $1 AND step = $2 AND attempt = $3', [

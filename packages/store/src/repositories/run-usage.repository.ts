@@ -26,7 +26,8 @@ export interface PendingAttempt {
   readonly attempt: number
 }
 
-interface TotalsRow {
+/** A row of receipts summed by run, provider and outcome, as the store gives it (a sum may come as text). */
+export interface TotalsRow {
   run_id: string
   provider: string
   outcome: AttemptOutcome
@@ -35,7 +36,8 @@ interface TotalsRow {
   attempts: number | string
 }
 
-const totalsOf = (rows: ReadonlyArray<TotalsRow>): AttemptTotals[] =>
+/** `AttemptTotals` of summed rows. */
+export const totalsOf = (rows: ReadonlyArray<TotalsRow>): AttemptTotals[] =>
   rows.map((row) => ({
     runId: row.run_id,
     provider: row.provider,
@@ -49,12 +51,20 @@ const totalsOf = (rows: ReadonlyArray<TotalsRow>): AttemptTotals[] =>
 const treeOf = (runId: string) =>
   sql`with recursive tree (id) as (select id from runs where id = ${runId} union all select r.id from runs r join tree t on r.parent_id = t.id)`
 
-/** The receipts of `runId` alone, summed by provider and outcome. */
+/**
+ * The receipts of `runId` alone, summed by provider and outcome. A driver resuming a run reads
+ * them through its run writer (`RunWriter.attemptTotals`), with the same sums.
+ */
 export async function runAttemptTotals(db: Executor, runId: string): Promise<AttemptTotals[]> {
-  const rows = await sql<TotalsRow>`select run_id, provider, outcome, sum(tokens_in) as tokens_in, sum(tokens_out) as tokens_out, count(*) as attempts
-    from attempts where run_id = ${runId} group by run_id, provider, outcome`.execute(db)
+  const rows = await sql<TotalsRow>`${sql.raw(RUN_ATTEMPT_TOTALS_SELECT)} from attempts where run_id = ${runId} ${sql.raw(RUN_ATTEMPT_TOTALS_GROUP)}`.execute(
+    db
+  )
   return totalsOf(rows.rows)
 }
+
+/** The sums of `runAttemptTotals`, which the run writers' statements share. */
+export const RUN_ATTEMPT_TOTALS_SELECT = 'select run_id, provider, outcome, sum(tokens_in) as tokens_in, sum(tokens_out) as tokens_out, count(*) as attempts'
+export const RUN_ATTEMPT_TOTALS_GROUP = 'group by run_id, provider, outcome'
 
 /** The receipts of `runId` and of every run below it, summed by run, provider and outcome. */
 export async function treeAttemptTotals(db: Executor, runId: string): Promise<AttemptTotals[]> {

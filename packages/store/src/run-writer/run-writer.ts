@@ -20,6 +20,7 @@ import { getRun } from '../repositories/runs.repository.js'
 import { lastStepText, listSteps } from '../repositories/steps.repository.js'
 import { acquireLease, type LeaseAcquisition, releaseLease } from '../repositories/leases.repository.js'
 import { settlePendingAttempts } from '../repositories/attempts.repository.js'
+import { type AttemptTotals, runAttemptTotals } from '../repositories/run-usage.repository.js'
 import type { ToolEffectRow } from '../tables/tool-effects.table.js'
 import type { RunHead, RunWrite, TransitionCommit } from './run-write.js'
 
@@ -86,6 +87,11 @@ export interface RunWriter {
   readonly loadRun: (runId: string) => Eventually<LoadedRun | undefined>
   /** `acquireLease` (see leases.repository.ts), in one transaction. */
   readonly acquireLease: (input: LeaseRequest) => Eventually<LeaseAcquisition | undefined>
+  /**
+   * The run's receipts summed by provider and outcome (`runAttemptTotals`): where a resumed run's
+   * usage tally starts (docs/task-file.md, "Usage and budgets").
+   */
+  readonly attemptTotals: (runId: string) => Eventually<AttemptTotals[]>
   /** Whether the receipt of this attempt exists (in whatever outcome). */
   readonly attemptRecorded: (runId: string, step: number, attempt: number) => Eventually<boolean>
   /**
@@ -173,6 +179,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
       return { run, last, steps }
     },
     acquireLease: (input) => acquireLease(db, input),
+    attemptTotals: (runId) => runAttemptTotals(db, runId),
     releaseLease: (runId, leaseToken, usageJson) => releaseLease(db, runId, leaseToken, usageJson),
     attemptRecorded: async (runId, step, attempt) =>
       (await db

@@ -16,6 +16,7 @@ import { decodeRunWithContract } from '../tables/runs.columns.js'
 import { decodeStepRow } from '../tables/steps.columns.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
+import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, totalsOf } from '../repositories/run-usage.repository.js'
 import { startCheckpointer } from './checkpointer.js'
 import { type CommitThread, startCommitThread } from './commit-thread.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
@@ -209,6 +210,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       return { run: decodeRunWithContract(decodeRow(run)), last: decodeRow(last), steps: decodeRows(steps).map(decodeStepRow) }
     },
     acquireLease: (input) => whenFree(() => acquireNow(input)),
+    attemptTotals: (runId) => totalsOf(decodeRows(statement(ATTEMPT_TOTALS).all(encodeText(runId)) as TotalsRow[])),
     attemptRecorded: (runId, step, attempt) =>
       statement("SELECT 1 FROM run_log WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ?").get(runId, step, attempt) !== undefined,
     releaseLease: (runId, leaseToken, usageJson) =>
@@ -257,6 +259,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
 const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
 const STEPS =
   "SELECT run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at FROM run_log WHERE run_id = ? AND kind = 's' ORDER BY step"
+const ATTEMPT_TOTALS = `${RUN_ATTEMPT_TOTALS_SELECT} FROM run_log WHERE run_id = ? AND kind = 'a' ${RUN_ATTEMPT_TOTALS_GROUP}`
 const LAST_STEP_TEXT = "SELECT text FROM run_log WHERE run_id = ? AND kind = 's' AND text != '' ORDER BY step DESC LIMIT 1"
 const TOOL_EFFECTS =
   "SELECT run_id, step, n AS position, tool_call_id, name, arguments, status, result_json, started_at, completed_at FROM run_log WHERE run_id = ? AND step = ? AND kind = 't' ORDER BY n"
