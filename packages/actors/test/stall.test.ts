@@ -1,6 +1,6 @@
 import type { ChatMessage, ToolCall } from '@agentvisor/core'
 import { describe, expect, it } from 'vitest'
-import { callKey, noProgressWarning, repeatVerdict, repeatWarning, stepsWithoutProgress } from '../src/driver/stall.js'
+import { callKey, noProgressWarning, ProgressTally, repeatVerdict, repeatWarning, stepsWithoutProgress } from '../src/driver/stall.js'
 
 const settings = { window: 3, repeats: 2 }
 const call = (id: string, args: string, name = 'read_file'): ToolCall => ({ id, name, arguments: args })
@@ -53,5 +53,46 @@ describe('stall rules', () => {
     ]
     expect(stepsWithoutProgress([...opening, ...text('no'), ...text('no'), ...text(`no${noProgressWarning(settings)}`), ...text('no')], settings)).toBe(3)
     expect(stepsWithoutProgress([...opening, ...text('no'), ...text('no'), ...text('other')], settings)).toBe(0)
+  })
+
+  it('keeps the progress count of a growing conversation as a walk of the whole conversation gives it, at every step', () => {
+    // A small deterministic generator (mulberry32): the same conversations at every run.
+    let seed = 7
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+    }
+    const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(random() * xs.length)]!
+    let compared = 0
+    for (let run = 0; run < 30; run++) {
+      const rules = { window: 2 + (run % 4), repeats: 2 }
+      const messages: ChatMessage[] = [...opening]
+      const tally = new ProgressTally(rules)
+      for (let n = 0; n < 120; n++) {
+        const calls = Array.from({ length: Math.floor(random() * 3) }, (_, i) => call(`${n}-${i}`, pick(['{"path":"a"}', '{"path":"b"}', '{ "path": "a" }'])))
+        messages.push({ role: 'assistant', content: '', toolCalls: calls })
+        const results = calls.map(
+          (c): ChatMessage => ({ role: 'tool', toolCallId: c.id, name: c.name, content: pick(['x', 'y', `x${noProgressWarning(rules)}`, 'z']) })
+        )
+        const feedback: ChatMessage[] = random() < 0.5 ? [{ role: 'user', content: pick(['not yet', 'still not', `not yet${repeatWarning(rules)}`]) }] : []
+        // As the driver asks: with the step's results not yet in the conversation, then its feedback.
+        for (const added of [results, feedback]) {
+          expect(tally.stepsWithoutProgress(messages, added)).toBe(stepsWithoutProgress(messages, rules, added))
+          messages.push(...added)
+          compared++
+        }
+        // A follow-up joins the last feedback (the one message ever rewritten) or follows the step.
+        if (random() < 0.1) {
+          const last = messages[messages.length - 1]!
+          if (last.role === 'user') messages[messages.length - 1] = { role: 'user', content: `${last.content}\n\nmore` }
+          else messages.push({ role: 'user', content: 'more' })
+          expect(tally.stepsWithoutProgress(messages)).toBe(stepsWithoutProgress(messages, rules))
+          compared++
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(7000)
   })
 })

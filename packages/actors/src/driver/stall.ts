@@ -142,11 +142,90 @@ export const stepsWithoutProgress = (messages: ReadonlyArray<ChatMessage>, setti
 
 /**
  * The progress rule once the step's results or feedback are known (`added`, not yet in
- * `messages`): `warn` at `window` steps without progress, `stall` past it, else `go`.
+ * `messages`): `warn` at `window` steps without progress, `stall` past it, else `go`. Counted
+ * by the conversation's tally (`ProgressTally`): the same count as `stepsWithoutProgress`,
+ * without walking the whole conversation again at every step.
  */
 export const progressVerdict = (messages: ReadonlyArray<ChatMessage>, added: ReadonlyArray<ChatMessage>, settings: StallSettings): 'go' | 'warn' | 'stall' => {
-  const streak = stepsWithoutProgress(messages, settings, added)
+  const streak = tallyOf(messages, settings).stepsWithoutProgress(messages, added)
   return streak > settings.window ? 'stall' : streak === settings.window ? 'warn' : 'go'
+}
+
+/** One tally per conversation (a drive's `messages`; a resume rebuilds the array, and with it the tally). */
+const tallies = new WeakMap<ReadonlyArray<ChatMessage>, ProgressTally>()
+
+const tallyOf = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings): ProgressTally => {
+  let tally = tallies.get(messages)
+  if (tally === undefined || tally.settings.window !== settings.window || tally.settings.repeats !== settings.repeats) {
+    tally = new ProgressTally(settings)
+    tallies.set(messages, tally)
+  }
+  return tally
+}
+
+/**
+ * `stepsWithoutProgress` kept up to date as a conversation grows. A step that another answer
+ * follows is complete: a conversation only grows at its end, and the one message ever rewritten
+ * (a follow-up joining the last feedback, docs/policy.md, "Follow-ups") is its last, which belongs
+ * to the last step. So the complete steps are counted once, into `seen`, `lastFeedback` and
+ * `streak`, and each call reads only the last step (and `added`) against them: a step costs what
+ * it adds to the conversation, not the whole conversation.
+ */
+export class ProgressTally {
+  private readonly seen = new Set<string>()
+  private lastFeedback: string | undefined = undefined
+  private streak = 0
+  /** Where the first step not counted yet begins (an answer), or where reading resumes. */
+  private from = 0
+
+  constructor(readonly settings: StallSettings) {}
+
+  /** What `stepsWithoutProgress(messages, settings, added)` gives. */
+  stepsWithoutProgress(messages: ReadonlyArray<ChatMessage>, added: ReadonlyArray<ChatMessage> = []): number {
+    let start = -1
+    for (let i = this.from; i < messages.length; i++) {
+      if (messages[i]!.role !== 'assistant') continue
+      if (start !== -1) this.count(stepsOf(messages.slice(start, i), [], this.settings)[0]!)
+      start = i
+    }
+    if (start !== -1) this.from = start
+    // The last step (and any after it in `added`), counted without being kept: it may still grow.
+    const rest = stepsOf(start === -1 ? messages.slice(this.from) : messages.slice(start), added, this.settings)
+    const fresh = new Set<string>()
+    let lastFeedback = this.lastFeedback
+    let streak = this.streak
+    for (const step of rest) {
+      let progress = false
+      for (const result of step.results) {
+        if (!this.seen.has(result) && !fresh.has(result)) {
+          fresh.add(result)
+          progress = true
+        }
+      }
+      if (step.feedback !== undefined && step.feedback !== lastFeedback) {
+        lastFeedback = step.feedback
+        progress = true
+      }
+      streak = progress ? 0 : streak + 1
+    }
+    return streak
+  }
+
+  /** Counts a complete step into the tally for good. */
+  private count(step: StepView): void {
+    let progress = false
+    for (const result of step.results) {
+      if (!this.seen.has(result)) {
+        this.seen.add(result)
+        progress = true
+      }
+    }
+    if (step.feedback !== undefined && step.feedback !== this.lastFeedback) {
+      this.lastFeedback = step.feedback
+      progress = true
+    }
+    this.streak = progress ? 0 : this.streak + 1
+  }
 }
 
 /** The error a stalled run ends with: it names the repeated call, or the steps without progress. */
