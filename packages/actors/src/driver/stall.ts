@@ -120,24 +120,39 @@ const stepsOf = (messages: ReadonlyArray<ChatMessage>, added: ReadonlyArray<Chat
  * (if any) said nothing the last feedback had not. A follow-up message counts as new feedback.
  */
 export const stepsWithoutProgress = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings, added: ReadonlyArray<ChatMessage> = []): number => {
+  const tally = keptTally()
+  for (const step of stepsOf(messages, added, settings)) countStep(tally, step)
+  return tally.streak
+}
+
+/** What the progress rule has counted: the results seen, the last feedback, the steps in a row without progress. */
+interface Tally {
+  readonly seen: ReadonlySet<string>
+  /** Where results new to `seen` go: `seen` itself, or a set of their own for steps counted without being kept. */
+  readonly fresh: Set<string>
+  lastFeedback: string | undefined
+  streak: number
+}
+
+const keptTally = (): Tally => {
   const seen = new Set<string>()
-  let lastFeedback: string | undefined
-  let streak = 0
-  for (const step of stepsOf(messages, added, settings)) {
-    let progress = false
-    for (const result of step.results) {
-      if (!seen.has(result)) {
-        seen.add(result)
-        progress = true
-      }
-    }
-    if (step.feedback !== undefined && step.feedback !== lastFeedback) {
-      lastFeedback = step.feedback
+  return { seen, fresh: seen, lastFeedback: undefined, streak: 0 }
+}
+
+/** Counts `step`: progress when it has a result not seen before or feedback unlike the last. */
+const countStep = (tally: Tally, step: StepView): void => {
+  let progress = false
+  for (const result of step.results) {
+    if (!tally.seen.has(result) && !tally.fresh.has(result)) {
+      tally.fresh.add(result)
       progress = true
     }
-    streak = progress ? 0 : streak + 1
   }
-  return streak
+  if (step.feedback !== undefined && step.feedback !== tally.lastFeedback) {
+    tally.lastFeedback = step.feedback
+    progress = true
+  }
+  tally.streak = progress ? 0 : tally.streak + 1
 }
 
 /**
@@ -172,9 +187,7 @@ const tallyOf = (messages: ReadonlyArray<ChatMessage>, settings: StallSettings):
  * it adds to the conversation, not the whole conversation.
  */
 export class ProgressTally {
-  private readonly seen = new Set<string>()
-  private lastFeedback: string | undefined = undefined
-  private streak = 0
+  private readonly kept = keptTally()
   /** Where the first step not counted yet begins (an answer), or where reading resumes. */
   private from = 0
 
@@ -185,46 +198,16 @@ export class ProgressTally {
     let start = -1
     for (let i = this.from; i < messages.length; i++) {
       if (messages[i]!.role !== 'assistant') continue
-      if (start !== -1) this.count(stepsOf(messages.slice(start, i), [], this.settings)[0]!)
+      if (start !== -1) countStep(this.kept, stepsOf(messages.slice(start, i), [], this.settings)[0]!)
       start = i
     }
     if (start !== -1) this.from = start
     // The last step (and any after it in `added`), counted without being kept: it may still grow.
     const rest = stepsOf(start === -1 ? messages.slice(this.from) : messages.slice(start), added, this.settings)
-    const fresh = new Set<string>()
-    let lastFeedback = this.lastFeedback
-    let streak = this.streak
-    for (const step of rest) {
-      let progress = false
-      for (const result of step.results) {
-        if (!this.seen.has(result) && !fresh.has(result)) {
-          fresh.add(result)
-          progress = true
-        }
-      }
-      if (step.feedback !== undefined && step.feedback !== lastFeedback) {
-        lastFeedback = step.feedback
-        progress = true
-      }
-      streak = progress ? 0 : streak + 1
-    }
-    return streak
-  }
-
-  /** Counts a complete step into the tally for good. */
-  private count(step: StepView): void {
-    let progress = false
-    for (const result of step.results) {
-      if (!this.seen.has(result)) {
-        this.seen.add(result)
-        progress = true
-      }
-    }
-    if (step.feedback !== undefined && step.feedback !== this.lastFeedback) {
-      this.lastFeedback = step.feedback
-      progress = true
-    }
-    this.streak = progress ? 0 : this.streak + 1
+    const { seen, lastFeedback, streak } = this.kept
+    const tentative: Tally = { seen, fresh: new Set(), lastFeedback, streak }
+    for (const step of rest) countStep(tentative, step)
+    return tentative.streak
   }
 }
 
