@@ -95,6 +95,9 @@ describe("the run machine's transition cache", () => {
         expect(snapshot).not.toBe(before)
         if (event.type !== 'TOOLS_DONE') expect(snapshot.context).not.toBe(before.context)
         expect(JSON.stringify(before.context)).toBe(context)
+        // The run's own children and history, never another run's that the cache first saw.
+        expect(snapshot.children).toBe(before.children)
+        expect(snapshot.historyValue).toBe(before.historyValue)
       }
     }
     expect(snapshot.context).toMatchObject({ step: 3, completedSteps: 2, dispatches: 2 })

@@ -45,8 +45,10 @@ export const cachedRunStep = (snapshot: RunSnapshot, event: RunEvent, scope: Act
     return after
   }
   if (known === NOT_CACHED) return runMachine.transition(snapshot, event, scope)
-  const template = known.template
-  return { ...template, context: assignedContext(known.assignments, snapshot.context, event, scope) } as RunSnapshot
+  // The pair's state, tags and XState's methods from the template; the run's own context, children
+  // and history (neither of which such a transition changes, `pathOf` checked) from its snapshot.
+  const context = assignedContext(known.assignments, snapshot.context, event, scope)
+  return { ...known.template, context, children: snapshot.children, historyValue: snapshot.historyValue } as RunSnapshot
 }
 
 /** A (transition, state) pair's template and the assignments that make its context. */
@@ -93,7 +95,13 @@ const pathOf = (
   const simple = (node: typeof target): boolean =>
     node.type === 'atomic' && node.parent === runMachine.root && node.entry.length === 0 && node.exit.length === 0 && (node.always?.length ?? 0) === 0
   if (!simple(target) || !simple(source) || (runMachine.root.always?.length ?? 0) > 0) return undefined
-  if (after.status !== 'active' || after.value !== target.key || after.children !== before.children || Object.keys(after.historyValue).length > 0)
+  if (
+    after.status !== 'active' ||
+    after.value !== target.key ||
+    after.children !== before.children ||
+    Object.keys(after.historyValue).length > 0 ||
+    Object.keys(before.historyValue).length > 0
+  )
     return undefined
   const assignments: Assignment[] = []
   for (const action of taken.actions) {
