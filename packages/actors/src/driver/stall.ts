@@ -203,7 +203,7 @@ export class ProgressTally {
     }
     if (start !== -1) this.from = start
     // The last step (and any after it in `added`), counted without being kept: it may still grow.
-    const rest = stepsOf(start === -1 ? messages.slice(this.from) : messages.slice(start), added, this.settings)
+    const rest = stepsOf(messages.slice(this.from), added, this.settings)
     const { seen, lastFeedback, streak } = this.kept
     const tentative: Tally = { seen, fresh: new Set(), lastFeedback, streak }
     for (const step of rest) countStep(tentative, step)

@@ -139,13 +139,14 @@ export const nextRunSnapshot = (snapshot: RunSnapshot, event: RunEvent): RunSnap
 
 /**
  * How a drive moves its run's machine, without the actor's per-send work: the machine's own
- * `transition` (through its transition cache, transition-cache.ts) under one scope made for the run (the actor's identity and system), so a send
- * costs no mailbox, no relay and no observers' walk, only the machine's macrostep. The run
- * machine has no child actors, delayed events or custom actions, so the scope has nothing to
- * defer, emit or stop; its snapshots are exactly those the actor would have taken
- * (run-snapshots.test.ts compares them). The actor then keeps only its life cycle (`stop` ends
- * the drive). An actor created with `inspect` (the Stately inspector, docs/inspector.md) is sent
- * every event instead, so that its inspection events go on: `undefined` then.
+ * `transition` (through its transition cache, transition-cache.ts) under one scope made for the
+ * run (the actor's identity and system), so a send costs no mailbox, no relay and no observers'
+ * walk, only the machine's macrostep. The run machine has no child actors, delayed events or
+ * custom actions, so the scope has nothing to defer, emit or stop; its snapshots are exactly those
+ * the actor would have taken (run-snapshots.test.ts and transition-cache.test.ts compare them).
+ * The actor then keeps only its life cycle (`stop` ends the drive). An actor created with
+ * `inspect` (the Stately inspector, docs/inspector.md) is sent every event instead, so that its
+ * inspection events go on: `undefined` then.
  */
 export const runScopeOf = (actor: Actor<typeof runMachine>): ActorScope<RunSnapshot, RunEvent> | undefined => {
   if (actor.options.inspect !== undefined) return undefined

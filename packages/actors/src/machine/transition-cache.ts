@@ -22,8 +22,8 @@ import type { RunSnapshot } from './run-snapshot.js'
  * context with the assignment's fields over it, one copy per assignment). Anything else (no
  * transition or several, a final state, a state with entry or exit actions, an action that is
  * not an assignment) goes through XState every time, as does a snapshot of an inspected actor
- * (run-snapshot.ts, `runScopeOf`). The run-snapshots tests compare the snapshots of whole runs
- * with those of XState's own actor.
+ * (run-snapshot.ts, `runScopeOf`). Its tests (test/transition-cache.test.ts) compare it with
+ * XState's own actor over long random sequences of every event.
  */
 export const cachedRunStep = (snapshot: RunSnapshot, event: RunEvent, scope: ActorScope<RunSnapshot, RunEvent>): RunSnapshot => {
   const value = snapshot.value

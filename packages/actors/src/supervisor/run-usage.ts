@@ -1,5 +1,6 @@
 import { type TaskContract, type Usage, UsageTally } from '@agentvisor/core'
 import {
+  type AttemptTotals,
   type Database,
   type Executor,
   type LeaseLostError,
@@ -21,9 +22,13 @@ import { store } from './driver-io.js'
 export const usageTally = (contract: TaskContract): UsageTally => new UsageTally(contract.pricing !== undefined)
 
 /** What a run's receipts add up to, priced by its contract (tokens only without one). */
-export const runUsageOf = async (db: Executor, runId: string, contract: TaskContract | undefined): Promise<UsageTally> => {
+export const runUsageOf = async (db: Executor, runId: string, contract: TaskContract | undefined): Promise<UsageTally> =>
+  tallyOfTotals(runId, contract, await runAttemptTotals(db, runId))
+
+/** A run's receipts summed (`runAttemptTotals`) as its tally, priced by its contract (tokens only without one). */
+const tallyOfTotals = (runId: string, contract: TaskContract | undefined, totals: ReadonlyArray<AttemptTotals>): UsageTally => {
   const tally = contract === undefined ? new UsageTally(false) : usageTally(contract)
-  addTotals(tally, await runAttemptTotals(db, runId), contract === undefined ? new Map() : new Map([[runId, contract]]), 'report')
+  addTotals(tally, totals, contract === undefined ? new Map() : new Map([[runId, contract]]), 'report')
   return tally
 }
 
@@ -44,11 +49,7 @@ export const treeUsageOf = async (db: Executor, runId: string): Promise<Usage> =
 export const storedRunUsage = (writer: RunWriter, runId: string, contract: TaskContract): Effect.Effect<UsageTally, StoreError | LeaseLostError> =>
   Effect.map(
     store(`sum run ${runId}'s usage`, () => writer.attemptTotals(runId)),
-    (totals) => {
-      const tally = usageTally(contract)
-      addTotals(tally, totals, new Map([[runId, contract]]), 'report')
-      return tally
-    }
+    (totals) => tallyOfTotals(runId, contract, totals)
   )
 
 /** `treeUsageOf` as a run ends. */

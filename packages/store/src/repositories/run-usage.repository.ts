@@ -51,6 +51,10 @@ export const totalsOf = (rows: ReadonlyArray<TotalsRow>): AttemptTotals[] =>
 const treeOf = (runId: string) =>
   sql`with recursive tree (id) as (select id from runs where id = ${runId} union all select r.id from runs r join tree t on r.parent_id = t.id)`
 
+/** The sums of `runAttemptTotals`, which the run writers' statements share. */
+export const RUN_ATTEMPT_TOTALS_SELECT = 'select run_id, provider, outcome, sum(tokens_in) as tokens_in, sum(tokens_out) as tokens_out, count(*) as attempts'
+export const RUN_ATTEMPT_TOTALS_GROUP = 'group by run_id, provider, outcome'
+
 /**
  * The receipts of `runId` alone, summed by provider and outcome. A driver resuming a run reads
  * them through its run writer (`RunWriter.attemptTotals`), with the same sums.
@@ -61,10 +65,6 @@ export async function runAttemptTotals(db: Executor, runId: string): Promise<Att
   )
   return totalsOf(rows.rows)
 }
-
-/** The sums of `runAttemptTotals`, which the run writers' statements share. */
-export const RUN_ATTEMPT_TOTALS_SELECT = 'select run_id, provider, outcome, sum(tokens_in) as tokens_in, sum(tokens_out) as tokens_out, count(*) as attempts'
-export const RUN_ATTEMPT_TOTALS_GROUP = 'group by run_id, provider, outcome'
 
 /** The receipts of `runId` and of every run below it, summed by run, provider and outcome. */
 export async function treeAttemptTotals(db: Executor, runId: string): Promise<AttemptTotals[]> {
