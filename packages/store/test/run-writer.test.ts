@@ -304,6 +304,62 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(0)
   })
 
+  it("reads an answered receipt settled by its step's commit, which recovery and a later settlement leave as it is", async () => {
+    const { db, writer, token } = await setup()
+    const at = '2026-11-29T12:00:01.000Z'
+    await writer.write('run-1', token, [
+      { op: 'insertAttempt', row: attempt({ tokens_in: 9, partial_text: 'kept' }) },
+      { op: 'insertAttempt', row: attempt({ attempt: 1, reason: 'retry' }) }
+    ])
+    // The step's commit as the driver makes it: the answer's settlement, its step, the next receipt.
+    await writer.commit(
+      commitOf(token, 1, {
+        writes: [
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 1, patch: { outcome: 'ok', settled_at: at, latency_ms: 12, ttft_ms: 4, tokens_out: 7 } },
+          { op: 'insertStep', row: step({ tokens_in: 0, tokens_out: 7 }) },
+          { op: 'insertAttempt', row: attempt({ step: 2 }) }
+        ]
+      })
+    )
+    const answered = { step: 1, attempt: 1, outcome: 'ok', settled_at: at, latency_ms: 12, ttft_ms: 4, tokens_in: null, tokens_out: 7, partial_text: null }
+    const receipts = async () =>
+      (await listAttempts(db, 'run-1')).map(({ step, attempt, outcome, settled_at, latency_ms, ttft_ms, tokens_in, tokens_out, partial_text }) => ({
+        step,
+        attempt,
+        outcome,
+        settled_at,
+        latency_ms,
+        ttft_ms,
+        tokens_in,
+        tokens_out,
+        partial_text
+      }))
+    const pendingOf = (step: number, attempt: number, more: object = {}) => ({
+      step,
+      attempt,
+      outcome: 'pending',
+      settled_at: null,
+      latency_ms: null,
+      ttft_ms: null,
+      tokens_in: null,
+      tokens_out: null,
+      partial_text: null,
+      ...more
+    })
+    expect(await receipts()).toEqual([pendingOf(1, 0, { tokens_in: 9, partial_text: 'kept' }), answered, pendingOf(2, 0)])
+    // Recovery settles the two receipts still pending, never the answered one; a late settlement of it changes nothing.
+    expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(2)
+    await writer.write('run-1', token, [{ op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 1, patch: { outcome: 'failed', settled_at: 'late' } }])
+    expect(await receipts()).toEqual([
+      { ...pendingOf(1, 0, { tokens_in: 9, partial_text: 'kept' }), outcome: 'unknown', settled_at: 'z' },
+      answered,
+      { ...pendingOf(2, 0), outcome: 'unknown', settled_at: 'z' }
+    ])
+    expect(await writer.attemptRecorded('run-1', 1, 1)).toBe(true)
+    expect(await writer.attemptTotals('run-1')).toEqual(await runAttemptTotals(db, 'run-1'))
+    expect((await writer.attemptTotals('run-1')).find((t) => t.outcome === 'ok')).toMatchObject({ tokensIn: 0, tokensOut: 7, attempts: 1 })
+  })
+
   it("sums a run's receipts by provider and outcome exactly as runAttemptTotals does, and no other run's", async () => {
     const { db, writer, token } = await setup()
     await writer.write('run-1', token, [
@@ -588,6 +644,52 @@ describe('the PostgreSQL run writer', () => {
       commitOf(token, 4, { writes: [{ op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: 'not yet' }], transitions: [journalTransition({ seq: 4 })] })
     )
     expect(await listSteps(store.db, 'run-1')).toMatchObject([{ step: 1, results: [RESULT], feedback: 'not yet' }])
+  })
+
+  it("carries the answered receipt's settlement in its step row: the receipt's own row stays as it was written", async () => {
+    const store = await tempStore('postgres')
+    const pool = store.pool!
+    const writer = postgresRunWriter(pool)
+    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
+    await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
+    const answer = { outcome: 'ok', settled_at: '2026-11-29T12:00:01.000Z', latency_ms: 12, tokens_in: 30, tokens_out: 7 } as const
+    const stepCommit = (seq: number, headDeferred: boolean, stepNo: number): TransitionCommit =>
+      commitOf(token, seq, {
+        headDeferred,
+        writes: [
+          { op: 'settleAttempt', runId: 'run-1', step: stepNo, attempt: 0, patch: answer },
+          { op: 'insertStep', row: step({ step: stepNo, tokens_in: 30, tokens_out: 7 }) },
+          { op: 'insertAttempt', row: attempt({ step: stepNo + 1 }) }
+        ]
+      })
+    await writer.commit(stepCommit(1, false, 1))
+    await writer.commit(stepCommit(2, true, 2))
+    // A failure is settled in the receipt's row, as before.
+    await writer.commit(
+      commitOf(token, 3, {
+        writes: [{ op: 'settleAttempt', runId: 'run-1', step: 3, attempt: 0, patch: { outcome: 'failed', settled_at: 'f', error_kind: 'transient' } }]
+      })
+    )
+    const raw = await pool.query('select step, attempt, outcome, settled_at, latency_ms, tokens_out from attempt_rows order by step, attempt')
+    expect(raw.rows).toEqual([
+      { step: 1, attempt: 0, outcome: 'pending', settled_at: null, latency_ms: null, tokens_out: null },
+      { step: 2, attempt: 0, outcome: 'pending', settled_at: null, latency_ms: null, tokens_out: null },
+      { step: 3, attempt: 0, outcome: 'failed', settled_at: 'f', latency_ms: null, tokens_out: null }
+    ])
+    const carried = await pool.query('select step, answer_attempt, answer_settled_at, answer_latency_ms, answer_tokens_out from step_rows order by step')
+    expect(carried.rows).toEqual([
+      { step: 1, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_latency_ms: 12, answer_tokens_out: 7 },
+      { step: 2, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_latency_ms: 12, answer_tokens_out: 7 }
+    ])
+    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome, a.settled_at, a.latency_ms, a.tokens_in, a.tokens_out])).toEqual([
+      [1, 'ok', answer.settled_at, 12, 30, 7],
+      [2, 'ok', answer.settled_at, 12, 30, 7],
+      [3, 'failed', 'f', null, null, null]
+    ])
+    // Deleting the run deletes every row of it, wherever it is kept.
+    await pool.query("delete from runs where id = 'run-1'")
+    const left = await pool.query('select (select count(*) from attempt_rows)::int as a, (select count(*) from step_rows)::int as s')
+    expect(left.rows).toEqual([{ a: 0, s: 0 }])
   })
 
   it('still commits, fenced, for a host not yet upgraded that calls agentvisor_commit with one jsonb document', async () => {

@@ -19,7 +19,8 @@ export const MIGRATION_NAMES: ReadonlyArray<string> = [
   '2026-12-02T080000-run-usage',
   '2026-12-02T090000-awaiting-input',
   '2026-12-02T110000-run-forks',
-  '2026-12-02T160000-postgres-step-keys'
+  '2026-12-02T160000-postgres-step-keys',
+  '2026-12-02T200000-postgres-answered-receipts'
 ]
 
 /**
