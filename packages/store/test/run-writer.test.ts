@@ -646,7 +646,7 @@ describe('the PostgreSQL run writer', () => {
     expect(await listSteps(store.db, 'run-1')).toMatchObject([{ step: 1, results: [RESULT], feedback: 'not yet' }])
   })
 
-  it("carries the answered receipt's settlement in its step row: the receipt's own row stays as it was written", async () => {
+  it("writes a step's commit as one step row carrying the answer's settlement, the next receipt and the entry, read as before", async () => {
     const store = await tempStore('postgres')
     const pool = store.pool!
     const writer = postgresRunWriter(pool)
@@ -659,37 +659,64 @@ describe('the PostgreSQL run writer', () => {
         writes: [
           { op: 'settleAttempt', runId: 'run-1', step: stepNo, attempt: 0, patch: answer },
           { op: 'insertStep', row: step({ step: stepNo, tokens_in: 30, tokens_out: 7 }) },
-          { op: 'insertAttempt', row: attempt({ step: stepNo + 1 }) }
+          { op: 'insertAttempt', row: attempt({ step: stepNo + 1, started_at: `s${stepNo + 1}` }) }
         ]
       })
     await writer.commit(stepCommit(1, false, 1))
     await writer.commit(stepCommit(2, true, 2))
-    // A failure is settled in the receipt's row, as before.
+    // A failure settles the receipt step 2's row carries: it leaves the row for one of its own.
     await writer.commit(
       commitOf(token, 3, {
         writes: [{ op: 'settleAttempt', runId: 'run-1', step: 3, attempt: 0, patch: { outcome: 'failed', settled_at: 'f', error_kind: 'transient' } }]
       })
     )
-    const raw = await pool.query('select step, attempt, outcome, settled_at, latency_ms, tokens_out from attempt_rows order by step, attempt')
-    expect(raw.rows).toEqual([
-      { step: 1, attempt: 0, outcome: 'pending', settled_at: null, latency_ms: null, tokens_out: null },
-      { step: 2, attempt: 0, outcome: 'pending', settled_at: null, latency_ms: null, tokens_out: null },
-      { step: 3, attempt: 0, outcome: 'failed', settled_at: 'f', latency_ms: null, tokens_out: null }
+    const rows = async (text: string) => (await pool.query(text)).rows
+    expect(await rows('select step, attempt, outcome, settled_at, tokens_out from attempt_rows order by step, attempt')).toEqual([
+      { step: 1, attempt: 0, outcome: 'pending', settled_at: null, tokens_out: null },
+      { step: 3, attempt: 0, outcome: 'failed', settled_at: 'f', tokens_out: null }
     ])
-    const carried = await pool.query('select step, answer_attempt, answer_settled_at, answer_latency_ms, answer_tokens_out from step_rows order by step')
-    expect(carried.rows).toEqual([
-      { step: 1, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_latency_ms: 12, answer_tokens_out: 7 },
-      { step: 2, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_latency_ms: 12, answer_tokens_out: 7 }
+    expect(
+      await rows('select step, answer_attempt, answer_settled_at, answer_tokens_out, next_step, next_attempt, entry_seq from step_rows order by step')
+    ).toEqual([
+      { step: 1, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_tokens_out: 7, next_step: 2, next_attempt: 0, entry_seq: 1 },
+      { step: 2, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_tokens_out: 7, next_step: null, next_attempt: null, entry_seq: 2 }
     ])
-    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome, a.settled_at, a.latency_ms, a.tokens_in, a.tokens_out])).toEqual([
-      [1, 'ok', answer.settled_at, 12, 30, 7],
-      [2, 'ok', answer.settled_at, 12, 30, 7],
-      [3, 'failed', 'f', null, null, null]
+    expect(await rows('select seq from journal_rows')).toEqual([{ seq: 3 }])
+    // Read as the tables read before.
+    expect(
+      (await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome, a.settled_at, a.latency_ms, a.tokens_in, a.tokens_out, a.started_at])
+    ).toEqual([
+      [1, 'ok', answer.settled_at, 12, 30, 7, '2026-11-29T12:00:00.500Z'],
+      [2, 'ok', answer.settled_at, 12, 30, 7, 's2'],
+      [3, 'failed', 'f', null, null, null, 's3']
     ])
+    expect((await listTransitions(store.db, 'run-1')).map((t) => t.seq)).toEqual([1, 2, 3])
+    expect((await listSteps(store.db, 'run-1')).map((s) => [s.step, s.tokens_out])).toEqual([
+      [1, 7],
+      [2, 7]
+    ])
+    expect((await writer.loadRun('run-1'))?.last?.seq).toBe(3)
+    await writer.commit(stepCommit(4, true, 3))
+    expect((await writer.loadRun('run-1'))?.last?.seq).toBe(4)
+    // Recovery settles the one receipt still pending (step 4's, carried by step 3's row), in a row of its own.
+    expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(1)
+    expect(await rows('select step, outcome from attempt_rows where step = 4')).toEqual([{ step: 4, outcome: 'unknown' }])
+    expect(await rows('select count(*)::int as n from step_rows where next_step is not null')).toEqual([{ n: 1 }])
+    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome])).toEqual([
+      [1, 'ok'],
+      [2, 'ok'],
+      [3, 'failed'],
+      [4, 'unknown']
+    ])
+    // A receipt or an entry written again under a key a step row holds is refused as the table refused it.
+    await expect(writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt({ step: 2 }) }])).rejects.toMatchObject({ code: '23505' })
     // Deleting the run deletes every row of it, wherever it is kept.
     await pool.query("delete from runs where id = 'run-1'")
-    const left = await pool.query('select (select count(*) from attempt_rows)::int as a, (select count(*) from step_rows)::int as s')
-    expect(left.rows).toEqual([{ a: 0, s: 0 }])
+    expect(
+      await rows(
+        'select (select count(*) from attempt_rows)::int as a, (select count(*) from step_rows)::int as s, (select count(*) from journal_rows)::int as j'
+      )
+    ).toEqual([{ a: 0, s: 0, j: 0 }])
   })
 
   it('still commits, fenced, for a host not yet upgraded that calls agentvisor_commit with one jsonb document', async () => {

@@ -14,7 +14,7 @@ import * as runUsage from './2026-12-02T080000-run-usage.js'
 import * as awaitingInput from './2026-12-02T090000-awaiting-input.js'
 import * as runForks from './2026-12-02T110000-run-forks.js'
 import * as postgresStepKeys from './2026-12-02T160000-postgres-step-keys.js'
-import * as postgresAnsweredReceipts from './2026-12-02T200000-postgres-answered-receipts.js'
+import * as postgresStepRows from './2026-12-02T200000-postgres-step-rows.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -37,7 +37,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-12-02T090000-awaiting-input': awaitingInput,
   '2026-12-02T110000-run-forks': runForks,
   '2026-12-02T160000-postgres-step-keys': postgresStepKeys,
-  '2026-12-02T200000-postgres-answered-receipts': postgresAnsweredReceipts
+  '2026-12-02T200000-postgres-step-rows': postgresStepRows
 }
 
 /** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */

@@ -20,7 +20,7 @@ export const MIGRATION_NAMES: ReadonlyArray<string> = [
   '2026-12-02T090000-awaiting-input',
   '2026-12-02T110000-run-forks',
   '2026-12-02T160000-postgres-step-keys',
-  '2026-12-02T200000-postgres-answered-receipts'
+  '2026-12-02T200000-postgres-step-rows'
 ]
 
 /**
