@@ -162,7 +162,7 @@ runs keeps one store open. All figures are in \`bench/results.json\`.
 
 Machine of the figures below: ${m.cpu}, ${m.nproc} cores (\`nproc\`), ${m.memTotalGb} GiB RAM, Node ${m.node}, ${m.platform}.
 Measured ${r.at}, in ${r.durationS} s, with ${r.repetitions.pairs ?? r.repetitions.light} interleaved repetitions of the
-${r.repetitions.steps}-step runs and ${r.repetitions.heavy} of the ${r.repetitions.runs}-run throughput (${r.repetitions.heavy + 1} of idle/resume),
+${r.repetitions.steps}-step runs and ${r.repetitions.throughput ?? r.repetitions.heavy} of the ${r.repetitions.runs}-run throughput (${r.repetitions.heavy + 1} of idle/resume),
 to stay within ~10 minutes. Load average while it ran: ${r.loadAverage?.start ?? '?'} at the start, ${r.loadAverage?.end ?? '?'} at the end
 (on ${m.nproc} cores); other jobs shared the machine, so absolute figures are noisy: read the spreads.
 
@@ -193,7 +193,9 @@ ${rows
    \`maxSteps: ${r.repetitions.steps}\`: every step is a text reply, a failed verification with its feedback,
    and the next dispatch, until the run ends \`step_cap\`; compared with the floor without a tool.
 2. 1,000 runs of 10 tool steps (11 model calls each) started at once in one process, embedded
-   bus: steps per second over the whole batch, peak RSS sampled every 20 ms. Before it, in the
+   bus: steps per second over the whole batch, peak RSS sampled every 20 ms; each repetition a
+   fresh process, the figure their median (five since 2026-12-03: the batch moved by ±30% from
+   one process to the next on this host, two made the median a mean of two draws). Before it, in the
    same process and store, an untimed batch of as many such runs warms the JIT (and the store's
    commit thread) up, as a process that has been serving runs is (measured 2026-12-02: a timed
    batch after a warm-up of 200 runs ~15% fewer steps/s than after one of 1,000; the first batch
