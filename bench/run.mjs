@@ -268,7 +268,17 @@ const results = {
     postgresSaverOverAgentvisorMin: 4
   },
   figures,
-  repetitions: { light: REPS, pairs: PAIR_REPS, postgres: PG_REPS, heavy: HEAVY, throughput: THROUGHPUT_REPS, steps: STEPS, runs: RUNS, cliRuns: CLI_RUNS, children: CHILDREN },
+  repetitions: {
+    light: REPS,
+    pairs: PAIR_REPS,
+    postgres: PG_REPS,
+    heavy: HEAVY,
+    throughput: THROUGHPUT_REPS,
+    steps: STEPS,
+    runs: RUNS,
+    cliRuns: CLI_RUNS,
+    children: CHILDREN
+  },
   machine: machine(),
   at: new Date().toISOString(),
   durationS: round((Date.now() - t0) / 1000),

@@ -100,69 +100,67 @@ create view transitions as
     (t.value ->> 'at') collate "C" as at
   from journal_entries e cross join lateral jsonb_array_elements(e.transitions_json::jsonb) as t(value)`
 
-// A receipt is carried only by the row of the step before its own (the commit functions'
-// `carried`), so a carried receipt is found by that row's key.
-const ATTEMPTS_WRITE = `
-create function agentvisor_attempts_write() returns trigger language plpgsql as $fn$
+/**
+ * The INSTEAD OF trigger function of a view over `table` and the rows step rows carry: an insert
+ * goes to `table` (after `refuse`, when given, finds nothing); a carried row that is updated or
+ * deleted first leaves its step row (`leave`, the step row's columns set to null, `carriedAt`
+ * finding it), for a row of its own as the writer left it.
+ */
+const viewWrites = (name: string, table: string, columns: string, key: ReadonlyArray<string>, leave: string, carriedAt: string, refuse?: string): string => `
+create function ${name}() returns trigger language plpgsql as $fn$
 begin
-  if tg_op = 'INSERT' then
-    if exists (select 1 from step_rows c where c.run_id = new.run_id and c.step = new.step - 1 and c.next_step = new.step and c.next_attempt = new.attempt) then
+  if tg_op = 'INSERT' then${
+    refuse === undefined
+      ? ''
+      : `
+    if exists (select 1 from step_rows c where ${refuse}) then
       raise exception using errcode = '23505', message = 'duplicate key value violates unique constraint "attempts_pk"';
-    end if;
-    insert into attempt_rows values (new.*);
+    end if;`
+  }
+    insert into ${table} values (new.*);
     return new;
   end if;
-  -- A receipt carried by a step row leaves it, for a row of its own as the writer left it.
-  update step_rows c set next_step = null, next_attempt = null, next_provider = null, next_reason = null, next_started_at = null
-   where c.run_id = old.run_id and c.step = old.step - 1 and c.next_step = old.step and c.next_attempt = old.attempt;
+  update step_rows c set ${leave} where ${carriedAt};
   if found then
     if tg_op = 'UPDATE' then
-      insert into attempt_rows values (new.*);
+      insert into ${table} values (new.*);
       return new;
     end if;
     return old;
   end if;
   if tg_op = 'UPDATE' then
-    update attempt_rows a
-       set run_id = new.run_id, step = new.step, attempt = new.attempt, provider = new.provider, reason = new.reason, outcome = new.outcome,
-           error_kind = new.error_kind, http_status = new.http_status, error_message = new.error_message, latency_ms = new.latency_ms,
-           ttft_ms = new.ttft_ms, tokens_in = new.tokens_in, tokens_out = new.tokens_out, partial_text = new.partial_text,
-           started_at = new.started_at, settled_at = new.settled_at
-     where a.run_id = old.run_id and a.step = old.step and a.attempt = old.attempt;
+    update ${table} t set ${columns
+      .split(', ')
+      .map((column) => `${column} = new.${column}`)
+      .join(', ')}
+     where ${key.map((column) => `t.${column} = old.${column}`).join(' and ')};
     return new;
   end if;
-  delete from attempt_rows a where a.run_id = old.run_id and a.step = old.step and a.attempt = old.attempt;
+  delete from ${table} t where ${key.map((column) => `t.${column} = old.${column}`).join(' and ')};
   return old;
 end
 $fn$`
 
-const JOURNAL_WRITE = `
-create function agentvisor_journal_write() returns trigger language plpgsql as $fn$
-begin
-  if tg_op = 'INSERT' then
-    insert into journal_rows values (new.*);
-    return new;
-  end if;
-  -- An entry carried by a step row leaves it, for a row of its own as the writer left it.
-  update step_rows c set entry_seq = null, entry_first_seq = null, entry_transitions_json = null, entry_snapshot_json = null
-   where c.run_id = old.run_id and c.entry_seq = old.seq;
-  if found then
-    if tg_op = 'UPDATE' then
-      insert into journal_rows values (new.*);
-      return new;
-    end if;
-    return old;
-  end if;
-  if tg_op = 'UPDATE' then
-    update journal_rows j
-       set run_id = new.run_id, seq = new.seq, first_seq = new.first_seq, transitions_json = new.transitions_json, snapshot_json = new.snapshot_json
-     where j.run_id = old.run_id and j.seq = old.seq;
-    return new;
-  end if;
-  delete from journal_rows j where j.run_id = old.run_id and j.seq = old.seq;
-  return old;
-end
-$fn$`
+// A receipt is carried only by the row of the step before its own (the commit functions'
+// `carried`), so a carried receipt is found by that row's key.
+const ATTEMPTS_WRITE = viewWrites(
+  'agentvisor_attempts_write',
+  'attempt_rows',
+  ATTEMPT_COLUMNS,
+  ['run_id', 'step', 'attempt'],
+  'next_step = null, next_attempt = null, next_provider = null, next_reason = null, next_started_at = null',
+  'c.run_id = old.run_id and c.step = old.step - 1 and c.next_step = old.step and c.next_attempt = old.attempt',
+  'c.run_id = new.run_id and c.step = new.step - 1 and c.next_step = new.step and c.next_attempt = new.attempt'
+)
+
+const JOURNAL_WRITE = viewWrites(
+  'agentvisor_journal_write',
+  'journal_rows',
+  ENTRY_COLUMNS,
+  ['run_id', 'seq'],
+  'entry_seq = null, entry_first_seq = null, entry_transitions_json = null, entry_snapshot_json = null',
+  'c.run_id = old.run_id and c.entry_seq = old.seq'
+)
 
 /** Whether the answer's step row names receipt `a` (an alias with `run_id`, `step`, `attempt`). */
 const ANSWERED = (run: string, step: string, attempt: string): string =>
