@@ -57,6 +57,12 @@ const STEP_ROW_COLUMNS = [
   ['entry_snapshot_json', 'text collate "C"']
 ] as const
 
+/** What a carried row leaves behind in its step row: its columns (`next_` or `entry_`) set to null. */
+const cleared = (prefix: 'next_' | 'entry_'): string =>
+  STEP_ROW_COLUMNS.filter(([column]) => column.startsWith(prefix))
+    .map(([column]) => `${column} = null`)
+    .join(', ')
+
 /** The columns of each table before this migration, in their order: its view's. */
 const STEP_COLUMNS = 'run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at'
 const ATTEMPT_COLUMNS =
@@ -148,7 +154,7 @@ const ATTEMPTS_WRITE = viewWrites(
   'attempt_rows',
   ATTEMPT_COLUMNS,
   ['run_id', 'step', 'attempt'],
-  'next_step = null, next_attempt = null, next_provider = null, next_reason = null, next_started_at = null',
+  cleared('next_'),
   'c.run_id = old.run_id and c.step = old.step - 1 and c.next_step = old.step and c.next_attempt = old.attempt',
   'c.run_id = new.run_id and c.step = new.step - 1 and c.next_step = new.step and c.next_attempt = new.attempt'
 )
@@ -158,11 +164,11 @@ const JOURNAL_WRITE = viewWrites(
   'journal_rows',
   ENTRY_COLUMNS,
   ['run_id', 'seq'],
-  'entry_seq = null, entry_first_seq = null, entry_transitions_json = null, entry_snapshot_json = null',
+  cleared('entry_'),
   'c.run_id = old.run_id and c.entry_seq = old.seq'
 )
 
-/** Whether the answer's step row names receipt `a` (an alias with `run_id`, `step`, `attempt`). */
+/** Whether a step row names the receipt (`run`, `step`, `attempt`: SQL expressions) as its answer. */
 const ANSWERED = (run: string, step: string, attempt: string): string =>
   `exists (select 1 from step_rows s where s.run_id = ${run} and s.step = ${step} and s.answer_attempt = ${attempt})`
 
@@ -189,7 +195,7 @@ begin
    where c.run_id = agentvisor_settle_pending.run_id and c.next_step is not null and not ${ANSWERED('c.run_id', 'c.next_step', 'c.next_attempt')};
   get diagnostics moved = row_count;
   if moved > 0 then
-    update step_rows c set next_step = null, next_attempt = null, next_provider = null, next_reason = null, next_started_at = null
+    update step_rows c set ${cleared('next_')}
      where c.run_id = agentvisor_settle_pending.run_id and c.next_step is not null and not ${ANSWERED('c.run_id', 'c.next_step', 'c.next_attempt')};
   end if;`
       : ''
