@@ -28,13 +28,20 @@ try {
     const av = await Agentvisor.open({ db: join(dir, 'throughput.db'), telemetry: false })
     gc()
     const base = rssKb()
-    // An untimed batch first warms the JIT up, as in a process that has been serving runs. No
-    // forced GC between it and the timed batch: one would throw away the optimized code that held
-    // the warm-up's runs (docs/benchmarks.md, the cold row), which a serving process never does.
-    // As many runs as the timed batch: measured (2026-12-02) a timed batch after 200 warm-up runs
-    // ~15% slower than after 1,000, and later batches of a process faster still.
+    // Untimed batches first warm the JIT up, as in a process that has been serving runs. No forced
+    // GC between them and the timed batch: one would throw away the optimized code that held the
+    // warm-up's runs (docs/benchmarks.md, the cold row), which a serving process never does.
+    // Each as many runs as the timed batch, and three of them (BENCH_WARM_BATCHES): measured
+    // (2026-12-03, `--trace-opt`, batches of 1,000 runs in one process) V8 still compiles ~400
+    // functions in the first batch, ~140 in the second (~1.7 s of compiler threads' CPU inside a
+    // ~2.2 s batch, on a machine of two cores), ~40-55 in each one after; steps/s 3,200-3,500,
+    // 4,700-5,000, then a plateau of 5,000-6,400 from the third batch on. With one warm-up batch
+    // (until 2026-12-03) the timed batch was the second, still compiling.
     const warm = Number(process.env.BENCH_WARM_RUNS ?? runs)
-    if (warm > 0) await Promise.all((await Promise.all(Array.from({ length: warm }, () => av.start(scriptedTask(ws, steps))))).map((r) => r.result))
+    const warmBatches = Number(process.env.BENCH_WARM_BATCHES ?? 3)
+    for (let b = 0; b < warmBatches && warm > 0; b++) {
+      await Promise.all((await Promise.all(Array.from({ length: warm }, () => av.start(scriptedTask(ws, steps))))).map((r) => r.result))
+    }
     let peak = base
     const sampler = setInterval(() => {
       peak = Math.max(peak, rssKb())

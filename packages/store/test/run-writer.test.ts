@@ -423,6 +423,26 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
     expect(await listSteps(db, 'run-3')).toEqual([])
   })
 
+  it("creates runs inside a group commit with other runs' commits, where a run whose id is taken fails alone", async () => {
+    const { db, writer } = await setup()
+    const results = await Promise.allSettled([
+      writer.createRun(run({ id: 'run-2', goal: 'second' }), { owner: 'me', expiresAt: 5000 }, { batch: true }),
+      writer.commit(commitOf(1, 1, { writes: [{ op: 'insertStep', row: step() }] }), { batch: true }),
+      // run-1 exists already: its id is taken.
+      writer.createRun(run({ goal: 'a twin' }), { owner: 'me', expiresAt: 5000 }, { batch: true }),
+      writer.createRun(run({ id: 'run-3' }), { owner: 'other', expiresAt: 7000 }, { batch: true })
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled'])
+    expect((results[0] as PromiseFulfilledResult<number>).value).toBe(1)
+    expect(await getRun(db, 'run-2')).toMatchObject({ goal: 'second', lease_owner: 'me', lease_expires_at: 5000, lease_token: 1, status: 'running' })
+    expect(await getRun(db, 'run-3')).toMatchObject({ lease_owner: 'other', lease_expires_at: 7000, lease_token: 1 })
+    expect(await getRun(db, 'run-1')).toMatchObject({ goal: 'Write DONE into out.txt', state: 'acting' })
+    expect(await listSteps(db, 'run-1')).toHaveLength(1)
+    // A run created in a group commit is driven like any other: its token fences its commits.
+    await writer.commit(commitOf(1, 1, { runId: 'run-2', writes: [{ op: 'insertStep', row: step({ run_id: 'run-2' }) }] }))
+    expect(await listTransitions(db, 'run-2')).toHaveLength(1)
+  })
+
   it('rolls back alone a fenced-out run of a group commit that leaves its head for later', async () => {
     const { db, writer } = await setup()
     const stale = await writer.createRun(run({ id: 'run-3' }), { owner: 'me', expiresAt: 5000 })
@@ -524,6 +544,41 @@ describe('the SQLite commit thread', () => {
       expect(await listTransitions(store.db, id)).toHaveLength(1)
       expect(await getRun(store.db, id)).toMatchObject({ state: 'acting' })
     }
+    await writer.close()
+  })
+
+  /** `ids.length` runs created at once, each allowed to join a group commit. */
+  const createdAtOnce = (writer: RunWriter, ids: ReadonlyArray<string>) =>
+    Promise.allSettled(ids.map((id) => writer.createRun(run({ id, goal: id }), { owner: 'me', expiresAt: 5000 }, { batch: true })))
+
+  it('creates runs there once it runs, in one group commit, with a taken id failing alone', async () => {
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    // Started by a group commit of transitions.
+    await Promise.all(firstCommits(writer, await runsOf(writer, 24)))
+    const before = dataVersion(store)
+    // run-1 exists already: its id is taken.
+    const ids = ['run-1', ...Array.from({ length: 23 }, (_, i) => `new-${i + 1}`)]
+    const results = await createdAtOnce(writer, ids)
+    // Made on the thread's own connection, not this one.
+    expect(dataVersion(store)).not.toBe(before)
+    expect((results[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })
+    expect(results.slice(1).map((r) => (r as PromiseFulfilledResult<number>).value)).toEqual(ids.slice(1).map(() => 1))
+    for (const id of ids.slice(1)) expect(await getRun(store.db, id)).toMatchObject({ goal: id, lease_owner: 'me', lease_token: 1, status: 'running' })
+    expect(await getRun(store.db, 'run-1')).toMatchObject({ goal: 'Write DONE into out.txt' })
+    await writer.close()
+  })
+
+  it("is never started by runs' creations alone: they make their group commit on the store's connection", async () => {
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    const before = dataVersion(store)
+    const ids = Array.from({ length: 100 }, (_, i) => `run-${i + 1}`)
+    const results = await createdAtOnce(writer, ids)
+    expect(results.every((r) => r.status === 'fulfilled')).toBe(true)
+    for (const id of ids) expect(await getRun(store.db, id)).toMatchObject({ goal: id, lease_token: 1 })
+    // No other connection committed: no thread was started for them.
+    expect(dataVersion(store)).toBe(before)
     await writer.close()
   })
 

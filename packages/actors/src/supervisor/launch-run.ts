@@ -68,6 +68,8 @@ export interface LaunchDeps {
 }
 
 const DEFAULT_ATTEMPT_TIMEOUT_MS = 120_000
+/** A write that may share a group commit with other runs' (`BatchOption`). */
+const BATCH = { batch: true } as const
 
 /**
  * Creating a run (`start`) or restoring one from the store (`resume`), and its driver: each
@@ -235,7 +237,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const row = childRunRow(runId, parentId, tools === builtinCatalogue ? contract : { ...contract, startedWithTools: toolNames(tools) }, createdAt)
       if (parent?.root_id != null) row.root_id = parent.root_id
       const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
-      const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }))
+      // Among runs being driven, its row joins their group commit (docs/durability.md, "Group commit").
+      const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }, driving > 0 ? BATCH : undefined))
       const actor = newActor(contract, runId)
       return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace, tools)
     })

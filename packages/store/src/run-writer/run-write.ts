@@ -64,3 +64,15 @@ export interface TransitionCommit {
    */
   readonly headDeferred?: boolean
 }
+
+/**
+ * A run's creation inside a group commit: its row, already leased (`insertRun`). Nothing is
+ * fenced, since nobody else can know its id yet; a failure (an id taken) rolls it back alone
+ * (docs/durability.md, "Group commit").
+ */
+export interface RunCreation {
+  readonly created: Extract<RunWrite, { readonly op: 'insertRun' }>
+}
+
+/** What a group commit is made of: commits of transitions and creations of runs, each with an outcome of its own. */
+export type GroupWrite = TransitionCommit | RunCreation

@@ -74,9 +74,10 @@ export interface RunWriter {
   readonly refreshHead?: (runId: string, leaseToken: number, head: RunHead) => Eventually<void>
   /**
    * Creates a run already leased to `owner` (fencing token 1): a new run needs no separate
-   * acquisition, since nobody else can know its id yet. Returns the token.
+   * acquisition, since nobody else can know its id yet. Returns the token. With `batch`, the
+   * writer may make it part of a group commit, like `commit`.
    */
-  readonly createRun: (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }) => Eventually<number>
+  readonly createRun: (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }, options?: BatchOption) => Eventually<number>
   /** Fenced writes outside a transition (a receipt before its dispatch, tool journal entries). */
   readonly write: (runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => Eventually<void>
   /** The approval requests of one step, as `listApprovals` orders them. */

@@ -3,7 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import BetterSqlite3 from 'better-sqlite3'
 import { LeaseLostError } from '../errors.js'
-import type { TransitionCommit } from '../run-writer/run-write.js'
+import type { GroupWrite } from '../run-writer/run-write.js'
 import { CLOSE_COMMIT_THREAD, type CommitThreadData, type WireError, type WireOutcome, type WireReply } from './commit-thread.js'
 import { useWriterPragmas } from './connection-pragmas.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
@@ -22,7 +22,7 @@ const wireOutcome = (outcome: CommitOutcome): WireOutcome => {
   return outcome.error instanceof LeaseLostError ? { lost: outcome.error.runId } : wireError(outcome.error)
 }
 
-let commitAll: ((batch: ReadonlyArray<TransitionCommit>) => CommitOutcome[]) | undefined
+let commitAll: ((batch: ReadonlyArray<GroupWrite>) => CommitOutcome[]) | undefined
 let opening: WireError | undefined
 let sqlite: BetterSqlite3.Database | undefined
 try {
@@ -36,7 +36,7 @@ try {
   opening = wireError(error)
 }
 
-port.on('message', (batch: ReadonlyArray<TransitionCommit> | typeof CLOSE_COMMIT_THREAD) => {
+port.on('message', (batch: ReadonlyArray<GroupWrite> | typeof CLOSE_COMMIT_THREAD) => {
   // Stopped: the connection is closed here, by its own thread, and the thread ends with nothing
   // left open (commit-thread.ts `stop`).
   if (batch === CLOSE_COMMIT_THREAD) {

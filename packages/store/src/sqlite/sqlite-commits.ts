@@ -1,7 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import { LeaseLostError } from '../errors.js'
 import { compactWrites } from '../run-writer/compact-writes.js'
-import type { RunWrite, TransitionCommit } from '../run-writer/run-write.js'
+import type { GroupWrite, RunWrite, TransitionCommit } from '../run-writer/run-write.js'
 import type { AttemptSettlement, NewAttempt } from '../tables/attempts.table.js'
 import { encodeParams, encodeText } from '../text-codec.js'
 import { type BoundValue, pushAttemptValues, pushSettlementValues, pushStepValues, textOrNull } from '../run-writer/bound-values.js'
@@ -185,7 +185,12 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
   const insertEntryFenced = sqlite.prepare(
     "INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) SELECT ?, ?, 'j', ?, ?, ?, ? WHERE (SELECT lease_token FROM runs WHERE id = ?) = ?"
   )
-  const commitBody = (commit: TransitionCommit): void => {
+  const commitBody = (commit: GroupWrite): void => {
+    // A run's creation: its row, nothing to fence yet.
+    if ('created' in commit) {
+      apply(commit.created)
+      return
+    }
     const { runId, leaseToken, transitions } = commit
     const deferred = commit.headDeferred === true
     // The fence comes first, so a superseded driver writes nothing at all: the head update (one
@@ -224,7 +229,7 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
 
   // Each commit in a savepoint (`commitOne` nested in a transaction): whatever fails in it rolls back alone.
   const commitEach = sqlite
-    .transaction((batch: ReadonlyArray<TransitionCommit>): CommitOutcome[] =>
+    .transaction((batch: ReadonlyArray<GroupWrite>): CommitOutcome[] =>
       batch.map((commit) => {
         try {
           commitOne(commit)
@@ -242,7 +247,7 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
   // commit in savepoints (`commitEach`).
   class NeedsSavepoints extends Error {}
   const commitFenced = sqlite
-    .transaction((batch: ReadonlyArray<TransitionCommit>): CommitOutcome[] =>
+    .transaction((batch: ReadonlyArray<GroupWrite>): CommitOutcome[] =>
       batch.map((commit) => {
         try {
           commitBody(commit)
@@ -254,7 +259,7 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
       })
     )
     .immediate.bind(null)
-  const commitAll = (batch: ReadonlyArray<TransitionCommit>): CommitOutcome[] => {
+  const commitAll = (batch: ReadonlyArray<GroupWrite>): CommitOutcome[] => {
     try {
       return commitFenced(batch)
     } catch (error) {

@@ -3,10 +3,10 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
-import type { TransitionCommit } from '../run-writer/run-write.js'
+import type { GroupWrite, RunCreation } from '../run-writer/run-write.js'
 import { FIRST_LEASE_TOKEN, type LeaseRequest, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
-import type { NewRun, StoredRunRow } from '../tables/runs.table.js'
+import type { StoredRunRow } from '../tables/runs.table.js'
 import type { StoredStepRow } from '../tables/steps.table.js'
 import type { JournalHead } from '../repositories/journal-entries.repository.js'
 import type { StoredApprovalRow } from '../tables/approvals.table.js'
@@ -57,13 +57,17 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const onDisk = sqlite.name !== '' && sqlite.name !== ':memory:' && !sqlite.memory
   const checkpointer = onDisk ? startCheckpointer(sqlite.name) : undefined
   if (checkpointer !== undefined) sqlite.pragma('wal_autocheckpoint = 0')
-  // Started with the first group commit large enough for it: a process that drives one run at a
-  // time never has one.
+  // Started with the first group commit large enough for it, counting transitions' commits only:
+  // a process that drives one run at a time never has one, nor one whose runs were created at once
+  // and then wait (creations alone do not pay for a thread's memory, ~20 MB: docs/durability.md,
+  // "Group commit").
   let thread: CommitThread | undefined
   let threadTried = !onDisk
-  const threadFor = (size: number): CommitThread | undefined => {
+  /** Transitions' commits in `queue` (the rest are runs' creations). */
+  let queuedCommits = 0
+  const threadFor = (): CommitThread | undefined => {
     if (thread !== undefined && !thread.alive()) thread = undefined
-    if (thread === undefined && !threadTried && size >= THREAD_MIN_BATCH) {
+    if (thread === undefined && !threadTried && queuedCommits >= THREAD_MIN_BATCH) {
       threadTried = true
       thread = startCommitThread({ file: sqlite.name, busyTimeoutMs: BUSY_TIMEOUT_MS })
     }
@@ -75,17 +79,18 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   // one log write; one fenced-out run, or one whose write fails, rolls back alone
   // (docs/durability.md, "Group commit").
   interface Queued {
-    readonly commit: TransitionCommit
+    readonly commit: GroupWrite
     readonly resolve: () => void
     readonly reject: (error: unknown) => void
   }
   let queue: Queued[] = []
   /** Writes on this connection waiting for the commit thread to be done, in order. */
   const waiting: Array<() => void> = []
-  const enqueue = (commit: TransitionCommit): Promise<void> =>
+  const enqueue = (commit: GroupWrite): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       queue.push({ commit, resolve, reject })
-      if (queue.length >= THREAD_CHUNK && waiting.length === 0 && threadFor(queue.length) !== undefined) toThread()
+      if (!('created' in commit)) queuedCommits += 1
+      if (queue.length >= THREAD_CHUNK && waiting.length === 0 && threadFor() !== undefined) toThread()
       else if (queue.length === 1) setImmediate(flushSoon)
     })
   const settle = (batch: ReadonlyArray<Queued>, outcomes: ReadonlyArray<CommitOutcome>): void => {
@@ -99,6 +104,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const toThread = (): void => {
     const batch = queue
     queue = []
+    queuedCommits = 0
     thread!
       .commit(batch.map((queued) => queued.commit))
       .then(
@@ -117,12 +123,13 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const flushSoon = (): void => {
     if (queue.length === 0 || waiting.length > 0) return
     // Behind commits already at the thread: there too, in order.
-    if (threadBusy() || (queue.length >= THREAD_MIN_BATCH && threadFor(queue.length) !== undefined)) toThread()
+    if (threadBusy() || (queue.length >= THREAD_MIN_BATCH && threadFor() !== undefined)) toThread()
     else void whenFreeAsync(flushQueue)
   }
   const flushQueue = (): void => {
     const batch = queue
     queue = []
+    queuedCommits = 0
     let outcomes: ReadonlyArray<CommitOutcome>
     try {
       outcomes = commitAll(batch.map((queued) => queued.commit))
@@ -162,8 +169,8 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   }
 
   const createNow = sqlite
-    .transaction((row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }) => {
-      apply({ op: 'insertRun', row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN } })
+    .transaction((creation: RunCreation) => {
+      apply(creation.created)
       return FIRST_LEASE_TOKEN
     })
     .immediate.bind(null)
@@ -196,7 +203,14 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     .immediate.bind(null)
 
   return {
-    createRun: (row, lease) => whenFree(() => createNow(row, lease)),
+    // Among other runs, a run's creation may share their group commit too (docs/durability.md,
+    // "Group commit"): its row's INSERTs go with theirs, in the same transaction and log write.
+    createRun: (row, lease, options) => {
+      const creation: RunCreation = {
+        created: { op: 'insertRun', row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN } }
+      }
+      return options?.batch === true ? enqueue(creation).then(created) : whenFree(() => createNow(creation))
+    },
     loadRun: (runId) => {
       const run = statement('SELECT runs.*, run_contracts.contract_json FROM runs JOIN run_contracts ON run_contracts.run_id = runs.id WHERE runs.id = ?').get(
         runId
@@ -259,6 +273,9 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
 const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
 const STEPS =
   "SELECT run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at FROM run_log WHERE run_id = ? AND kind = 's' ORDER BY step"
+/** What a run created in a group commit resolves to: its first fencing token. */
+const created = (): number => FIRST_LEASE_TOKEN
+
 const ATTEMPT_TOTALS = `${RUN_ATTEMPT_TOTALS_SELECT} FROM run_log WHERE run_id = ? AND kind = 'a' ${RUN_ATTEMPT_TOTALS_GROUP}`
 const LAST_STEP_TEXT = "SELECT text FROM run_log WHERE run_id = ? AND kind = 's' AND text != '' ORDER BY step DESC LIMIT 1"
 const TOOL_EFFECTS =
