@@ -67,7 +67,7 @@ const rows = [
     spread(f.concurrentStepsPerSec),
     '≥ 6,000',
     yes(r.met.concurrent),
-    "one main thread drives every run (XState, the driver, the tools, Effect at the waits) while the store's commit thread makes the group commits on a connection of its own (docs/durability.md, \"Group commit\"), handed over every 64 commits so that the first runs' next steps are ready when it is done: measured (2026-12-02, both in one process run, interleaved batches), ~4,900 steps/s with the main thread making the group commits, ~5,800 with the thread, ~6,000-6,500 when the host runs at its fastest; the bench's single timed batch comes right after one warm-up batch, in a fresh process, and each further batch of a process measured faster still. The main thread's part, from a CPU profile of the batch (2026-12-02, after the machine's transition cache took XState from ~20% to ~5%, packages/actors/src/machine/transition-cache.ts): GC ~16% (a thousand live runs' heap), Effect's fibers at the waits ~13%, the tool's system calls ~6%, the hand-over of the commits ~6% (a structured clone, ~5 µs a commit), each run's start (its row and first receipt in transactions of their own, its actor, its contract checked and stored as JSON, its workspace opened, one Effect fiber), the rest the driver"
+    "one main thread drives every run (XState, the driver, the tools, Effect at the waits) while the store's commit thread makes the group commits on a connection of its own (docs/durability.md, \"Group commit\"), handed over every 64 commits so that the first runs' next steps are ready when it is done; since 2026-12-03 a run created while others are driven joins their group commit (measured: the main thread 109-148 µs a step against 147-183 when each run made its own transaction there, ~90 µs of its start). The timed batch is a fresh process's fourth (three warm-up batches, `BENCH_WARM_BATCHES`): measured (2026-12-03, `--trace-opt`) V8 compiles ~400 functions in the first batch and ~140 in the second (~1.7 s of the compiler threads' CPU inside a ~2.2 s batch, on two cores), ~40-55 in each after, and steps/s rise from the first batch to a plateau from the third. What is left on the main thread, from a CPU profile of the timed batch (2026-12-03): GC ~27% by the `gc` performance entries (each run's state between its steps lives through a round of the thousand runs, ~170 ms, so it survives the collections in between: ~10.6 KB a step survives one, by the sampling heap profiler), Effect's fibers at the waits ~13%, the hand-over of the commits ~7% (a structured clone), the tool's system calls ~8% (`readdir`, and the `readlink` that checks the run's held root is still its workspace), the rest the driver and XState"
   ],
   ['peak RSS (MB), same', f.concurrentPeakRssMb.median, spread(f.concurrentPeakRssMb), '', '', ''],
   [
@@ -196,10 +196,12 @@ ${rows
    bus: steps per second over the whole batch, peak RSS sampled every 20 ms; each repetition a
    fresh process, the figure their median (five since 2026-12-03: the batch moved by ±30% from
    one process to the next on this host, two made the median a mean of two draws). Before it, in the
-   same process and store, an untimed batch of as many such runs warms the JIT (and the store's
-   commit thread) up, as a process that has been serving runs is (measured 2026-12-02: a timed
-   batch after a warm-up of 200 runs ~15% fewer steps/s than after one of 1,000; the first batch
-   of a fresh process fewer still), with no forced GC between them (one measured ~5% fewer). Idle RSS per run:
+   same process and store, ${r.repetitions.throughputWarmBatches ?? 1} untimed batch(es) of as many such runs warm the JIT (and the
+   store's commit thread) up, as a process that has been serving runs is (measured 2026-12-03 with
+   \`--trace-opt\`: V8 compiles ~400 functions in a fresh process's first batch, ~140 in its second,
+   ~40-55 in each after; steps/s 3,200-3,500, then 4,700-5,000, then a plateau of 5,000-6,400 from
+   the third batch on; until 2026-12-03 one warm-up batch, so the timed batch was the second), with
+   no forced GC between them (one measured ~5% fewer). Idle RSS per run:
    1,000 runs whose first model call waits an hour, RSS after GC minus RSS after \`open\` (each read
    a second after a full GC, once the freed pages are back with the OS), divided by 1,000 (each in
    a fresh process).
@@ -233,7 +235,8 @@ ${rows
    scenario 1 (\`Agentvisor.open({ db: 'postgres://…' })\`, timed after the open that migrates it), and
    the loop of scenario 5 with \`@langchain/langgraph-checkpoint-postgres\` 1.0.5 (\`PostgresSaver\`,
    after its \`setup()\`), both calling the same \`list_dir\`, in the same process run: ${r.repetitions.postgres ?? r.repetitions.light} interleaved pairs, one of
-   each in turn, each after a full GC and an untimed run of ${f.coldPerStep?.warmSteps ?? f.coldPerStep?.steps ?? 300} steps like scenario 1's,
+   each in turn, each after a full GC and an untimed run of ${r.repetitions.postgresWarmSteps ?? f.coldPerStep?.warmSteps ?? 300} steps (V8 still compiles ~100 of
+   agentvisor's functions in the 3,000 steps after a 2,000-step warm-up: measured 2026-12-03),
    the ratio the median of the pairs'.
 
 ## The hot path
