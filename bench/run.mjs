@@ -287,7 +287,8 @@ const results = {
     postgresWarmSteps: PG_WARM_STEPS,
     heavy: HEAVY,
     throughput: THROUGHPUT_REPS,
-    throughputWarmBatches: Number(process.env.BENCH_WARM_BATCHES ?? 3),
+    // As concurrent.mjs ran them (BENCH_WARM_BATCHES, its default there).
+    throughputWarmBatches: thr[0]?.warmBatches,
     steps: STEPS,
     runs: RUNS,
     cliRuns: CLI_RUNS,

@@ -61,6 +61,7 @@ try {
       concurrentStepsPerSec: (total / ms) * 1000,
       peakRssMb: peak / 1024,
       peakRssPerRunKb: (peak - base) / runs,
+      warmBatches: warm > 0 ? warmBatches : 0,
       notSucceeded: bad
     })
   }

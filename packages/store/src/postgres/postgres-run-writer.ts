@@ -2,7 +2,7 @@ import type { RememberedRuleRow } from '../tables/remembered-rules.table.js'
 import type { Pool, QueryResultRow } from 'pg'
 import { LeaseLostError } from '../errors.js'
 import type { RunWrite } from '../run-writer/run-write.js'
-import { FIRST_LEASE_TOKEN, type LeaseRequest, type LoadedRun, type RunWriter } from '../run-writer/run-writer.js'
+import { FIRST_LEASE_TOKEN, type LeaseRequest, type LoadedRun, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
 import type { JournalHead } from '../repositories/journal-entries.repository.js'
 import { decodeApprovalRow } from '../tables/approvals.columns.js'
@@ -93,10 +93,7 @@ export function postgresRunWriter(pool: Pool): RunWriter {
       if (result.rowCount === 0) throw new LeaseLostError({ runId })
     },
     createRun: async (row, lease) => {
-      const insertRun: RunWrite = {
-        op: 'insertRun',
-        row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN }
-      }
+      const insertRun: RunWrite = { op: 'insertRun', row: leasedRun(row, lease) }
       await query('agentvisor_create_run', 'SELECT agentvisor_apply_writes($1::jsonb)', [writesJson([insertRun])])
       return FIRST_LEASE_TOKEN
     },

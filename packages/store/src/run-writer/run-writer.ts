@@ -27,6 +27,14 @@ import type { RunHead, RunWrite, TransitionCommit } from './run-write.js'
 /** The fencing token of a run created with its lease (the next acquisition bumps it). */
 export const FIRST_LEASE_TOKEN = 1
 
+/** A new run's row as every writer's `createRun` writes it: leased to `lease.owner` under the first token. */
+export const leasedRun = (row: NewRun, lease: { readonly owner: string; readonly expiresAt: number }): NewRun => ({
+  ...row,
+  lease_owner: lease.owner,
+  lease_expires_at: lease.expiresAt,
+  lease_token: FIRST_LEASE_TOKEN
+})
+
 /** What a resume reads of a run. */
 export interface LoadedRun {
   readonly run: RunWithContract
@@ -163,7 +171,7 @@ export function kyselyRunWriter(db: Kysely<Database>): RunWriter {
         if (updated.numUpdatedRows === 0n) throw new LeaseLostError({ runId: commit.runId })
       }),
     createRun: async (row, lease) => {
-      await insertRun(db, { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN })
+      await insertRun(db, leasedRun(row, lease))
       return FIRST_LEASE_TOKEN
     },
     write: (runId, leaseToken, writes) =>

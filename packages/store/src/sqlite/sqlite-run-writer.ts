@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
 import type { GroupWrite, RunCreation } from '../run-writer/run-write.js'
-import { FIRST_LEASE_TOKEN, type LeaseRequest, type RunWriter } from '../run-writer/run-writer.js'
+import { FIRST_LEASE_TOKEN, type LeaseRequest, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
 import type { StoredRunRow } from '../tables/runs.table.js'
 import type { StoredStepRow } from '../tables/steps.table.js'
@@ -100,11 +100,16 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
       else batch[i]!.reject(outcome.error)
     }
   }
-  /** Hands the queue to the commit thread; once the thread is done, what waited for it runs. */
-  const toThread = (): void => {
+  /** Takes what is queued, leaving the queue empty. */
+  const takeQueue = (): Queued[] => {
     const batch = queue
     queue = []
     queuedCommits = 0
+    return batch
+  }
+  /** Hands the queue to the commit thread; once the thread is done, what waited for it runs. */
+  const toThread = (): void => {
+    const batch = takeQueue()
     thread!
       .commit(batch.map((queued) => queued.commit))
       .then(
@@ -127,9 +132,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     else void whenFreeAsync(flushQueue)
   }
   const flushQueue = (): void => {
-    const batch = queue
-    queue = []
-    queuedCommits = 0
+    const batch = takeQueue()
     let outcomes: ReadonlyArray<CommitOutcome>
     try {
       outcomes = commitAll(batch.map((queued) => queued.commit))
@@ -206,9 +209,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     // Among other runs, a run's creation may share their group commit too (docs/durability.md,
     // "Group commit"): its row's INSERTs go with theirs, in the same transaction and log write.
     createRun: (row, lease, options) => {
-      const creation: RunCreation = {
-        created: { op: 'insertRun', row: { ...row, lease_owner: lease.owner, lease_expires_at: lease.expiresAt, lease_token: FIRST_LEASE_TOKEN } }
-      }
+      const creation: RunCreation = { created: { op: 'insertRun', row: leasedRun(row, lease) } }
       return options?.batch === true ? enqueue(creation).then(created) : whenFree(() => createNow(creation))
     },
     loadRun: (runId) => {
@@ -269,13 +270,13 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   }
 }
 
+/** What a run created in a group commit resolves to: its first fencing token. */
+const created = (): number => FIRST_LEASE_TOKEN
+
 // The reads of `run_log` by its key `(run_id, step, kind, n)`, with the columns the old tables had.
 const LAST_ENTRY = "SELECT n AS seq, snapshot_json FROM run_log WHERE run_id = ? AND kind = 'j' ORDER BY step DESC, kind DESC, n DESC LIMIT 1"
 const STEPS =
   "SELECT run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at FROM run_log WHERE run_id = ? AND kind = 's' ORDER BY step"
-/** What a run created in a group commit resolves to: its first fencing token. */
-const created = (): number => FIRST_LEASE_TOKEN
-
 const ATTEMPT_TOTALS = `${RUN_ATTEMPT_TOTALS_SELECT} FROM run_log WHERE run_id = ? AND kind = 'a' ${RUN_ATTEMPT_TOTALS_GROUP}`
 const LAST_STEP_TEXT = "SELECT text FROM run_log WHERE run_id = ? AND kind = 's' AND text != '' ORDER BY step DESC LIMIT 1"
 const TOOL_EFFECTS =
