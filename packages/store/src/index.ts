@@ -4,6 +4,7 @@ export { LeaseConflictError, LeaseLostError, StoreError } from './errors.js'
 export { openStore, type OpenStoreOptions, type Store } from './open-store.js'
 export { resolveDbPath, DB_ENV_VAR } from './resolve-db-path.js'
 export { migrations, migrationProvider } from './migrations/index.js'
+export { newRunId } from './run-id.js'
 
 export {
   isFinalStatus,

@@ -547,6 +547,109 @@ describe('the SQLite commit thread', () => {
     await writer.close()
   })
 
+  it("makes every kind of write a commit carries exactly as the store's connection makes it, text that needs escaping included", async () => {
+    // Run-1's two commits, every write kind in them: an errored receipt with its partial text, a
+    // pending one, both settlement shapes, a step and its results, feedback on an earlier step,
+    // policy events, an approval, a tool effect started and completed; text with NUL and DLE.
+    const odd = 'a\u0000b\u0010c'
+    const commits = (): TransitionCommit[] => [
+      commitOf(1, 1, {
+        writes: [
+          { op: 'insertAttempt', row: attempt({ attempt: 0, error_kind: 'transient', http_status: 503, error_message: odd, partial_text: odd, latency_ms: 3 }) },
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'failed', settled_at: 's0', error_kind: 'transient', http_status: 503 } },
+          { op: 'insertAttempt', row: attempt({ attempt: 1 }) },
+          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 1, patch: { outcome: 'ok', settled_at: 's1', latency_ms: 7, tokens_in: 2, tokens_out: 3 } },
+          { op: 'insertStep', row: step({ text: odd, tool_calls_json: '[]' }) }
+        ]
+      }),
+      commitOf(1, 2, {
+        head: head('verifying'),
+        writes: [
+          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: JSON.stringify([{ ...RESULT, output: odd }]) },
+          { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: odd },
+          {
+            op: 'insertPolicyEvents',
+            rows: [
+              {
+                run_id: 'run-1',
+                step: 1,
+                kind: 'refusal',
+                act: 'write',
+                target: odd,
+                rule: 'secrets/**',
+                layer: 'base',
+                decision: 'deny',
+                source: 'policy',
+                request_id: null,
+                performed_target: null,
+                at: 'x'
+              }
+            ]
+          },
+          {
+            op: 'insertApproval',
+            row: {
+              id: 'ap-1',
+              run_id: 'run-1',
+              step: 1,
+              position: 0,
+              tool_call_id: 'c1',
+              kind: 'approval',
+              act: 'exec',
+              target: odd,
+              payload_json: '{"name":"exec","arguments":"{}"}',
+              rule: '*',
+              layer: 'team',
+              source: null,
+              edited_payload_json: null,
+              created_at: 'x',
+              decided_at: null
+            }
+          },
+          { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: odd, started_at: 'x' } },
+          { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true,"output":"r"}', at: odd }
+        ],
+        transitions: [journalTransition({ seq: 2, from: 'acting', event: { type: 'TOOLS_DONE' }, to: 'verifying' })]
+      })
+    ]
+    const rowsOf = async (store: Store) => ({
+      run: await getRun(store.db, 'run-1'),
+      attempts: await listAttempts(store.db, 'run-1'),
+      steps: await listSteps(store.db, 'run-1'),
+      transitions: await listTransitions(store.db, 'run-1'),
+      policy: await listPolicyEvents(store.db, 'run-1'),
+      approvals: await listApprovals(store.db, 'run-1', 1),
+      effects: await listToolEffects(store.db, 'run-1', 1)
+    })
+    // On the store's connection, one commit at a time.
+    const alone = await tempStore('sqlite')
+    const mainWriter = sqliteRunWriter(alone.db, alone.sqlite!)
+    await runsOf(mainWriter, 1)
+    for (const commit of commits()) await mainWriter.commit(commit)
+    // At the commit thread: each of run-1's commits in a group commit large enough to go there.
+    const store = await tempStore('sqlite')
+    const writer = sqliteRunWriter(store.db, store.sqlite!)
+    const ids = await runsOf(writer, 24)
+    const [first, second] = commits()
+    await Promise.all([writer.commit(first!, { batch: true }), ...firstCommits(writer, ids.slice(1))])
+    const before = dataVersion(store)
+    await Promise.all([
+      writer.commit(second!, { batch: true }),
+      ...ids.slice(1).map((id) => writer.commit(commitOf(1, 2, { runId: id, head: head('verifying') }), { batch: true }))
+    ])
+    expect(dataVersion(store)).not.toBe(before)
+    const threaded = await rowsOf(store)
+    expect(threaded).toEqual(await rowsOf(alone))
+    expect(threaded.attempts).toMatchObject([
+      { attempt: 0, outcome: 'failed', error_message: odd, partial_text: odd, http_status: 503 },
+      { attempt: 1, outcome: 'ok', latency_ms: 7, tokens_in: 2, tokens_out: 3 }
+    ])
+    expect(threaded.steps).toMatchObject([{ text: odd, feedback: odd, results: [{ output: odd }] }])
+    expect(threaded.effects).toMatchObject([{ status: 'completed', arguments: odd, completed_at: odd }])
+    await writer.close()
+    await mainWriter.close()
+  })
+
   /** `ids.length` runs created at once, each allowed to join a group commit. */
   const createdAtOnce = (writer: RunWriter, ids: ReadonlyArray<string>) =>
     Promise.allSettled(ids.map((id) => writer.createRun(run({ id, goal: id }), { owner: 'me', expiresAt: 5000 }, { batch: true })))

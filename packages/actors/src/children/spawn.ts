@@ -1,8 +1,7 @@
 import { ContractError, type TaskContract } from '@agentvisor/core'
-import { type Database, getRun, getRunRow, insertRun, type LeaseLostError, listChildren, recordedUsage, StoreError } from '@agentvisor/store'
+import { type Database, getRun, getRunRow, insertRun, type LeaseLostError, listChildren, newRunId, recordedUsage, StoreError } from '@agentvisor/store'
 import { Clock, Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
-import { randomUUID } from 'node:crypto'
 import type { Bus } from '../bus/bus.js'
 import { PROTOCOL_VERSION } from '../bus/messages.js'
 import { RunNotFoundError } from '../errors.js'
@@ -36,8 +35,9 @@ export const makeSpawn = (deps: { readonly db: Kysely<Database>; readonly bus: B
         const parent = yield* storeCall('load the parent run', () => getRun(db, parentId))
         if (parent === undefined) return yield* new RunNotFoundError({ runId: parentId })
         const parentContract = parent.contract
-        const runId = randomUUID()
-        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+        const now = yield* Clock.currentTimeMillis
+        const runId = newRunId(now)
+        const at = new Date(now).toISOString()
         const made = yield* spawnLock.withPermits(1)(
           Effect.gen(function* () {
             const siblings = yield* storeCall('load the sibling runs', () => listChildren(db, parentId))

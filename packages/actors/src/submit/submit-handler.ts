@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto'
 import type { RunError, TaskContract } from '@agentvisor/core'
-import { type Database, getRun, insertRun, updateRun } from '@agentvisor/store'
+import { type Database, getRun, insertRun, newRunId, updateRun } from '@agentvisor/store'
 import { Cause, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { Bus, SubmitHandler } from '../bus/bus.js'
@@ -34,7 +33,7 @@ export const makeSubmitHandler =
     Effect.gen(function* () {
       const parsed = parseSubmitBody(body)
       if (Either.isLeft(parsed)) return controlError(parsed.left)
-      const { runId = randomUUID(), traceparent } = parsed.right
+      const { runId = newRunId(), traceparent } = parsed.right
       const narrowed = narrowSubmission(deps.template, parsed.right.contract)
       if (Either.isLeft(narrowed)) {
         deps.log(`refused a submitted run: ${oneLine(narrowed.left, 500)}`)

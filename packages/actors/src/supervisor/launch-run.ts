@@ -22,6 +22,7 @@ import {
   isFinalStatus,
   type LeaseConflictError,
   type LeaseLostError,
+  newRunId,
   type RunWriter,
   type StoreError
 } from '@agentvisor/store'
@@ -227,8 +228,10 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       // So are tools it names that nobody offers. A root whose children run in this process checks
       // the task's other agents too; where workers drive them, each worker checks its own tools.
       const tools = yield* catalogueOf(contract, contract.lineage === undefined && options.serveChildren !== undefined)
-      const runId = randomUUID()
-      const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const now = yield* Clock.currentTimeMillis
+      // Time-ordered, so the runs being driven sit together in the store's B-trees (store run-id.ts).
+      const runId = newRunId(now)
+      const createdAt = new Date(now).toISOString()
       const parentId = startOptions.parentId ?? null
       // A task carries no lineage (docs/task-file.md): a run started under a parent joins
       // the parent's tree, whose root is the parent's own root, or the parent if it is one.

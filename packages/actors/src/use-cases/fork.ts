@@ -1,5 +1,13 @@
-import { randomUUID } from 'node:crypto'
-import { type Database, getRun, insertFork, type JournalTransition, listJournalEntries, type NewJournalEntry, type StoreError } from '@agentvisor/store'
+import {
+  type Database,
+  getRun,
+  insertFork,
+  newRunId,
+  type JournalTransition,
+  listJournalEntries,
+  type NewJournalEntry,
+  type StoreError
+} from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import { ForkRefusedError, RunNotFoundError } from '../errors.js'
@@ -59,7 +67,7 @@ export const forkRun = (db: Kysely<Database>, runId: string, seq: number): Effec
       catch: () => new ForkRefusedError({ runId, seq, reason: 'its snapshot then does not fit the run machine' })
     })
 
-    const forkId = randomUUID()
+    const forkId = newRunId()
     const kept = entries.filter((entry) => entry.first_seq <= seq)
     const journal: NewJournalEntry[] = kept.map((entry, i) => {
       const isLast = i === kept.length - 1

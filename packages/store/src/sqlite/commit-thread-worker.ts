@@ -3,9 +3,9 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import BetterSqlite3 from 'better-sqlite3'
 import { LeaseLostError } from '../errors.js'
-import type { GroupWrite } from '../run-writer/run-write.js'
 import { CLOSE_COMMIT_THREAD, type CommitThreadData, type WireError, type WireOutcome, type WireReply } from './commit-thread.js'
 import { useWriterPragmas } from './connection-pragmas.js'
+import type { Wire } from './commit-wire.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
 
 const data = workerData as CommitThreadData
@@ -22,7 +22,7 @@ const wireOutcome = (outcome: CommitOutcome): WireOutcome => {
   return outcome.error instanceof LeaseLostError ? { lost: outcome.error.runId } : wireError(outcome.error)
 }
 
-let commitAll: ((batch: ReadonlyArray<GroupWrite>) => CommitOutcome[]) | undefined
+let commitWire: ((batch: Wire) => CommitOutcome[]) | undefined
 let opening: WireError | undefined
 let sqlite: BetterSqlite3.Database | undefined
 try {
@@ -31,12 +31,12 @@ try {
   sqlite = new BetterSqlite3(data.file, { timeout: data.busyTimeoutMs })
   useWriterPragmas(sqlite, data.busyTimeoutMs)
   sqlite.pragma('wal_autocheckpoint = 0')
-  commitAll = sqliteCommits(sqlite).commitAll
+  commitWire = sqliteCommits(sqlite).commitWire
 } catch (error) {
   opening = wireError(error)
 }
 
-port.on('message', (batch: ReadonlyArray<GroupWrite> | typeof CLOSE_COMMIT_THREAD) => {
+port.on('message', (batch: Wire | typeof CLOSE_COMMIT_THREAD) => {
   // Stopped: the connection is closed here, by its own thread, and the thread ends with nothing
   // left open (commit-thread.ts `stop`).
   if (batch === CLOSE_COMMIT_THREAD) {
@@ -45,10 +45,10 @@ port.on('message', (batch: ReadonlyArray<GroupWrite> | typeof CLOSE_COMMIT_THREA
     return
   }
   let reply: WireReply
-  if (commitAll === undefined) reply = { fatal: opening ?? { message: 'the commit thread has no connection' } }
+  if (commitWire === undefined) reply = { fatal: opening ?? { message: 'the commit thread has no connection' } }
   else {
     try {
-      reply = { outcomes: commitAll(batch).map(wireOutcome) }
+      reply = { outcomes: commitWire(batch).map(wireOutcome) }
     } catch (error) {
       reply = { fatal: wireError(error) }
     }

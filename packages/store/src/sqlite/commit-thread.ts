@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { LeaseLostError } from '../errors.js'
-import type { GroupWrite } from '../run-writer/run-write.js'
+import type { Wire } from './commit-wire.js'
 import type { CommitOutcome } from './sqlite-commits.js'
 
 /** An error as it crosses from the thread: its message, and SQLite's code when it has one. */
@@ -36,8 +36,8 @@ export interface CommitThreadData {
  * in the order they were handed over; each settles once its transaction has committed.
  */
 export interface CommitThread {
-  /** Commits `batch` in one transaction there (`sqliteCommits().commitAll`); its outcomes in order. */
-  readonly commit: (batch: ReadonlyArray<GroupWrite>) => Promise<ReadonlyArray<CommitOutcome>>
+  /** Commits a group commit's wire (commit-wire.ts) in one transaction there (`sqliteCommits().commitWire`); its outcomes in order. */
+  readonly commit: (batch: Wire) => Promise<ReadonlyArray<CommitOutcome>>
   /** Batches handed over and not yet settled. */
   readonly inFlight: () => number
   /** Whether it still takes batches (it stops for good when its thread dies). */

@@ -1,10 +1,9 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import { LeaseLostError } from '../errors.js'
-import { compactWrites } from '../run-writer/compact-writes.js'
 import type { GroupWrite, RunWrite, TransitionCommit } from '../run-writer/run-write.js'
-import type { AttemptSettlement, NewAttempt } from '../tables/attempts.table.js'
-import { encodeParams, encodeText } from '../text-codec.js'
-import { type BoundValue, pushAttemptValues, pushSettlementValues, pushStepValues, textOrNull } from '../run-writer/bound-values.js'
+import { decodeText, encodeParams, encodeText } from '../text-codec.js'
+import { type BoundValue, textOrNull } from '../run-writer/bound-values.js'
+import { Entry, encodeGroup, Op, OP_VALUES, pushCommit, pushWrite, pushWrites, type Wire } from './commit-wire.js'
 
 type Params = ReadonlyArray<string | number | bigint | null>
 
@@ -77,56 +76,17 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
     "UPDATE run_log SET status = 'completed', result_json = ?, completed_at = ? WHERE run_id = ? AND step = ? AND kind = 't' AND n = ?"
   )
 
-  /** The values of the write being bound (bound-values.ts), one array for every write. */
+  /** The values of the write being bound, one array for every write that binds an array. */
   const bound: BoundValue[] = []
-  const apply = (write: RunWrite): void => {
+  /** `bound` filled with the `n` values of `wire` from `at`. */
+  const boundFrom = (wire: Wire, at: number, n: number): BoundValue[] => {
+    bound.length = 0
+    for (let i = at; i < at + n; i++) bound.push(wire[i] as BoundValue)
+    return bound
+  }
+  /** A write the hot path never makes, from its object. */
+  const applyOther = (write: RunWrite): void => {
     switch (write.op) {
-      case 'insertAttempt': {
-        const { row } = write
-        if (isPendingOnly(row)) {
-          insertPendingAttempt.run(encodeText(row.run_id), row.step, row.attempt, encodeText(row.provider), row.reason, encodeText(row.started_at))
-          return
-        }
-        bound.length = 0
-        bound.push(encodeText(row.run_id))
-        pushAttemptValues(bound, row)
-        insertAttempt.run(bound)
-        return
-      }
-      case 'settleAttempt': {
-        const { patch } = write
-        if (isAnswerOnly(patch)) {
-          settleAnswered.run(
-            patch.outcome,
-            encodeText(patch.settled_at),
-            patch.latency_ms ?? null,
-            patch.ttft_ms ?? null,
-            patch.tokens_in ?? null,
-            patch.tokens_out ?? null,
-            encodeText(write.runId),
-            write.step,
-            write.attempt
-          )
-          return
-        }
-        bound.length = 0
-        pushSettlementValues(bound, patch)
-        bound.push(encodeText(write.runId), write.step, write.attempt)
-        settleAttempt.run(bound)
-        return
-      }
-      case 'insertStep':
-        bound.length = 0
-        bound.push(encodeText(write.row.run_id))
-        pushStepValues(bound, write.row)
-        insertStep.run(bound)
-        return
-      case 'setStepResults':
-        setStepResults.run(write.resultsJson, encodeText(write.runId), write.step)
-        return
-      case 'setStepFeedback':
-        setStepFeedback.run(encodeText(write.feedback), encodeText(write.runId), write.step)
-        return
       case 'insertApproval':
         insert('approvals', write.row, ' ON CONFLICT (run_id, step, tool_call_id) DO NOTHING')
         return
@@ -139,24 +99,56 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
         insert('run_contracts', { run_id: row.id, contract_json })
         return
       }
-      case 'startToolEffect': {
-        const { row } = write
-        startToolEffect.run(
-          encodeText(row.run_id),
-          row.step,
-          row.position,
-          encodeText(row.tool_call_id),
-          encodeText(row.name),
-          encodeText(row.arguments),
-          encodeText(row.started_at)
-        )
-        return
+      default: {
+        // Every other write has a statement of its own (commit-wire.ts `pushWrite`).
+        const one: Wire = []
+        pushWrite(one, write)
+        applyAt(one, 0)
       }
-      case 'completeToolEffect':
-        completeToolEffect.run(write.resultJson, encodeText(write.at), encodeText(write.runId), write.step, write.position)
-        return
     }
   }
+  /** Runs the write whose tag is at `at` in `wire`; the offset after it. */
+  const applyAt = (wire: Wire, at: number): number => {
+    const op = wire[at] as number
+    const v = at + 1
+    switch (op) {
+      case Op.pendingAttempt:
+        insertPendingAttempt.run(wire[v], wire[v + 1], wire[v + 2], wire[v + 3], wire[v + 4], wire[v + 5])
+        break
+      case Op.attempt:
+        insertAttempt.run(boundFrom(wire, v, 14))
+        break
+      case Op.answered:
+        settleAnswered.run(boundFrom(wire, v, 9))
+        break
+      case Op.settlement:
+        settleAttempt.run(boundFrom(wire, v, 13))
+        break
+      case Op.step:
+        insertStep.run(boundFrom(wire, v, 11))
+        break
+      case Op.results:
+        setStepResults.run(wire[v], wire[v + 1], wire[v + 2])
+        break
+      case Op.feedback:
+        setStepFeedback.run(wire[v], wire[v + 1], wire[v + 2])
+        break
+      case Op.startEffect:
+        startToolEffect.run(boundFrom(wire, v, 7))
+        break
+      case Op.completeEffect:
+        completeToolEffect.run(wire[v], wire[v + 1], wire[v + 2], wire[v + 3], wire[v + 4])
+        break
+      case Op.other:
+        applyOther(wire[v] as RunWrite)
+        break
+      default:
+        throw new Error(`a commit's wire has no write tagged ${String(op)} at ${at}`)
+    }
+    return v + OP_VALUES[op as keyof typeof OP_VALUES]
+  }
+  /** Runs one write given as its object (a run's creation outside a group commit). */
+  const apply = applyOther
 
   // The run's head: the fence (`lease_token`) and the columns a transition changes, with its
   // status only when that changed (it is indexed).
@@ -185,60 +177,87 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
   const insertEntryFenced = sqlite.prepare(
     "INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) SELECT ?, ?, 'j', ?, ?, ?, ? WHERE (SELECT lease_token FROM runs WHERE id = ?) = ?"
   )
-  const commitBody = (commit: GroupWrite): void => {
+  /** Makes the entry at `at` (a creation, or a commit laid out as commit-wire.ts `pushCommit` says); the offset after it. */
+  const commitAt = (wire: Wire, at: number): number => {
     // A run's creation: its row, nothing to fence yet.
-    if ('created' in commit) {
-      apply(commit.created)
-      return
-    }
-    const { runId, leaseToken, transitions } = commit
-    const deferred = commit.headDeferred === true
+    if (wire[at] === Entry.creation) return applyAt(wire, at + 1)
+    const end = wire[at + 1] as number
+    const id = wire[at + 2] as string
+    const leaseToken = wire[at + 3] as number
+    const deferred = wire[at + 4] === 1
+    const status = wire[at + 5]
+    const steps = wire[at + 7] as number
+    const transitions = wire[at + 11] as number
     // The fence comes first, so a superseded driver writes nothing at all: the head update (one
     // statement with it), or for a commit that leaves the head for later, its journal entry
     // inserted only under the driver's token (with no transition, a read of the token), all under
     // the same write lock.
     if (!deferred) {
-      if (writeHead(commit) === 0) throw new LeaseLostError({ runId })
-    } else if (transitions.length === 0) fence(runId, leaseToken)
+      const changed =
+        status === null
+          ? updateHead.run(wire[at + 6], steps, wire[at + 8], wire[at + 9], wire[at + 10], id, leaseToken)
+          : updateHeadAndStatus.run(status, wire[at + 6], steps, wire[at + 8], wire[at + 9], wire[at + 10], id, leaseToken)
+      if (changed.changes === 0) throw new LeaseLostError({ runId: decodeText(id) })
+    } else if (transitions === 0) fence(id, leaseToken)
+    let next = at + 12
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
-    if (transitions.length > 0) {
-      const id = encodeText(runId)
-      const step = commit.head.steps + 1
-      const seq = transitions[transitions.length - 1]!.seq
-      const firstSeq = transitions[0]!.seq
-      const json = JSON.stringify(transitions)
-      if (!deferred) insertEntry.run(id, step, seq, firstSeq, json, commit.snapshot)
-      else if (insertEntryFenced.run(id, step, seq, firstSeq, json, commit.snapshot, id, leaseToken).changes === 0) throw new LeaseLostError({ runId })
+    if (transitions > 0) {
+      const firstSeq = wire[next]
+      const seq = wire[next + 1]
+      const json = wire[next + 2]
+      const snapshot = wire[next + 3]
+      if (!deferred) insertEntry.run(id, steps + 1, seq, firstSeq, json, snapshot)
+      else if (insertEntryFenced.run(id, steps + 1, seq, firstSeq, json, snapshot, id, leaseToken).changes === 0) {
+        throw new LeaseLostError({ runId: decodeText(id) })
+      }
+      next += 4
     }
-    // A step inserted and given its results in one commit is one INSERT (compact-writes.ts).
-    for (const write of compactWrites(commit.writes)) apply(write)
+    const writes = wire[next] as number
+    next += 1
+    for (let i = 0; i < writes; i++) next = applyAt(wire, next)
+    return end
   }
-  const commitOne = sqlite.transaction(commitBody)
-  const commitNow = commitOne.immediate.bind(null)
+  /** The offset after the entry at `at`, whether or not it was made. */
+  const entryEnd = (wire: Wire, at: number): number => (wire[at] === Entry.creation ? at + 3 : (wire[at + 1] as number))
 
-  const selectToken = sqlite.prepare('SELECT lease_token FROM runs WHERE id = ?').pluck()
-  const fence = (runId: string, leaseToken: number): void => {
-    if (selectToken.get(encodeText(runId)) !== leaseToken) throw new LeaseLostError({ runId })
-  }
-  const writeNow = sqlite
-    .transaction((runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => {
-      fence(runId, leaseToken)
-      for (const write of writes) apply(write)
+  /** One commit, alone in its transaction. */
+  const commitNow = sqlite
+    .transaction((commit: TransitionCommit): void => {
+      const wire: Wire = []
+      pushCommit(wire, commit)
+      commitAt(wire, 0)
     })
     .immediate.bind(null)
 
-  // Each commit in a savepoint (`commitOne` nested in a transaction): whatever fails in it rolls back alone.
+  const selectToken = sqlite.prepare('SELECT lease_token FROM runs WHERE id = ?').pluck()
+  /** Throws LeaseLostError unless `id` (as stored: encoded) is leased under `leaseToken`. */
+  const fence = (id: string, leaseToken: number): void => {
+    if (selectToken.get(id) !== leaseToken) throw new LeaseLostError({ runId: decodeText(id) })
+  }
+  const writeNow = sqlite
+    .transaction((runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => {
+      fence(encodeText(runId), leaseToken)
+      const wire: Wire = []
+      const count = pushWrites(wire, writes)
+      for (let i = 0, at = 0; i < count; i++) at = applyAt(wire, at)
+    })
+    .immediate.bind(null)
+
+  // Each entry in a savepoint (`commitAt` in a nested transaction): whatever fails in it rolls back alone.
+  const commitInSavepoint = sqlite.transaction(commitAt)
   const commitEach = sqlite
-    .transaction((batch: ReadonlyArray<GroupWrite>): CommitOutcome[] =>
-      batch.map((commit) => {
+    .transaction((wire: Wire): CommitOutcome[] => {
+      const outcomes: CommitOutcome[] = []
+      for (let at = 0; at < wire.length; at = entryEnd(wire, at)) {
         try {
-          commitOne(commit)
-          return undefined
+          commitInSavepoint(wire, at)
+          outcomes.push(undefined)
         } catch (error) {
-          return { error }
+          outcomes.push({ error })
         }
-      })
-    )
+      }
+      return outcomes
+    })
     .immediate.bind(null)
   // The common case, without the two savepoint statements a commit costs: a commit's fence is its
   // first statement (the head update, or for a commit that leaves the head for later its fenced
@@ -247,44 +266,35 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
   // commit in savepoints (`commitEach`).
   class NeedsSavepoints extends Error {}
   const commitFenced = sqlite
-    .transaction((batch: ReadonlyArray<GroupWrite>): CommitOutcome[] =>
-      batch.map((commit) => {
+    .transaction((wire: Wire): CommitOutcome[] => {
+      const outcomes: CommitOutcome[] = []
+      for (let at = 0; at < wire.length; ) {
         try {
-          commitBody(commit)
-          return undefined
+          at = commitAt(wire, at)
+          outcomes.push(undefined)
         } catch (error) {
-          if (error instanceof LeaseLostError) return { error }
-          throw new NeedsSavepoints()
+          if (!(error instanceof LeaseLostError)) throw new NeedsSavepoints()
+          outcomes.push({ error })
+          at = entryEnd(wire, at)
         }
-      })
-    )
+      }
+      return outcomes
+    })
     .immediate.bind(null)
-  const commitAll = (batch: ReadonlyArray<GroupWrite>): CommitOutcome[] => {
+  /** A group commit's wire (commit-wire.ts `encodeGroup`) in one transaction: an outcome per entry, in order. */
+  const commitWire = (wire: Wire): CommitOutcome[] => {
     try {
-      return commitFenced(batch)
+      return commitFenced(wire)
     } catch (error) {
-      if (error instanceof NeedsSavepoints) return commitEach(batch)
+      if (error instanceof NeedsSavepoints) return commitEach(wire)
       throw error
     }
   }
+  /** A group commit in one transaction: an outcome per creation or commit, in order. */
+  const commitAll = (batch: ReadonlyArray<GroupWrite>): CommitOutcome[] => commitWire(encodeGroup(batch))
 
-  return { statement, update, apply, writeHead, fence, commitNow, writeNow, commitAll }
+  return { statement, update, apply, writeHead, fence, commitNow, writeNow, commitAll, commitWire }
 }
-
-/** A receipt with nothing known yet but who, why and when: what every dispatch writes before its call. */
-const isPendingOnly = (row: NewAttempt): boolean =>
-  row.error_kind == null &&
-  row.http_status == null &&
-  row.error_message == null &&
-  row.latency_ms == null &&
-  row.ttft_ms == null &&
-  row.tokens_in == null &&
-  row.tokens_out == null &&
-  row.partial_text == null
-
-/** A settlement with no error columns: what an answered call writes. */
-const isAnswerOnly = (patch: AttemptSettlement): boolean =>
-  patch.error_kind == null && patch.http_status == null && patch.error_message == null && patch.partial_text == null
 
 /**
  * A row's values in `columns` order, bound as the store holds them (text encoded, see

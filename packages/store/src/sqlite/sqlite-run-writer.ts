@@ -20,6 +20,7 @@ import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, to
 import { startCheckpointer } from './checkpointer.js'
 import { type CommitThread, startCommitThread } from './commit-thread.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
+import { encodeGroup } from './commit-wire.js'
 import { BUSY_TIMEOUT_MS } from './sqlite-reader.js'
 
 /**
@@ -111,7 +112,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const toThread = (): void => {
     const batch = takeQueue()
     thread!
-      .commit(batch.map((queued) => queued.commit))
+      .commit(encodeGroup(batch.map((queued) => queued.commit)))
       .then(
         (outcomes) => settle(batch, outcomes),
         (error: unknown) => {
@@ -200,7 +201,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
 
   const settleNow = sqlite
     .transaction((runId: string, leaseToken: number, outcome: string, at: string): number => {
-      fence(runId, leaseToken)
+      fence(encodeText(runId), leaseToken)
       return update('run_log', { outcome, settled_at: at }, "run_id = ? AND kind = 'a' AND outcome = 'pending'", [runId])
     })
     .immediate.bind(null)
