@@ -67,8 +67,32 @@ const rows = [
     spread(f.concurrentStepsPerSec),
     '≥ 6,000',
     yes(r.met.concurrent),
-    "one main thread drives every run (XState, the driver, the tools, Effect at the waits) while the store's commit thread makes the group commits on a connection of its own (docs/durability.md, \"Group commit\"), handed over every 64 commits so that the first runs' next steps are ready when it is done; since 2026-12-03 a run created while others are driven joins their group commit (measured: the main thread 109-148 µs a step against 147-183 when each run made its own transaction there, ~90 µs of its start). The timed batch is a fresh process's fourth (three warm-up batches, `BENCH_WARM_BATCHES`): measured (2026-12-03, `--trace-opt`) V8 compiles ~400 functions in the first batch and ~140 in the second (~1.7 s of the compiler threads' CPU inside a ~2.2 s batch, on two cores), ~40-55 in each after, and steps/s rise from the first batch to a plateau from the third. What is left on the main thread, from a CPU profile of the timed batch (2026-12-03): GC ~27% by the `gc` performance entries (each run's state between its steps lives through a round of the thousand runs, ~170 ms, so it survives the collections in between: ~10.6 KB a step survives one, by the sampling heap profiler), Effect's fibers at the waits ~13%, the hand-over of the commits ~7% (a structured clone), the tool's system calls ~8% (`readdir`, and the `readlink` that checks the run's held root is still its workspace), the rest the driver and XState"
+    "one main thread drives every run (XState, the driver, the tools, Effect at the waits) while the store's commit thread makes the group commits on a connection of its own (docs/durability.md, \"Group commit\"), handed over every 64 commits so that the first runs' next steps are ready when it is done; since 2026-12-03 a run created while others are driven joins their group commit (measured: the main thread 109-148 µs a step against 147-183 when each run made its own transaction there, ~90 µs of its start). The timed batch is a fresh process's fourth (three warm-up batches, `BENCH_WARM_BATCHES`): measured (2026-12-03, `--trace-opt`) V8 compiles ~400 functions in the first batch and ~140 in the second (~1.7 s of the compiler threads' CPU inside a ~2.2 s batch, on two cores), ~40-55 in each after, and steps/s rise from the first batch to a plateau from the third. Later on 2026-12-03 new runs got time-ordered ids (docs/durability.md, \"Run ids\") and a group commit started crossing to the commit thread as one flat array of bound values instead of objects (docs/durability.md, \"Group commit\"): measured against the build before, 8 fresh processes each, alternating, CPU per step of the fourth batch read from `/proc`: the commit thread ~40% of the main thread's CPU instead of ~70% (35-60 µs a step against 62-101), every thread together a median of ~260 µs a step against ~306, steps/s a median of ~6,300 against ~5,640 (host speed varied ~1.7× between runs, so only the medians and the per-run ratios mean anything). What is left, by thread (the same runs): the main thread ~115-140 µs a step, the commit thread ~45-60, V8's four helper threads ~70 together, libuv's pool (the tool's `readdir`) and the checkpointer ~10. On the main thread, from a CPU profile: GC ~18% (`--trace-gc-nvp`: ~32 KB allocated a step, ~8 KB survives a scavenge and ~7 KB is promoted, since a run's state between its steps lives through a round of the thousand runs, ~170 ms, longer than the ~85 ms between scavenges), Effect's fibers at the waits ~13%, the tool's system calls ~8% (`readdir`, and the `readlink` that checks the run's held root is still its workspace), encoding and handing over the commits ~5%, the rest the driver and XState. V8's parallel scavenger runs five tasks (Node's default pool of four threads, plus the main thread) on two cores: turning it off (`--no-parallel-scavenge`) took ~45 µs a step off the helper threads and added ~8 to the main thread. A young generation four times larger (`--max-semi-space-size=64`) let a round's state die young: 7,100-7,750 steps/s at ~225-245 µs a step, but it doubled the idle RSS per run (66 KB against 33), so the bench, like the `agentvisor` command, runs Node with its defaults"
   ],
+  ...(f.concurrentCpuUsPerStep === undefined
+    ? []
+    : [
+        [
+          'CPU µs per step, same, every thread of the process',
+          f.concurrentCpuUsPerStep.median,
+          spread(f.concurrentCpuUsPerStep),
+          '',
+          '',
+          "`process.cpuUsage()` over the timed batch: the main thread, the commit thread, V8's GC and compiler threads, libuv's pool (the tool's `readdir`), the checkpointer. On two cores, steps/s can be at most 2,000,000 / this; how near it comes depends on how much of the cores the host gives the process meanwhile (a shared host's steal time, read from `/proc/stat`, was up to half the cores during runs on 2026-12-03), so this is the figure to compare builds by"
+        ],
+        ...(f.concurrentMainCpuUsPerStep === undefined
+          ? []
+          : [
+              [
+                'CPU µs per step, same, the main thread',
+                f.concurrentMainCpuUsPerStep.median,
+                spread(f.concurrentMainCpuUsPerStep),
+                '',
+                '',
+                'from `/proc/self/task/PID/stat`'
+              ]
+            ])
+      ]),
   ['peak RSS (MB), same', f.concurrentPeakRssMb.median, spread(f.concurrentPeakRssMb), '', '', ''],
   [
     'KB RSS per idle run (1,000 runs waiting in a model call)',

@@ -185,10 +185,14 @@ const child = (args) => {
 log(`2. ${RUNS} concurrent runs of 10 steps, ${THROUGHPUT_REPS} repetitions`)
 const thr = await repeat(THROUGHPUT_REPS, (i) => {
   const r = child([String(RUNS), '10', 'throughput'])
-  log(`   rep ${i + 1}: ${round(r.concurrentStepsPerSec)} steps/s, peak ${round(r.peakRssMb)} MB`)
+  log(
+    `   rep ${i + 1}: ${round(r.concurrentStepsPerSec)} steps/s, CPU ${round(r.concurrentCpuUsPerStep)} µs a step (main thread ${round(r.concurrentMainCpuUsPerStep ?? Number.NaN)}), peak ${round(r.peakRssMb)} MB`
+  )
   return r
 })
 figures.concurrentStepsPerSec = stats(thr.map((r) => r.concurrentStepsPerSec))
+figures.concurrentCpuUsPerStep = stats(thr.map((r) => r.concurrentCpuUsPerStep))
+if (thr.every((r) => typeof r.concurrentMainCpuUsPerStep === 'number')) figures.concurrentMainCpuUsPerStep = stats(thr.map((r) => r.concurrentMainCpuUsPerStep))
 figures.concurrentPeakRssMb = stats(thr.map((r) => r.peakRssMb))
 figures.concurrentPeakRssPerRunKb = stats(thr.map((r) => r.peakRssPerRunKb))
 log(`2b/3. ${RUNS} idle runs, then their resume, ${HEAVY + 1} repetitions`)

@@ -1,5 +1,6 @@
 // Scenarios 2 and 3: many concurrent runs in one process (throughput, peak RSS, idle RSS per run),
 // then the resume of as many interrupted runs. Run in its own process: `node concurrent.mjs RUNS STEPS`.
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { actorsUrl, nowMs, rm, scriptedTask, tmp, workspace } from '../lib.mjs'
 
@@ -13,6 +14,19 @@ const gc = () => {
   globalThis.gc?.()
 }
 const rssKb = () => process.memoryUsage().rss / 1024
+/**
+ * The main thread's CPU time so far, in µs, from /proc (Linux; undefined elsewhere): its user and
+ * system clock ticks (fields 14 and 15 of its `stat`), 10 ms each on the kernels Node supports here.
+ */
+const mainThreadCpuUs = () => {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10_000
+  } catch {
+    return undefined
+  }
+}
 /** A full GC, then a second's wait for the pages it freed to leave RSS. */
 const settle = async () => {
   gc()
@@ -46,10 +60,16 @@ try {
     const sampler = setInterval(() => {
       peak = Math.max(peak, rssKb())
     }, 20)
+    // CPU time too, every thread's and the main thread's: unlike steps/s, it does not depend on
+    // how much of the machine's cores the process was given meanwhile (docs/benchmarks.md).
+    const cpu0 = process.cpuUsage()
+    const main0 = mainThreadCpuUs()
     const t0 = nowMs()
     const started = await Promise.all(Array.from({ length: runs }, () => av.start(scriptedTask(ws, steps))))
     const results = await Promise.all(started.map((r) => r.result))
     const ms = nowMs() - t0
+    const cpu = process.cpuUsage(cpu0)
+    const main1 = mainThreadCpuUs()
     clearInterval(sampler)
     peak = Math.max(peak, rssKb())
     const total = results.reduce((n, r) => n + r.steps, 0)
@@ -59,6 +79,8 @@ try {
       concurrentMs: ms,
       concurrentSteps: total,
       concurrentStepsPerSec: (total / ms) * 1000,
+      concurrentCpuUsPerStep: (cpu.user + cpu.system) / total,
+      concurrentMainCpuUsPerStep: main0 === undefined || main1 === undefined ? null : (main1 - main0) / total,
       peakRssMb: peak / 1024,
       peakRssPerRunKb: (peak - base) / runs,
       warmBatches: warm > 0 ? warmBatches : 0,
