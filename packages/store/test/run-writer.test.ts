@@ -555,8 +555,17 @@ describe('the SQLite commit thread', () => {
     const commits = (): TransitionCommit[] => [
       commitOf(1, 1, {
         writes: [
-          { op: 'insertAttempt', row: attempt({ attempt: 0, error_kind: 'transient', http_status: 503, error_message: odd, partial_text: odd, latency_ms: 3 }) },
-          { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 0, patch: { outcome: 'failed', settled_at: 's0', error_kind: 'transient', http_status: 503 } },
+          {
+            op: 'insertAttempt',
+            row: attempt({ attempt: 0, error_kind: 'transient', http_status: 503, error_message: odd, partial_text: odd, latency_ms: 3 })
+          },
+          {
+            op: 'settleAttempt',
+            runId: 'run-1',
+            step: 1,
+            attempt: 0,
+            patch: { outcome: 'failed', settled_at: 's0', error_kind: 'transient', http_status: 503 }
+          },
           { op: 'insertAttempt', row: attempt({ attempt: 1 }) },
           { op: 'settleAttempt', runId: 'run-1', step: 1, attempt: 1, patch: { outcome: 'ok', settled_at: 's1', latency_ms: 7, tokens_in: 2, tokens_out: 3 } },
           { op: 'insertStep', row: step({ text: odd, tool_calls_json: '[]' }) }
