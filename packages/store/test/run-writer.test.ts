@@ -43,6 +43,41 @@ const writerOf = (name: string, store: Store): RunWriter =>
 /** A tool result as a step records it. */
 const RESULT = { toolCallId: 'c1', name: 'exec', ok: true, output: 'r' }
 
+/** A policy refusal of run-1's step 1, as the driver records one. */
+const refusal = (target: string) => ({
+  run_id: 'run-1',
+  step: 1,
+  kind: 'refusal' as const,
+  act: 'write' as const,
+  target,
+  rule: 'secrets/**',
+  layer: 'base',
+  decision: 'deny' as const,
+  source: 'policy' as const,
+  request_id: null,
+  performed_target: null,
+  at: 'x'
+})
+
+/** An approval request for run-1's step 1, call c1, still undecided. */
+const approvalRequest = (target: string) => ({
+  id: 'ap-1',
+  run_id: 'run-1',
+  step: 1,
+  position: 0,
+  tool_call_id: 'c1',
+  kind: 'approval' as const,
+  act: 'exec' as const,
+  target,
+  payload_json: '{"name":"exec","arguments":"{}"}',
+  rule: '*',
+  layer: 'team',
+  source: null,
+  edited_payload_json: null,
+  created_at: 'x',
+  decided_at: null
+})
+
 const head = (state: string, at = '2026-11-29T12:00:01.000Z') => ({ status: 'running', state, steps: 1, updated_at: at, error_json: null, ended_at: null })
 
 const commitOf = (token: number, seq: number, overrides: Partial<TransitionCommit> = {}): TransitionCommit => ({
@@ -107,45 +142,8 @@ describe.each(WRITERS)('the run writer (%s)', (name, dialect) => {
           { op: 'insertStep', row: step({ text: 'hi', tool_calls_json: '[]' }) },
           { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: JSON.stringify([RESULT]) },
           { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: 'keep going' },
-          {
-            op: 'insertPolicyEvents',
-            rows: [
-              {
-                run_id: 'run-1',
-                step: 1,
-                kind: 'refusal',
-                act: 'write',
-                target: 'secrets/a',
-                rule: 'secrets/**',
-                layer: 'base',
-                decision: 'deny',
-                source: 'policy',
-                request_id: null,
-                performed_target: null,
-                at: 'x'
-              }
-            ]
-          },
-          {
-            op: 'insertApproval',
-            row: {
-              id: 'ap-1',
-              run_id: 'run-1',
-              step: 1,
-              position: 0,
-              tool_call_id: 'c1',
-              kind: 'approval',
-              act: 'exec',
-              target: 'ls',
-              payload_json: '{"name":"exec","arguments":"{}"}',
-              rule: '*',
-              layer: 'team',
-              source: null,
-              edited_payload_json: null,
-              created_at: 'x',
-              decided_at: null
-            }
-          },
+          { op: 'insertPolicyEvents', rows: [refusal('secrets/a')] },
+          { op: 'insertApproval', row: approvalRequest('ls') },
           { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: '{}', started_at: 'x' } },
           { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true,"output":"r"}', at: 'y' }
         ],
@@ -576,45 +574,8 @@ describe('the SQLite commit thread', () => {
         writes: [
           { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: JSON.stringify([{ ...RESULT, output: odd }]) },
           { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: odd },
-          {
-            op: 'insertPolicyEvents',
-            rows: [
-              {
-                run_id: 'run-1',
-                step: 1,
-                kind: 'refusal',
-                act: 'write',
-                target: odd,
-                rule: 'secrets/**',
-                layer: 'base',
-                decision: 'deny',
-                source: 'policy',
-                request_id: null,
-                performed_target: null,
-                at: 'x'
-              }
-            ]
-          },
-          {
-            op: 'insertApproval',
-            row: {
-              id: 'ap-1',
-              run_id: 'run-1',
-              step: 1,
-              position: 0,
-              tool_call_id: 'c1',
-              kind: 'approval',
-              act: 'exec',
-              target: odd,
-              payload_json: '{"name":"exec","arguments":"{}"}',
-              rule: '*',
-              layer: 'team',
-              source: null,
-              edited_payload_json: null,
-              created_at: 'x',
-              decided_at: null
-            }
-          },
+          { op: 'insertPolicyEvents', rows: [refusal(odd)] },
+          { op: 'insertApproval', row: approvalRequest(odd) },
           { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: odd, started_at: 'x' } },
           { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: '{"ok":true,"output":"r"}', at: odd }
         ],
