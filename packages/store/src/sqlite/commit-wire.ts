@@ -20,7 +20,10 @@ import { encodeText } from '../text-codec.js'
  * A write the hot path never makes (an approval, policy events, a run's creation) travels as its
  * object behind the tag `OTHER`.
  */
-export type Wire = Array<BoundValue | RunWrite>
+export type Wire = Array<BoundValue | OtherWrite>
+
+/** The writes that travel as their objects (`Op.other`). */
+export type OtherWrite = Extract<RunWrite, { readonly op: 'insertApproval' | 'insertPolicyEvents' | 'insertRun' }>
 
 /** What starts each entry of a wire: a commit of transitions, or a write of its own. */
 export const Entry = {

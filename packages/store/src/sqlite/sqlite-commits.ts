@@ -3,7 +3,7 @@ import { LeaseLostError } from '../errors.js'
 import type { GroupWrite, RunWrite, TransitionCommit } from '../run-writer/run-write.js'
 import { decodeText, encodeParams, encodeText } from '../text-codec.js'
 import { type BoundValue, textOrNull } from '../run-writer/bound-values.js'
-import { Entry, encodeGroup, Op, OP_VALUES, pushCommit, pushWrite, pushWrites, type Wire } from './commit-wire.js'
+import { Entry, encodeGroup, Op, OP_VALUES, type OtherWrite, pushCommit, pushWrites, type Wire } from './commit-wire.js'
 
 type Params = ReadonlyArray<string | number | bigint | null>
 
@@ -85,7 +85,7 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
     return bound
   }
   /** A write the hot path never makes, from its object. */
-  const applyOther = (write: RunWrite): void => {
+  const applyOther = (write: OtherWrite): void => {
     switch (write.op) {
       case 'insertApproval':
         insert('approvals', write.row, ' ON CONFLICT (run_id, step, tool_call_id) DO NOTHING')
@@ -98,12 +98,6 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
         insert('runs', row)
         insert('run_contracts', { run_id: row.id, contract_json })
         return
-      }
-      default: {
-        // Every other write has a statement of its own (commit-wire.ts `pushWrite`).
-        const one: Wire = []
-        pushWrite(one, write)
-        applyAt(one, 0)
       }
     }
   }
@@ -140,12 +134,16 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
         completeToolEffect.run(wire[v], wire[v + 1], wire[v + 2], wire[v + 3], wire[v + 4])
         break
       case Op.other:
-        applyOther(wire[v] as RunWrite)
+        applyOther(wire[v] as OtherWrite)
         break
       default:
         throw new Error(`a commit's wire has no write tagged ${String(op)} at ${at}`)
     }
     return v + OP_VALUES[op as keyof typeof OP_VALUES]
+  }
+  /** Runs the `count` writes of `wire` from `at`. */
+  const applyWrites = (wire: Wire, at: number, count: number): void => {
+    for (let i = 0, next = at; i < count; i++) next = applyAt(wire, next)
   }
   /** Runs one write given as its object (a run's creation outside a group commit). */
   const apply = applyOther
@@ -156,18 +154,32 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
   const updateHeadAndStatus = sqlite.prepare(
     'UPDATE runs SET status = ?, state = ?, steps = ?, updated_at = ?, error_json = ?, ended_at = ? WHERE id = ? AND lease_token = ?'
   )
-  const writeHead = (commit: Pick<TransitionCommit, 'runId' | 'leaseToken' | 'head'>): number => {
-    const { head, runId, leaseToken } = commit
-    const state = encodeText(head.state)
-    const updatedAt = encodeText(head.updated_at)
-    const endedAt = textOrNull(head.ended_at)
-    const id = encodeText(runId)
-    return (
-      head.status === undefined
-        ? updateHead.run(state, head.steps, updatedAt, head.error_json, endedAt, id, leaseToken)
-        : updateHeadAndStatus.run(head.status, state, head.steps, updatedAt, head.error_json, endedAt, id, leaseToken)
+  /** The head's UPDATE from values as the store holds them (`status` null: left as it is); the rows it changed. */
+  const updateHeadRow = (
+    status: BoundValue,
+    state: BoundValue,
+    steps: BoundValue,
+    updatedAt: BoundValue,
+    errorJson: BoundValue,
+    endedAt: BoundValue,
+    id: string,
+    leaseToken: number
+  ): number =>
+    (status === null
+      ? updateHead.run(state, steps, updatedAt, errorJson, endedAt, id, leaseToken)
+      : updateHeadAndStatus.run(status, state, steps, updatedAt, errorJson, endedAt, id, leaseToken)
     ).changes
-  }
+  const writeHead = ({ head, runId, leaseToken }: Pick<TransitionCommit, 'runId' | 'leaseToken' | 'head'>): number =>
+    updateHeadRow(
+      head.status ?? null,
+      encodeText(head.state),
+      head.steps,
+      encodeText(head.updated_at),
+      head.error_json,
+      textOrNull(head.ended_at),
+      encodeText(runId),
+      leaseToken
+    )
 
   // An entry sits at its run's `steps + 1` after the commit: after every earlier entry, beside the
   // rows of the step the run is at (docs/durability.md, "How a run is stored").
@@ -185,7 +197,6 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
     const id = wire[at + 2] as string
     const leaseToken = wire[at + 3] as number
     const deferred = wire[at + 4] === 1
-    const status = wire[at + 5]
     const steps = wire[at + 7] as number
     const transitions = wire[at + 11] as number
     // The fence comes first, so a superseded driver writes nothing at all: the head update (one
@@ -193,11 +204,17 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
     // inserted only under the driver's token (with no transition, a read of the token), all under
     // the same write lock.
     if (!deferred) {
-      const changed =
-        status === null
-          ? updateHead.run(wire[at + 6], steps, wire[at + 8], wire[at + 9], wire[at + 10], id, leaseToken)
-          : updateHeadAndStatus.run(status, wire[at + 6], steps, wire[at + 8], wire[at + 9], wire[at + 10], id, leaseToken)
-      if (changed.changes === 0) throw new LeaseLostError({ runId: decodeText(id) })
+      const changed = updateHeadRow(
+        wire[at + 5] as BoundValue,
+        wire[at + 6] as BoundValue,
+        steps,
+        wire[at + 8] as BoundValue,
+        wire[at + 9] as BoundValue,
+        wire[at + 10] as BoundValue,
+        id,
+        leaseToken
+      )
+      if (changed === 0) throw new LeaseLostError({ runId: decodeText(id) })
     } else if (transitions === 0) fence(id, leaseToken)
     let next = at + 12
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
@@ -212,9 +229,7 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
       }
       next += 4
     }
-    const writes = wire[next] as number
-    next += 1
-    for (let i = 0; i < writes; i++) next = applyAt(wire, next)
+    applyWrites(wire, next + 1, wire[next] as number)
     return end
   }
   /** The offset after the entry at `at`, whether or not it was made. */
@@ -238,8 +253,7 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
     .transaction((runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => {
       fence(encodeText(runId), leaseToken)
       const wire: Wire = []
-      const count = pushWrites(wire, writes)
-      for (let i = 0, at = 0; i < count; i++) at = applyAt(wire, at)
+      applyWrites(wire, 0, pushWrites(wire, writes))
     })
     .immediate.bind(null)
 
