@@ -73,7 +73,7 @@ export const mockTask = (baseUrl: string, overrides: Record<string, unknown> = {
 })
 
 /** Polls `check` until it returns a value (not undefined), failing after `timeoutMs`. */
-export const waitFor = async <T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> => {
+export const waitFor = async <T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 120_000): Promise<T> => {
   const until = Date.now() + timeoutMs
   for (;;) {
     const value = await check()

@@ -41,7 +41,7 @@ export const waitForLeaseHolderGone = async (db: string, runId: string): Promise
   raw.close()
   if (owner === null) return
   const pid = Number(owner.split('/')[1])
-  const until = Date.now() + 20_000
+  const until = Date.now() + 120_000
   for (;;) {
     try {
       process.kill(pid, 0)
