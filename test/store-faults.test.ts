@@ -123,7 +123,10 @@ const ownServer = async (): Promise<{ readonly server: PostgresServer; readonly 
     await pool.end()
     await server.remove()
   })
-  return { server, db: { url: server.url, query: async <R extends object>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as R[] } }
+  return {
+    server,
+    db: { url: server.url, query: async <R extends object>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as R[] }
+  }
 }
 
 /** A shell command that says it got here (`ready`), then holds until the test says go (`go`). */
@@ -134,7 +137,10 @@ describe('a PostgreSQL outage mid-run', () => {
     const dir = tempDir()
     const { server, db } = await ownServer()
     // Step 1's command holds until the store is down: its result is the first write that finds no store.
-    mock = await startMockLlm({ scenarios: { models: { m: [exec(`echo once >> log.txt; ${holdUntilGo(dir)}`), { toolCalls: [writeDone] }] } } as never, port: 0 })
+    mock = await startMockLlm({
+      scenarios: { models: { m: [exec(`echo once >> log.txt; ${holdUntilGo(dir)}`), { toolCalls: [writeDone] }] } } as never,
+      port: 0
+    })
     const task = writeTask(dir, mockTask(mock.url))
     let stderr = ''
     const done = runCli(['run', task, '--json', '--db', server.url], { cwd: dir, env: { AGENTVISOR_DB: '' }, onStderr: (text) => (stderr = text) })

@@ -82,11 +82,11 @@ describe('riding out a store outage', () => {
     const lines: string[] = []
     let calls = 0
     let up = false
-    const writer = rideOutStoreOutages(
-      { write: () => (calls++, up ? Promise.resolve() : Promise.reject(refused())) } as unknown as RunWriter,
-      { limitMs: 300, log: (l) => lines.push(l) }
-    )
-    const error = await writer.write('run-1', 1, []).catch((e: unknown) => e)
+    const writer = rideOutStoreOutages({ write: () => (calls++, up ? Promise.resolve() : Promise.reject(refused())) } as unknown as RunWriter, {
+      limitMs: 300,
+      log: (l) => lines.push(l)
+    })
+    const error = await Promise.resolve(writer.write('run-1', 1, [])).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(StoreError)
     expect((error as StoreError).message).toMatch(/^write: the store was unreachable for 0\.\d s \(connect ECONNREFUSED 127\.0\.0\.1:5432\)$/)
     expect(isStoreOutage(error)).toBe(true)

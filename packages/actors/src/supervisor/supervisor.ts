@@ -153,7 +153,12 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // Registered last, so it runs first as the layer closes: runs stop before the bus
       // consumers, the lease keeper and the store they use. A commit waiting out a store outage
       // is uninterruptible: it stops waiting first, so closing never waits for the store.
-      yield* Effect.addFinalizer(() => Effect.zipRight(Effect.sync(() => riding?.stopWaiting()), runFibers.interruptAll))
+      yield* Effect.addFinalizer(() =>
+        Effect.zipRight(
+          Effect.sync(() => riding?.stopWaiting()),
+          runFibers.interruptAll
+        )
+      )
       return { start, resume, spawn }
     })
   )

@@ -106,7 +106,12 @@ export function rideOutStoreOutages(writer: RunWriter, policy: StoreOutagePolicy
     stopWaiting: stop,
     commit: (commit, options) => retrying('commit transition', () => writer.commit(commit, options), done),
     ...(refreshHead !== undefined ? { refreshHead: (runId, token, head) => retrying('refresh the run row', () => refreshHead(runId, token, head)) } : {}),
-    createRun: (row, lease, options) => retrying('create the run', () => writer.createRun(row, lease, options), () => FIRST_LEASE_TOKEN),
+    createRun: (row, lease, options) =>
+      retrying(
+        'create the run',
+        () => writer.createRun(row, lease, options),
+        () => FIRST_LEASE_TOKEN
+      ),
     write: (runId, token, writes) => retrying('write', () => writer.write(runId, token, writes), done),
     approvals: (runId, step) => retrying('read approvals', () => writer.approvals(runId, step)),
     toolEffects: (runId, step) => retrying('read the tool journal', () => writer.toolEffects(runId, step)),
