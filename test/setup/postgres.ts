@@ -1,11 +1,5 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import * as path from 'node:path'
-import pg from 'pg'
 import type { TestProject } from 'vitest/node'
-import { freePort } from '../support/free-port.js'
+import { type PostgresServer, startPostgresServer } from '../support/postgres-server.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -14,169 +8,18 @@ declare module 'vitest' {
   }
 }
 
-const onPath = (command: string): boolean => {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
+let server: PostgresServer | undefined
 
 /**
- * Where `initdb` and `postgres` are: on PATH, else Debian's versioned folder (the `postgresql`
- * package does not put the server binaries on PATH), the newest version first.
- */
-function findBinaries(): { initdb: string; postgres: string } {
-  if (onPath('initdb') && onPath('postgres')) return { initdb: 'initdb', postgres: 'postgres' }
-  const root = '/usr/lib/postgresql'
-  const versions = existsSync(root)
-    ? readdirSync(root)
-        .filter((version) => existsSync(path.join(root, version, 'bin', 'postgres')))
-        .sort((a, b) => Number(b) - Number(a))
-    : []
-  const bin = versions[0] === undefined ? undefined : path.join(root, versions[0], 'bin')
-  if (bin === undefined) {
-    throw new Error('PostgreSQL not found: no initdb/postgres on PATH nor in /usr/lib/postgresql/*/bin (Debian/Ubuntu: apt-get install postgresql)')
-  }
-  return { initdb: path.join(bin, 'initdb'), postgres: path.join(bin, 'postgres') }
-}
-
-/** The major version of the PostgreSQL whose `initdb` this is (`initdb (PostgreSQL) 15.18`). */
-const majorVersion = (initdb: string): number => Number(/\(PostgreSQL\) (\d+)/.exec(execFileSync(initdb, ['--version'], { encoding: 'utf8' }))?.[1] ?? 0)
-
-/** PostgreSQL refuses to run as root: then it runs as Debian's `postgres` user. */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((entry) => entry.startsWith('postgres:'))
-  const [, , uid, gid] = line?.split(':') ?? []
-  if (uid === undefined || gid === undefined) {
-    throw new Error("PostgreSQL refuses to run as root and there is no 'postgres' user to run it as (Debian's postgresql package creates one)")
-  }
-  return { uid: Number(uid), gid: Number(gid) }
-}
-
-let server: ChildProcess | undefined
-let folder: string | undefined
-
-/**
- * Starts one real PostgreSQL for the whole test run: a fresh cluster (initdb) in a temporary
- * folder, listening on 127.0.0.1 on a random port (its socket in that folder), and stops it by
- * its PID afterwards. A missing PostgreSQL fails the run; nothing skips.
- *
- * The cluster's collation is ICU `en-US`, not C, like a typical production database: a query
- * whose order depends on the collation would sort differently from SQLite here, and fail.
- * fsync is off: a crash of the test machine may lose this throwaway cluster, nothing else.
+ * Starts one real PostgreSQL for the whole test run (test/support/postgres-server.ts) and stops
+ * it by its PID afterwards. A missing PostgreSQL fails the run; nothing skips.
  */
 export async function setup(project: TestProject): Promise<void> {
-  const { initdb, postgres } = findBinaries()
-  const user = serverUser()
-  folder = mkdtempSync(path.join(tmpdir(), 'agentvisor-pg-'))
-  const data = path.join(folder, 'data')
-  const password = randomBytes(12).toString('hex')
-  const passwordFile = path.join(folder, 'password')
-  writeFileSync(passwordFile, `${password}\n`)
-  if (user !== undefined) {
-    chownSync(folder, user.uid, user.gid)
-    chownSync(passwordFile, user.uid, user.gid)
-  }
-  const asServer = user === undefined ? {} : { uid: user.uid, gid: user.gid }
-
-  try {
-    execFileSync(
-      initdb,
-      [
-        '-D',
-        data,
-        '-U',
-        'postgres',
-        `--pwfile=${passwordFile}`,
-        '--auth-local=trust',
-        '--auth-host=scram-sha-256',
-        '--encoding=UTF8',
-        '--locale=C.UTF-8',
-        // ICU as the default collation provider arrived in PostgreSQL 15; an older server sorts
-        // byte-wise by default, so the tests cannot catch a locale-dependent order there.
-        ...(majorVersion(initdb) >= 15 ? ['--locale-provider=icu', '--icu-locale=en-US'] : []),
-        '--no-sync',
-        '--no-instructions'
-      ],
-      { ...asServer, cwd: folder, stdio: ['ignore', 'ignore', 'pipe'] }
-    )
-  } catch (error) {
-    const stderr = String((error as { stderr?: unknown }).stderr ?? '')
-      .trim()
-      .split('\n')
-      .at(-1)
-    throw new Error(`initdb failed: ${stderr || (error as Error).message}`)
-  }
-
-  const port = await freePort()
-  const log = path.join(folder, 'postgres.log')
-  const logFd = openSync(log, 'a')
-  if (user !== undefined) chownSync(log, user.uid, user.gid)
-  const child = spawn(
-    postgres,
-    [
-      '-D',
-      data,
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(port),
-      '-k',
-      folder,
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      'full_page_writes=off',
-      // Every test file opens pools of its own; the lease race opens a pool per simulated host.
-      '-c',
-      'max_connections=400'
-    ],
-    { ...asServer, cwd: folder, stdio: ['ignore', logFd, logFd] }
-  )
-  closeSync(logFd)
-  server = child
-  const lastLogLine = (): string => readFileSync(log, 'utf8').trim().split('\n').at(-1) ?? ''
-
-  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`
-  const failed = new Promise<never>((_, reject) => {
-    child.once('error', (error) => reject(new Error(`cannot start PostgreSQL (${postgres}): ${error.message}`)))
-    child.once('exit', (code) => reject(new Error(`PostgreSQL exited early with code ${code}: ${lastLogLine()}`)))
-  })
-  const ready = (async () => {
-    for (let i = 0; i < 400; i++) {
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 })
-      try {
-        await client.connect()
-        await client.query('select 1')
-        return
-      } catch {
-        await new Promise((r) => setTimeout(r, 50))
-      } finally {
-        await client.end().catch(() => undefined)
-      }
-    }
-    throw new Error(`PostgreSQL did not accept connections on 127.0.0.1:${port}: ${lastLogLine()}`)
-  })()
-  failed.catch(() => undefined) // once ready, a later exit (the teardown's) is no failure
-  await Promise.race([ready, failed])
-  project.provide('pgUrl', url)
+  // Every test file opens pools of its own; the lease race opens a pool per simulated host.
+  server = await startPostgresServer({ maxConnections: 400 })
+  project.provide('pgUrl', server.url)
 }
 
 export async function teardown(): Promise<void> {
-  if (server?.pid !== undefined && server.exitCode === null && server.signalCode === null) {
-    const exited = new Promise((r) => server!.once('exit', r))
-    // SIGINT is PostgreSQL's fast shutdown: it disconnects clients instead of waiting for them.
-    process.kill(server.pid, 'SIGINT')
-    const timer = setTimeout(() => server?.pid !== undefined && process.kill(server.pid, 'SIGQUIT'), 10_000)
-    await exited
-    clearTimeout(timer)
-  }
-  if (folder !== undefined) rmSync(folder, { recursive: true, force: true })
+  await server?.remove()
 }

@@ -11,6 +11,9 @@ Progress goes to stderr; with --json the last line of stdout is {"runId","status
   --nats URL          send child runs to agentvisor workers over NATS (docs/nats.md)
   --inspect [URL]     stream XState inspection events to a Stately inspector relay
 
+A PostgreSQL store that goes away mid-run is waited for up to $AGENTVISOR_STORE_OUTAGE_MS ms
+(default 60000), then the run is left interrupted for resume (docs/durability.md).
+
 Exit codes: 0 succeeded, 1 other end, 2 bad input, 3 paused awaiting approval or an answer. Ctrl-C cancels.
 
 examples:
@@ -127,15 +130,17 @@ in flight and ends it cancelled. A paused or interrupted run is ended at once.
 example:
   agentvisor cancel 0b7c1d2e-...
 `,
-  worker: `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--inspect [URL]]
+  worker: `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--store-outage-ms N] [--inspect [URL]]
 
 Drives child runs from the NATS work queue (shared by every worker) and answers control
 requests (status, pending, approve, answer, cancel, tree) until SIGINT/SIGTERM. Logs one line
 per run it starts and ends. --tools: comma-separated tool modules (defineTool exports) its runs
 may be offered (docs/tools.md). --submit-template: also take root runs submitted on
 agentvisor.runs.submit, laid over that task file and never allowed more than it (docs/nats.md,
-"Submitting runs"). Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS, _CREDS,
-_TLS_CA/_CERT/_KEY.
+"Submitting runs"). --store-outage-ms: how long a PostgreSQL outage is ridden out (default
+60000, or $AGENTVISOR_STORE_OUTAGE_MS); a run interrupted past it is resumed here once the store
+answers again (docs/durability.md). Connection options: AGENTVISOR_NATS_TOKEN, _USER/_PASS,
+_CREDS, _TLS_CA/_CERT/_KEY.
 
 examples:
   agentvisor worker --nats nats://127.0.0.1:4222 --db /shared/agentvisor.db --concurrency 4

@@ -86,6 +86,8 @@ export {
 export { sqliteRunWriter } from './sqlite/sqlite-run-writer.js'
 export { postgresRunWriter } from './postgres/postgres-run-writer.js'
 export { makeRunWriter } from './run-writer/make-run-writer.js'
+export { isStoreOutage } from './outage/store-outage.js'
+export { DEFAULT_STORE_OUTAGE_MS, type OutageRidingWriter, rideOutStoreOutages, type StoreOutagePolicy } from './outage/outage-writer.js'
 export { renewLeasesOf, leaseStates, type LeaseState } from './repositories/lease-keeping.repository.js'
 export { dialectOf, type StoreDialect } from './dialect.js'
 export { isPostgresUrl, redactPassword } from './postgres/postgres-location.js'

@@ -86,6 +86,10 @@ export class Agentvisor {
   ) {}
 
   static async open(options: AgentvisorOptions): Promise<Agentvisor> {
+    const outage = options.storeOutageMs
+    if (outage !== undefined && !(Number.isFinite(outage) && outage >= 0)) {
+      throw new TypeError(`storeOutageMs must be a number of milliseconds, 0 or more (got ${String(outage)})`)
+    }
     const busScope = Effect.runSync(Scope.make())
     const embedded = options.bus === undefined && options.nats === undefined
     const bus = options.bus ?? (options.nats !== undefined ? await unwrapPlain(Scope.extend(makeNatsBus(options.nats), busScope)) : makeInProcessBus())

@@ -20,19 +20,21 @@ import {
   type Database,
   getRun,
   isFinalStatus,
-  type LeaseConflictError,
+  isStoreOutage,
+  LeaseConflictError,
   type LeaseLostError,
   newRunId,
   type RunWriter,
-  type StoreError
+  StoreError
 } from '@agentvisor/store'
-import { Clock, Effect, Either, Fiber } from 'effect'
-import type { Kysely } from 'kysely'
+import { Clock, Effect, Either, Fiber, Schedule } from 'effect'
+import { type Kysely, sql } from 'kysely'
 import { type Actor, createActor, type InspectionEvent, type Snapshot } from 'xstate'
 import { runPolicyOf } from '../approval/run-policy.js'
 import { childRunRow } from '../children/child-contract.js'
 import { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
-import { causeLine } from '../loop/survive.js'
+import { oneLine } from '../loop/one-line.js'
+import { causeLine, loopRetry } from '../loop/survive.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { machineInput, type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
@@ -45,7 +47,7 @@ import { makeTreeBudgets } from '../driver/budget.js'
 import { storedRunUsage, usageTally } from './run-usage.js'
 import { makeRunDriver } from './run-driver.js'
 import type { makeRunFibers } from './run-fibers.js'
-import type { InspectedRun, LaunchError, RunHandle, StartOptions } from './run-handle.js'
+import type { InspectedRun, LaunchError, RunHandle, RunResult, StartOptions } from './run-handle.js'
 import type { RunObserver } from './run-observer.js'
 import { availableTools, registeredTool, runCatalogue } from './run-tools.js'
 import { makeStopSignal } from './stop-signal.js'
@@ -89,7 +91,35 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   let driving = 0
   // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
   const concurrentRuns = (): number => driving
-  const supervise = makeSupervise({ writer, db, leases: deps.leases, secrets, warn, ended: () => (driving -= 1) })
+  /**
+   * A run a store outage interrupted here (past `storeOutageMs`), resumed here once the store
+   * answers again (docs/durability.md, "A store outage"): what a worker does with the runs it
+   * holds. The store is probed meanwhile with a capped, jittered backoff; a store that fails
+   * again on the resume starts the wait over; a run another driver took meanwhile is left to it.
+   */
+  const storeAnswers = storeAnswersOf(db)
+  const resumeAfterOutage = (runId: string, interrupted: RunResult): Effect.Effect<RunResult> =>
+    Effect.gen(function* () {
+      warn(`run ${runId} is interrupted by the store outage; it is resumed here once the store answers again`)
+      yield* storeAnswers
+      warn(`the store answers again: resuming run ${runId}`)
+      const resumed = yield* Effect.either(resume(runId))
+      if (Either.isRight(resumed)) return yield* resumed.right.result
+      const error = resumed.left
+      if (error instanceof StoreError && isStoreOutage(error)) return yield* resumeAfterOutage(runId, interrupted)
+      if (error instanceof LeaseConflictError) warn(`run ${runId} is driven by ${error.owner} now; it is left to that driver`)
+      else warn(`cannot resume run ${runId} after the store outage: ${oneLine(error.message)}`)
+      return interrupted
+    })
+  const supervise = makeSupervise({
+    writer,
+    db,
+    leases: deps.leases,
+    secrets,
+    warn,
+    ended: () => (driving -= 1),
+    afterStoreOutage: options.resumeAfterStoreOutage === true ? resumeAfterOutage : undefined
+  })
   const newActor = freshActors(options)
   // The tools of the process, made catalogue entries once.
   const registered = (options.tools ?? []).map(registeredTool)
@@ -296,6 +326,16 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
 
   return { start, resume }
 }
+
+/** How often a store that is away is asked again: 100 ms doubling to 5 s apart, jittered. */
+const PROBE_SCHEDULE = loopRetry.pipe(Schedule.jittered)
+
+/** Succeeds once the store answers a query (`select 1`); until then, asks again on `PROBE_SCHEDULE`. */
+const storeAnswersOf = (db: Kysely<Database>): Effect.Effect<void> =>
+  Effect.retry(
+    Effect.tryPromise(() => sql`select 1`.execute(db)),
+    PROBE_SCHEDULE
+  ).pipe(Effect.asVoid, Effect.orDie)
 
 const toolNames = (tools: ToolCatalogue): ReadonlyArray<string> => tools.tools.map((tool) => tool.name)
 

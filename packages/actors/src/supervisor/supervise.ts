@@ -1,5 +1,5 @@
 import type { RootHandle, SecretSet } from '@agentvisor/core'
-import { closeOpenRequests, type Database, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import { closeOpenRequests, type Database, isStoreOutage, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
 import type { Kysely } from 'kysely'
 import { Cause, Clock, Effect, Fiber } from 'effect'
 import type { Actor } from 'xstate'
@@ -24,6 +24,12 @@ export interface SuperviseDeps {
   readonly warn: (line: string) => void
   /** Called once a run's fiber has let go of it (its lease dropped), however it ended. */
   readonly ended: () => void
+  /**
+   * What becomes of a run a store outage interrupted, once its fiber let go of it: resumed here
+   * when the store is back (`resumeAfterStoreOutage`, a worker), its result the resumed drive's.
+   * Without it the interrupted result stands.
+   */
+  readonly afterStoreOutage?: ((runId: string, interrupted: RunResult) => Effect.Effect<RunResult>) | undefined
 }
 
 /** One run as `supervise` drives it: its driver and actor, and how it may stop. */
@@ -130,7 +136,13 @@ export const makeSupervise =
       Effect.sync(ended)
     )
     // Few combinators on purpose: each one is a frame every idle run keeps on its fiber's stack.
-    return Effect.ensuring(Effect.zipRight(Effect.catchAllCause(drive, failed), finished), letGo)
+    const supervised = Effect.ensuring(Effect.zipRight(Effect.catchAllCause(drive, failed), finished), letGo)
+    const { afterStoreOutage } = deps
+    // Only a process that resumes after an outage pays the frame.
+    if (afterStoreOutage === undefined) return supervised
+    return Effect.flatMap(supervised, (result) =>
+      stoppedBy?.kind === 'store' && isStoreOutage(stoppedBy.error) ? afterStoreOutage(runId, result) : Effect.succeed(result)
+    )
   }
 
 /** The handle of a run driven here by `fiber`, cancelled through its stop signal. */

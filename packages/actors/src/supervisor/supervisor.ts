@@ -1,6 +1,6 @@
 import { makeMcpPool } from '@agentvisor/core'
 import type { ContractError, ModelSettings, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract } from '@agentvisor/core'
-import { makeRunWriter } from '@agentvisor/store'
+import { DEFAULT_STORE_OUTAGE_MS, makeRunWriter, type OutageRidingWriter, rideOutStoreOutages, type RunWriter } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 import type { InspectionEvent } from 'xstate'
 import type { Bus } from '../bus/bus.js'
@@ -45,6 +45,19 @@ export interface SupervisorOptions {
   readonly circuitBreaker?: CircuitBreakerPolicy
   /** Lease length and cancel polling (one driver per run, `agentvisor cancel` from anywhere). */
   readonly lease?: LeasePolicy
+  /**
+   * How long a store outage (PostgreSQL restarted or unreachable) is ridden out, in ms: the
+   * same commit tried again with backoff, nothing of the run happening meanwhile; past it, the
+   * run is interrupted, resumable (docs/durability.md, "A store outage"). Default 60 000; 0:
+   * interrupted at the first failure. SQLite has no outages to ride out.
+   */
+  readonly storeOutageMs?: number
+  /**
+   * Resume, in this process, the runs a store outage interrupted here (past `storeOutageMs`),
+   * once the store answers again: it is probed with backoff meanwhile. What `agentvisor worker`
+   * does; default false (a `run` reports the run interrupted instead).
+   */
+  readonly resumeAfterStoreOutage?: boolean
   /**
    * How runs travel: child runs are submitted to it, transitions and ends published on it.
    * Without a bus, `spawn_child` is not offered.
@@ -104,9 +117,9 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
     Effect.gen(function* () {
       const storeService = yield* StoreService
       const { db } = storeService
-      const writer = makeRunWriter(storeService)
       // Failures a loop survives are logged with their cause: to the worker's log, else stderr.
       const warn = options.log ?? ((line: string) => void process.stderr.write(`agentvisor: ${line}\n`))
+      const { writer, riding } = outageWriter(makeRunWriter(storeService), storeService.sqlite === undefined, options.storeOutageMs, warn)
       // Runs before the store closes (layers close in reverse): the checkpointer ends first. A
       // last write that fails is reported, not a defect of the closing layer.
       yield* Effect.addFinalizer(() =>
@@ -138,10 +151,32 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const spawn = yield* makeSpawn({ db, bus: options.bus, warn })
 
       // Registered last, so it runs first as the layer closes: runs stop before the bus
-      // consumers, the lease keeper and the store they use.
-      yield* Effect.addFinalizer(() => runFibers.interruptAll)
+      // consumers, the lease keeper and the store they use. A commit waiting out a store outage
+      // is uninterruptible: it stops waiting first, so closing never waits for the store.
+      yield* Effect.addFinalizer(() =>
+        Effect.zipRight(
+          Effect.sync(() => riding?.stopWaiting()),
+          runFibers.interruptAll
+        )
+      )
       return { start, resume, spawn }
     })
   )
 
 export { isFinalPath }
+
+/**
+ * The writer runs use: one that rides out store outages for `limitMs` where the store can have
+ * them (PostgreSQL; never SQLite, whose hot path stays synchronous), else the writer itself.
+ */
+const outageWriter = (
+  writer: RunWriter,
+  remote: boolean,
+  limitMs: number | undefined,
+  log: (line: string) => void
+): { readonly writer: RunWriter; readonly riding: OutageRidingWriter | undefined } => {
+  const limit = limitMs ?? DEFAULT_STORE_OUTAGE_MS
+  if (!remote || limit <= 0) return { writer, riding: undefined }
+  const riding = rideOutStoreOutages(writer, { limitMs: limit, log })
+  return { writer: riding, riding }
+}

@@ -6,6 +6,7 @@ import { describeUsage, elapsed, printJson, say } from '../output.js'
 import { progressObserver } from '../progress.js'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { terminalApprover } from '../terminal-approver.js'
+import { storeOutageOption } from '../store-outage.js'
 import { ExitCode, parseCommandArgs, UsageError } from '../usage-error.js'
 import { existingStorePath } from '../store-path.js'
 
@@ -156,7 +157,7 @@ export const openOptions = (flags: Pick<DriveFlags, 'db' | 'nats' | 'existing'>)
   const nats = natsBusOptionsFromEnv(flags.nats === undefined ? {} : { nats: flags.nats })
   const badServer = nats === undefined ? undefined : invalidNatsServers(nats.servers)
   if (badServer !== undefined) throw new UsageError(`--nats: ${badServer}`)
-  return { dbPath, options: { db: dbPath, ...(nats === undefined ? {} : { nats }) } }
+  return { dbPath, options: { db: dbPath, ...(nats === undefined ? {} : { nats }), ...storeOutageOption() } }
 }
 
 /**

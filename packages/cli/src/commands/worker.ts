@@ -5,16 +5,19 @@ import { Cause, Effect, Either, Exit } from 'effect'
 import { resolveDbPath } from '@agentvisor/store'
 import { inspectOptions, startInspector, withInspectDefault } from '../stately-inspect.js'
 import { terminalSafe } from '../terminal-text.js'
+import { storeOutageOption } from '../store-outage.js'
 import { parseCommandArgs, UsageError } from '../usage-error.js'
 
 /**
- * `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--inspect [URL]]`:
+ * `agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--store-outage-ms N] [--inspect [URL]]`:
  * drives child runs from the JetStream work queue (one durable consumer shared by every worker)
  * and answers control requests, until SIGINT/SIGTERM. Logs one line per run it starts and ends.
  * `--submit-template`: also take root runs submitted on `agentvisor.runs.submit`, laid over that
  * task file and never allowed more than it (docs/nats.md, "Submitting runs").
  * `--tools`: comma-separated tool modules whose tools every run of this worker may be offered
- * (docs/tools.md).
+ * (docs/tools.md). `--store-outage-ms`: how long a store outage is ridden out (default 60000, or
+ * `AGENTVISOR_STORE_OUTAGE_MS`); a run interrupted past it is resumed here once the store is back
+ * (docs/durability.md, "A store outage").
  */
 export const workerCommand = async (argv: string[]): Promise<number> => {
   const { values } = parseCommandArgs(
@@ -25,7 +28,8 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
       concurrency: { type: 'string' },
       tools: { type: 'string' },
       inspect: { type: 'string' },
-      'submit-template': { type: 'string' }
+      'submit-template': { type: 'string' },
+      'store-outage-ms': { type: 'string' }
     },
     { min: 0, max: 0, names: '' }
   )
@@ -38,6 +42,7 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
   const tools = values.tools === undefined ? [] : await workerTools(values.tools)
   const template = values['submit-template'] === undefined ? undefined : await submitTemplate(values['submit-template'])
   const dbPath = resolveDbPath(values.db)
+  const outage = storeOutageOption(values['store-outage-ms'])
   const log = (line: string): void => {
     process.stderr.write(`agentvisor worker: ${terminalSafe(line)}\n`)
   }
@@ -54,6 +59,9 @@ export const workerCommand = async (argv: string[]): Promise<number> => {
       nats,
       serveChildren: { concurrency },
       serveControl: true,
+      // A run a store outage interrupted past the limit is resumed here once the store is back.
+      ...outage,
+      resumeAfterStoreOutage: true,
       ...(template !== undefined ? { serveSubmit: { template } } : {}),
       log,
       tools,
