@@ -5,12 +5,13 @@ import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { AgentvisorClient } from '@agentvisor/actors'
+import BetterSqlite3 from 'better-sqlite3'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { afterEach, describe, expect, it } from 'vitest'
 import { freePort } from './support/free-port.js'
-import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { BIN, lastJson, runCli, startRunInBackground, tempDir, waitFor, writeTask } from './support/cli.js'
 import { accepts } from './support/tcp.js'
 
 // The configuration docs/nats.md tells operators to use, exactly as shipped.
@@ -171,5 +172,81 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
 
     expect(await runCli(['runs', '--json', '--db', db]).then((r) => (JSON.parse(r.stdout) as unknown[]).length)).toBe(3)
     expect(server.log()).not.toMatch(/Violation - User "worker"/)
+  })
+
+  it('keep a worker to what a driver sends: it still cancels a child elsewhere and answers control, but may neither submit, nor ask any other control verb, nor touch the queue, nor answer into an inbox it was not asked from', async () => {
+    const server = await startServer()
+    const mock: MockLlm = await startMockLlm({
+      scenarios: {
+        models: {},
+        goals: {
+          'Split the work': [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Write the guide' } }] }],
+          'Write the guide': [write('docs/guide.md', 'G')]
+        }
+      } as never,
+      port: 0
+    })
+    stops.push(() => mock.close())
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const asWorker = { AGENTVISOR_NATS_URL: server.url, AGENTVISOR_NATS_USER: 'worker', AGENTVISOR_NATS_PASS: server.passwords.worker }
+    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
+      env: { ...process.env, ...asWorker },
+      stdio: ['ignore', 'ignore', 'pipe']
+    })
+    let workerLog = ''
+    worker.stderr!.on('data', (d: Buffer) => (workerLog += d.toString()))
+    stops.push(() => stopProcess(worker))
+    await waitFor(() => (workerLog.includes('serving') ? true : undefined), 'the worker serving')
+
+    // A parent (logged in as `worker`) whose child, on the worker, pauses for an approval.
+    const task = writeTask(dir, {
+      goal: 'Split the work',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      policy: { layers: [{ name: 'team', ask: { write: ['docs/**'] } }] },
+      approval: 'defer'
+    })
+    const parent = startRunInBackground(task, db, { ...process.env, ...asWorker })
+    const parentId = await parent.runId()
+    const store = new BetterSqlite3(db, { readonly: true })
+    stops.push(async () => void store.close())
+    const child = () => store.prepare('select id, status from runs where parent_id = ?').get(parentId) as { id: string; status: string } | undefined
+    const paused = await waitFor(() => (child()?.status === 'awaiting_approval' ? child() : undefined), 'the child paused', 60_000)
+
+    // A supervisor cancels the parent; the parent cancels its child on the bus, and the worker answers it.
+    const supervising = await AgentvisorClient.connect({ servers: server.url, user: 'supervisor', pass: server.passwords.supervisor })
+    stops.push(() => supervising.close())
+    await supervising.cancel(parentId)
+    expect(lastJson(await parent.done)).toMatchObject({ runId: parentId, status: 'cancelled' })
+    await waitFor(() => (child()?.status === 'cancelled' ? true : undefined), 'the child cancelled')
+    expect(workerLog).toContain(`run ${paused.id} started (resumed after a control request)`)
+    expect(await supervising.status(paused.id)).toMatchObject({ id: paused.id, status: 'cancelled' })
+    expect(server.log()).not.toMatch(/Violation - User "worker"/)
+
+    // What a worker credential must not do, refused by the server.
+    const raw = await connect({ servers: server.url, user: 'worker', pass: server.passwords.worker })
+    stops.push(() => raw.close())
+    const request = (subject: string) => raw.request(subject, JSON.stringify({ v: 1 }), { timeout: 5_000 })
+    await expect(request('agentvisor.runs.submit')).rejects.toThrow('Permissions Violation for Publish to "agentvisor.runs.submit"')
+    for (const verb of ['status', 'approve', 'answer', 'pending', 'tree']) {
+      await expect(request(`agentvisor.control.${paused.id}.${verb}`)).rejects.toThrow(
+        `Permissions Violation for Publish to "agentvisor.control.${paused.id}.${verb}"`
+      )
+    }
+    await expect(jetstreamManager(raw, { timeout: 5_000 }).then((jsm) => jsm.streams.delete('AGENTVISOR_RUNS'))).rejects.toThrow(/Permissions Violation/)
+    // A forged reply into someone else's inbox, and a look at every submission outside the workers' queue group.
+    raw.publish('_INBOX.someone-else', JSON.stringify({ v: 1, ok: true, id: paused.id, status: 'succeeded' }))
+    raw.subscribe('agentvisor.runs.submit')
+    await raw.flush()
+    await waitFor(
+      () =>
+        server.log().includes('Publish Violation - User "worker", Subject "_INBOX.someone-else"') &&
+        server.log().includes('Subscription Violation - User "worker", Subject "agentvisor.runs.submit"')
+          ? true
+          : undefined,
+      "the server's record of both"
+    )
+    expect(mock.requests).toHaveLength(2)
   })
 })

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
 import { AgentvisorClient, ControlRefusedError, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
@@ -144,10 +145,127 @@ describe('a root run submitted over NATS', () => {
     nc.publish(`${prefix}.runs.start`, encode({ v: 1, runId: 'sneaked-root', parentId: null, contract }))
     await waitFor(() => (worker.log().includes('refused run sneaked-root: a root run is taken on the submit subject') ? true : undefined), 'the refusal logged')
 
+    // Requests on the start subject that are no child-run request at all are dropped, and said.
+    nc.publish(`${prefix}.runs.start`, encode('{not json'))
+    nc.publish(`${prefix}.runs.start`, encode({ v: 1, runId: 'odd-parent', parentId: 5, contract }))
+    await waitFor(() => (worker.log().includes('refused a child-run request: run odd-parent: parentId: must be') ? true : undefined), 'the refusal logged')
+
     expect(await runsIn(db)).toEqual([])
     expect(mock.requests).toHaveLength(0)
     expect(existsSync(path.join(dir, 'elsewhere'))).toBe(false)
-    expect(worker.log()).toContain("refused a submitted run: limits.maxSteps: 50 is above the worker's submit template's 5")
+    // Every refusal is a line of the worker's log, its reason as the reply gave it.
+    for (const reason of [
+      'payload is not JSON',
+      'priority: is not a known field',
+      'runId: ',
+      'limits.maxSteps',
+      'workspace: ',
+      "limits.maxSteps: 50 is above the worker's submit template's 5",
+      'policy.layers.0.allow: ',
+      'approval: ',
+      'providers: ',
+      'lineage: is set by agentvisor'
+    ]) {
+      expect(worker.log()).toContain(`refused a submitted run: ${reason}`)
+    }
+    expect(worker.log()).toContain('refused a child-run request: the payload is not a JSON object')
+  })
+
+  it('answers every one of identical submissions in flight at once as the first, creates and drives the run once, and refuses another task under its id in plain words', async () => {
+    mock = await startMockLlm({
+      // Each run's conversation plays the script from its start (`replay: turn`).
+      scenarios: { replay: 'turn', goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const prefix = env['AGENTVISOR_NATS_PREFIX']!
+    // Two workers on one SQLite file: the submissions race within each and between the two.
+    const args = ['--submit-template', template(dir, mock.url)]
+    const workers = [startWorker(db, env, args), startWorker(db, env, args)]
+    await serving(workers)
+    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    const done = new Map<string, Record<string, unknown>>()
+    nc.subscribe(`${prefix}.runs.*.done`, {
+      callback: (_error, msg) => {
+        const message = decode(msg.data)
+        done.set(String(message['runId']), message)
+      }
+    })
+    await nc.flush()
+    const submit = async (payload: unknown) => decode((await nc!.request(`${prefix}.runs.submit`, encode(payload), { timeout: 10_000 })).data)
+
+    const rounds = Array.from({ length: 4 }, () => randomUUID())
+    for (const runId of rounds) {
+      const submission = { v: 1, runId, contract: { goal: 'Write the weekly report', workspace: runId } }
+      const replies = await Promise.all(Array.from({ length: 6 }, () => submit(submission)))
+      expect(replies).toEqual(Array.from({ length: 6 }, () => ({ v: 1, ok: true, runId })))
+    }
+    await waitFor(() => (rounds.every((runId) => done.has(runId)) ? true : undefined), 'every run done', 60_000)
+    for (const runId of rounds) {
+      expect(done.get(runId)).toMatchObject({ runId, status: 'succeeded', steps: 2 })
+      expect(readFileSync(path.join(dir, 'ws', runId, 'reports', 'weekly.txt'), 'utf8')).toBe('R')
+    }
+
+    // Another task under a taken id, even at once with the very same one, is refused in plain words.
+    const [same, other] = await Promise.all([
+      submit({ v: 1, runId: rounds[0], contract: { goal: 'Write the weekly report', workspace: rounds[0] } }),
+      submit({ v: 1, runId: rounds[0], contract: { goal: 'Something else' } })
+    ])
+    expect(same).toEqual({ v: 1, ok: true, runId: rounds[0] })
+    expect(other).toEqual({
+      v: 1,
+      ok: false,
+      error: `runId: run ${rounds[0]} exists already (submit a new id, or the very same task to be told it was taken)`
+    })
+
+    // One row per run, each driven once: the model was asked once per step of each.
+    expect((await runsIn(db)).map((run) => run.id).sort()).toEqual([...rounds].sort())
+    expect(mock.requests).toHaveLength(2 * rounds.length)
+    const logs = workers.map((w) => w.log()).join('')
+    for (const runId of rounds) {
+      expect(logs.split(`queued submitted run ${runId}`)).toHaveLength(2)
+      expect(logs.split(`run ${runId} started`)).toHaveLength(2)
+    }
+    expect(logs).not.toMatch(/UNIQUE|constraint/i)
+  })
+
+  it('says a store that fails under a submission or a control request in no reply, and logs its cause', async () => {
+    mock = await startMockLlm({ scenarios: { models: { m: [{ text: 'never asked' }] } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const env = natsEnv()
+    const prefix = env['AGENTVISOR_NATS_PREFIX']!
+    const worker = startWorker(db, env, ['--submit-template', template(dir, mock.url)])
+    await serving([worker])
+    // The store fails behind the worker's back: the tables it reads and writes are gone.
+    const sqlite = new BetterSqlite3(db)
+    sqlite.pragma('foreign_keys = OFF')
+    sqlite.exec('drop table run_contracts; drop table runs')
+    sqlite.close()
+    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    const ask = async (subject: string, payload: unknown) => decode((await nc!.request(subject, encode(payload), { timeout: 10_000 })).data)
+
+    const runId = randomUUID()
+    const submitted = await ask(`${prefix}.runs.submit`, { v: 1, runId, contract: { goal: 'Write the weekly report' } })
+    expect(submitted).toEqual({
+      v: 1,
+      ok: false,
+      error: 'cannot take the submitted run: the store failed (the cause is in the log of the process that answered)'
+    })
+    for (const verb of ['status', 'tree', 'pending', 'cancel'] as const) {
+      const reply = await ask(`${prefix}.control.${runId}.${verb}`, { v: 1 })
+      expect(reply).toEqual({
+        v: 1,
+        ok: false,
+        error: `cannot ${verb === 'pending' ? 'list the requests of' : verb} run ${runId}: the store failed (the cause is in the log of the process that answered)`
+      })
+    }
+    // The operator reads the cause, once per request.
+    expect(worker.log()).toContain('cannot take the submitted run: ')
+    expect(worker.log()).toMatch(/no such table: run/)
+    expect(mock.requests).toHaveLength(0)
   })
 
   it('through the TypeScript client: taken once under one id, refused under a taken id, and said plainly when no worker takes submissions', async () => {

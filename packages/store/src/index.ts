@@ -32,6 +32,8 @@ export {
 
 export {
   insertRun,
+  insertRunOnce,
+  RunCreation,
   getRun,
   getRunRow,
   listRuns,

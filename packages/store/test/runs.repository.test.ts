@@ -1,9 +1,12 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import {
   appendTransition,
   getRun,
   insertAttempt,
   insertRun,
+  insertRunOnce,
+  openStore,
+  RunCreation,
   insertStep,
   listAttempts,
   listChildren,
@@ -15,7 +18,7 @@ import {
   updateRun,
   type RunStatus as RunStatusType
 } from '@agentvisor/store'
-import { attempt, CONTRACT, DIALECTS, run, SNAPSHOT, step, tempStore } from './support/temp-store.js'
+import { attempt, CONTRACT, DIALECTS, run, SNAPSHOT, step, tempLocation, tempStore } from './support/temp-store.js'
 
 /** A run nobody drives and nobody asked to cancel. */
 const NO_LEASE = {
@@ -43,6 +46,34 @@ describe.each(DIALECTS)('runs repository on %s', (dialect) => {
     const { db } = await tempStore(dialect)
     await insertRun(db, run())
     await expect(insertRun(db, run({ goal: 'other' }))).rejects.toThrow(/UNIQUE|PRIMARY KEY/i)
+  })
+
+  it('creates a run once when the same run is inserted many times at once, and tells another run under its id apart', async () => {
+    const location = await tempLocation(dialect, { migrated: true })
+    const first = await openStore(location)
+    // PostgreSQL: two pools, so the inserts race in the server. SQLite: one connection (a second
+    // one in this process would wait on the first's lock with the event loop blocked); processes
+    // racing on one file are test/nats-submit.test.ts's workers.
+    const second = dialect === 'postgres' ? await openStore(location) : first
+    onTestFinished(async () => {
+      if (second !== first) await second.close()
+      await first.close()
+    })
+    const submitted = run({ id: 'submitted' })
+    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => insertRunOnce(i % 2 === 0 ? first.db : second.db, submitted)))
+    expect(outcomes.filter((outcome) => outcome === RunCreation.created)).toHaveLength(1)
+    expect(outcomes.filter((outcome) => outcome === RunCreation.exists)).toHaveLength(11)
+    expect((await listRuns(first.db)).map((r) => r.id)).toEqual(['submitted'])
+
+    // The same contract with its keys in another order is the same run.
+    const reordered = Object.fromEntries(Object.entries(CONTRACT).reverse())
+    expect(await insertRunOnce(second.db, { ...submitted, contract_json: JSON.stringify(reordered) })).toBe(RunCreation.exists)
+    // Another contract, or another parent, under the id is another run: nothing is written.
+    expect(await insertRunOnce(first.db, { ...submitted, contract_json: JSON.stringify({ ...CONTRACT, goal: 'Something else' }) })).toBe(RunCreation.differs)
+    await insertRun(first.db, run({ id: 'parent' }))
+    expect(await insertRunOnce(second.db, { ...submitted, parent_id: 'parent' })).toBe(RunCreation.differs)
+    expect(await getRun(first.db, 'submitted')).toMatchObject({ parent_id: null, contract: CONTRACT })
+    expect((await listRuns(first.db)).map((r) => r.id).sort()).toEqual(['parent', 'submitted'])
   })
 
   it('rejects a status outside the public set', async () => {

@@ -1,4 +1,5 @@
-import { Effect } from 'effect'
+import { StoreError } from '@agentvisor/store'
+import { Cause, Effect, Option } from 'effect'
 import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'
 import type { ControlHandler, SubmitHandler } from './bus.js'
 import type { ControlReply, ControlVerb } from './messages.js'
@@ -40,6 +41,28 @@ export const answerSubmit = (handler: SubmitHandler, body: string, log: LogLine 
       })
     )
   )
+
+/**
+ * Why a request failed, as its reply says it when the store failed under it: what could not be
+ * done, never the store's own words (SQL, table and constraint names, a connection string); the
+ * cause goes to `log`, in one line, for the operator (docs/nats.md, "Supervising runs from other
+ * services").
+ */
+export const storeFailureReason = (what: string, error: StoreError, log: LogLine): string => {
+  log(`${what}: ${causeLine(Cause.fail(error))}`)
+  return `${what}: the store failed (the cause is in the log of the process that answered)`
+}
+
+/**
+ * The reply's reason for a request whose handling died: a store failure said as
+ * {@link storeFailureReason} says it, anything else `internal error`; the cause is logged.
+ */
+export const failureReason = (what: string, cause: Cause.Cause<unknown>, log: LogLine): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && failure.value instanceof StoreError) return storeFailureReason(what, failure.value, log)
+  log(`${what} failed: ${causeLine(cause)}`)
+  return `${what}: internal error`
+}
 
 /** The reply as JSON text; a reply JSON cannot hold (a bigint, a cycle) is an internal error. */
 export const encodeControlReply = (reply: ControlReply): string => encodeJson(reply) ?? JSON.stringify(controlError('internal error'))

@@ -3,7 +3,7 @@ import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiError, jetstreamManage
 import type { NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/transport-node'
 import { maskUrlCredentials } from '@agentvisor/core'
-import { Effect, Schedule } from 'effect'
+import { Effect, Either, Schedule } from 'effect'
 import type { Bus, ChildDelivery, ConsumeOptions } from './bus.js'
 import { BusError, serveDelivery } from './bus.js'
 import { stderrLog, surviving } from '../loop/survive.js'
@@ -162,11 +162,18 @@ export const makeNatsWorkQueue = (nc: NatsConnection, config: WorkQueueConfig): 
     })
 
   const handleMessage = (message: JsMsg, handle: (delivery: ChildDelivery) => Effect.Effect<void, unknown>, options: ConsumeOptions): Effect.Effect<void> => {
-    const request = decodeChildRequest(bytesToText(message.data))
-    // Not ours to drive and never will be: drop it for good rather than redeliver it forever.
-    // No reason with the term: servers before 2.10 do not recognise `+TERM <reason>` and would
-    // leave the message pending.
-    if (request === undefined) return quietly(() => message.term())
+    const decoded = decodeChildRequest(bytesToText(message.data))
+    // Not ours to drive and never will be: drop it for good rather than redeliver it forever,
+    // and say why in the log. No reason with the term: servers before 2.10 do not recognise
+    // `+TERM <reason>` and would leave the message pending.
+    if (Either.isLeft(decoded)) {
+      const log = options.log ?? stderrLog
+      return Effect.zipRight(
+        Effect.sync(() => log(`refused a child-run request: ${decoded.left}`)),
+        quietly(() => message.term())
+      )
+    }
+    const request = decoded.right
     const delivery: ChildDelivery = {
       request,
       deliveryCount: message.info.deliveryCount,

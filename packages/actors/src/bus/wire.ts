@@ -23,19 +23,26 @@ const parseObject = (text: string): JsonObject | undefined => {
 const isVersioned = (value: JsonObject): boolean => value['v'] === PROTOCOL_VERSION
 
 /**
- * Decodes an `agentvisor.runs.start` payload's shape. The ids' form (an empty or foreign id
+ * Decodes an `agentvisor.runs.start` payload's shape, or says in one line why it is none (the
+ * worker logs it, docs/nats.md "Who may start a run"). The ids' form (an empty or foreign id
  * included) and the contract are checked by the worker, which logs what it refuses, naming it.
  */
-export const decodeChildRequest = (text: string): ChildRunRequest | undefined => {
+export const decodeChildRequest = (text: string): Either.Either<ChildRunRequest, string> => {
   const value = parseObject(text)
-  if (value === undefined || !isVersioned(value)) return undefined
+  if (value === undefined) return Either.left('the payload is not a JSON object')
+  if (!isVersioned(value)) return Either.left(`v: must be ${PROTOCOL_VERSION}`)
   const { runId, parentId, contract, traceparent } = value
+  if (typeof runId !== 'string') return Either.left('runId: must be a string')
   // A null parent is a submitted root run (docs/nats.md); the worker checks its row exists.
-  if (typeof runId !== 'string' || (typeof parentId !== 'string' && parentId !== null)) return undefined
-  if (traceparent !== undefined && typeof traceparent !== 'string') return undefined
-  if (typeof contract !== 'object' || contract === null || Array.isArray(contract)) return undefined
-  return value as unknown as ChildRunRequest
+  if (typeof parentId !== 'string' && parentId !== null) return Either.left(`run ${oneToken(runId)}: parentId: must be a string or null`)
+  if (traceparent !== undefined && typeof traceparent !== 'string') return Either.left(`run ${oneToken(runId)}: traceparent: must be a string`)
+  if (typeof contract !== 'object' || contract === null || Array.isArray(contract))
+    return Either.left(`run ${oneToken(runId)}: contract: must be a task (a JSON object)`)
+  return Either.right(value as unknown as ChildRunRequest)
 }
+
+/** An id from the wire as a log may quote it: JSON-quoted and cut when it is not one. */
+const oneToken = (id: string): string => (/^[A-Za-z0-9_-]{1,64}$/.test(id) ? id : JSON.stringify(id.slice(0, 80)))
 
 /** Decodes an `agentvisor.runs.<runId>.events` payload. */
 export const decodeRunEvent = (text: string): RunEventMessage | undefined => {

@@ -1,10 +1,11 @@
 import type { RunError, TaskContract } from '@agentvisor/core'
-import { type Database, getRun, insertRun, newRunId, updateRun } from '@agentvisor/store'
-import { Cause, Effect, Either } from 'effect'
+import { type Database, insertRunOnce, newRunId, RunCreation, updateRun } from '@agentvisor/store'
+import { Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { Bus, SubmitHandler } from '../bus/bus.js'
+import { failureReason } from '../bus/control-answer.js'
 import { type ControlReply, controlError, parseSubmitBody, PROTOCOL_VERSION } from '../bus/messages.js'
-import { childRunRow, same } from '../children/child-contract.js'
+import { childRunRow } from '../children/child-contract.js'
 import { oneLine } from '../loop/one-line.js'
 import { query } from '../use-cases/store-query.js'
 import { narrowSubmission } from './submitted-contract.js'
@@ -29,24 +30,26 @@ const accepted = (runId: string): ControlReply => ({ v: PROTOCOL_VERSION, ok: tr
  */
 export const makeSubmitHandler =
   (deps: SubmitDeps): SubmitHandler =>
-  (body) =>
-    Effect.gen(function* () {
+  (body) => {
+    // Every refusal is one line of the worker's log as well as the reply (docs/nats.md).
+    const refuse = (reason: string): ControlReply => {
+      deps.log(`refused a submitted run: ${oneLine(reason, 500)}`)
+      return controlError(reason)
+    }
+    return Effect.gen(function* () {
       const parsed = parseSubmitBody(body)
-      if (Either.isLeft(parsed)) return controlError(parsed.left)
+      if (Either.isLeft(parsed)) return refuse(parsed.left)
       const { runId = newRunId(), traceparent } = parsed.right
       const narrowed = narrowSubmission(deps.template, parsed.right.contract)
-      if (Either.isLeft(narrowed)) {
-        deps.log(`refused a submitted run: ${oneLine(narrowed.left, 500)}`)
-        return controlError(narrowed.left)
-      }
+      if (Either.isLeft(narrowed)) return refuse(narrowed.left)
       const contract = narrowed.right
-      const existing = yield* query(`load run ${runId}`, () => getRun(deps.db, runId))
-      if (existing !== undefined) {
-        const again = existing.parent_id === null && same(existing.contract, contract)
-        if (!again) return controlError(`runId: run ${runId} exists already (submit a new id, or the very same task to be told it was taken)`)
-      } else {
-        yield* query(`create run ${runId}`, () => insertRun(deps.db, childRunRow(runId, null, contract, new Date().toISOString())))
+      // One insert that gives way on the key: of identical submissions in flight at once, one
+      // creates the row and the others find the very same run, so each is answered as the first.
+      const creation = yield* query(`create run ${runId}`, () => insertRunOnce(deps.db, childRunRow(runId, null, contract, new Date().toISOString())))
+      if (creation === RunCreation.differs) {
+        return refuse(`runId: run ${runId} exists already (submit a new id, or the very same task to be told it was taken)`)
       }
+      const created = creation === RunCreation.created
       // Queued again for a repeated submission too: one whose queueing failed the first time gets
       // it now, and the queue drops a duplicate of one still queued.
       const queued = yield* Effect.either(
@@ -55,19 +58,16 @@ export const makeSubmitHandler =
       if (Either.isLeft(queued)) {
         const reason = `cannot queue run ${runId}: ${oneLine(queued.left.message, 300)}`
         deps.log(reason)
-        if (existing === undefined) yield* endUnqueued(deps.db, runId, reason)
+        if (created) yield* endUnqueued(deps.db, runId, reason)
         return controlError(reason)
       }
-      if (existing === undefined) deps.log(`queued submitted run ${runId}`)
+      if (created) deps.log(`queued submitted run ${runId}`)
       return accepted(runId)
     }).pipe(
-      Effect.catchAllCause((cause) => {
-        const error = Cause.squash(cause)
-        const reason = oneLine(error instanceof Error ? error.message : String(error), 300)
-        deps.log(`a submitted run cannot be taken: ${reason}`)
-        return Effect.succeed(controlError(`cannot take the run: ${reason}`))
-      })
+      // A store that fails is said without its own words (SQL, constraint names): those are logged.
+      Effect.catchAllCause((cause) => Effect.succeed(controlError(failureReason('cannot take the submitted run', cause, deps.log))))
     )
+  }
 
 /** A run whose request never reached the queue ends `failed` with why, rather than waiting for a driver forever. */
 const endUnqueued = (db: Kysely<Database>, runId: string, message: string) => {

@@ -158,7 +158,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   const serveOwnControl = (runId: string): Fiber.RuntimeFiber<void> | undefined => {
     const bus = options.bus
     if (options.serveOwnControl !== true || bus === undefined || bus.kind !== 'nats') return undefined
-    const handler = makeControlHandler({ db, drive: () => undefined })
+    const handler = makeControlHandler({ db, drive: () => undefined, log: warn })
     // Best effort, as every publication: a bus that cannot subscribe leaves the workers to answer.
     return Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(handler, { runId, log: warn }), Effect.never))))
   }

@@ -33,7 +33,7 @@ export const serveBus = (deps: {
         yield* Effect.forkScoped(
           surviving(
             'consume child runs',
-            bus.consumeChildren((delivery) => handleChildDelivery({ db, resume, log: options.log }, delivery), {
+            bus.consumeChildren((delivery) => handleChildDelivery({ db, resume, log: options.log ?? warn }, delivery), {
               concurrency,
               log: warn,
               giveUp: (request, cause) => giveUpChild(db, request, cause)
@@ -62,6 +62,6 @@ export const serveBus = (deps: {
             )
           )
         )
-      yield* Effect.forkScoped(surviving('serve control requests', bus.serveControl(makeControlHandler({ db, drive }), { log: warn }), warn))
+      yield* Effect.forkScoped(surviving('serve control requests', bus.serveControl(makeControlHandler({ db, drive, log: warn }), { log: warn }), warn))
     }
   })

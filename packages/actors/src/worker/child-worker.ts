@@ -4,11 +4,12 @@ import {
   type Database,
   getRun,
   getRunRow,
-  insertRun,
+  insertRunOnce,
   isFinalStatus,
   LeaseConflictError,
   type LeaseLostError,
   listChildren,
+  RunCreation,
   type RunRow,
   StoreError,
   updateRun
@@ -73,8 +74,13 @@ const admit = (db: Kysely<Database>, runId: string, parentId: string | null, ask
     if (siblings.length >= caps.maxChildren) return refuse(`its parent ${parentId} has started its ${caps.maxChildren} children already`)
     const contract = narrowChildRequest(parentContract, parentId, asked)
     if (Either.isLeft(contract)) return refuse(contract.left)
-    yield* store('create the child run', () => insertRun(db, childRunRow(runId, parentId, contract.right, new Date().toISOString())))
-    return { drive: undefined }
+    const creation = yield* store('create the child run', () => insertRunOnce(db, childRunRow(runId, parentId, contract.right, new Date().toISOString())))
+    if (creation !== RunCreation.differs) return { drive: undefined }
+    // Its row was written meanwhile (by its parent, or for another delivery of this request): the
+    // stored run is the one that runs, as when it was there from the start.
+    const written = yield* store('load the child run', () => getRunRow(db, runId))
+    if (written?.parent_id === parentId) return { drive: written }
+    return refuse(`it is a child of ${written?.parent_id ?? 'no run'}, not of ${parentId}`)
   })
 
 /**

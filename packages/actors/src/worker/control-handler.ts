@@ -1,19 +1,23 @@
-import { type Database, getRunRow, listRunTree, type StoreError, toRunRecord } from '@agentvisor/store'
-import { Cause, Effect, Either } from 'effect'
+import { type Database, getRunRow, listRunTree, toRunRecord } from '@agentvisor/store'
+import { Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { ControlHandler } from '../bus/bus.js'
+import { failureReason, storeFailureReason } from '../bus/control-answer.js'
 import { type AnswerBody, type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
 import { RunNotFoundError } from '../errors.js'
 import { answerRun } from '../use-cases/answer.js'
 import { type ApproveAnswer, type ApproveError, approveRun } from '../use-cases/approve.js'
 import { pendingRequests } from '../use-cases/pending.js'
 import { requestRunCancel } from '../use-cases/cancel.js'
+import type { LogLine } from '../loop/survive.js'
 import { query } from '../use-cases/store-query.js'
 
 export interface ControlDeps {
   readonly db: Kysely<Database>
   /** Drives a run nobody drives (to finish a cancel, or go on after an approval), in the background. */
   readonly drive: (runId: string) => void
+  /** Where the cause of a store failure goes (a reply only says that the store failed). */
+  readonly log: LogLine
 }
 
 /** A NATS approve body as the use case's answer: a deny carries no edit (docs/nats.md). */
@@ -23,13 +27,13 @@ const answerOf = (body: ApproveBody): ApproveAnswer =>
     : { requestId: body.requestId, decision: 'deny', remember: body.remember }
 
 /** The `{ok: false, error}` text of a refused approve: a named request that is not pending reads as such. */
-const approveRefusal = (runId: string, error: ApproveError): string => {
+const approveRefusal = (runId: string, error: ApproveError, log: LogLine): string => {
   switch (error._tag) {
     case 'RequestNotFoundError':
     case 'RequestDecidedError':
       return `run ${runId} has no pending request ${error.requestId}`
     case 'StoreError':
-      return storeFailure('approve', runId, error)
+      return storeFailureReason(`cannot approve run ${runId}`, error, log)
     default:
       return error.message
   }
@@ -57,7 +61,7 @@ export const makeControlHandler =
         const requested = yield* Effect.either(requestRunCancel(deps.db, runId))
         if (Either.isLeft(requested)) {
           const error = requested.left
-          return controlError(error._tag === 'StoreError' ? storeFailure('cancel', runId, error) : error.message)
+          return controlError(error._tag === 'StoreError' ? storeFailureReason(`cannot cancel run ${runId}`, error, deps.log) : error.message)
         }
         if (requested.right.alreadyEnded) return { v: PROTOCOL_VERSION, ok: true as const, status: requested.right.status }
         if (requested.right.undriven) deps.drive(runId)
@@ -72,7 +76,7 @@ export const makeControlHandler =
         const pending = yield* Effect.either(pendingRequests(deps.db, runId))
         if (Either.isLeft(pending)) {
           const error = pending.left
-          return controlError(error._tag === 'StoreError' ? storeFailure('list the requests of', runId, error) : error.message)
+          return controlError(error._tag === 'StoreError' ? storeFailureReason(`cannot list the requests of run ${runId}`, error, deps.log) : error.message)
         }
         return { v: PROTOCOL_VERSION, ok: true as const, requests: pending.right }
       }
@@ -81,24 +85,17 @@ export const makeControlHandler =
         const answered = yield* Effect.either(answerRun({ db: deps.db, source: 'nats' }, runId, { text, requestId }))
         if (Either.isLeft(answered)) {
           const error = answered.left
-          return controlError(error._tag === 'StoreError' ? storeFailure('answer', runId, error) : error.message)
+          return controlError(error._tag === 'StoreError' ? storeFailureReason(`cannot answer run ${runId}`, error, deps.log) : error.message)
         }
         // Like an approval: a paused run is driven on here, the answer being its call's result.
         if (answered.right.pending === 0) deps.drive(runId)
         return { v: PROTOCOL_VERSION, ok: true as const, answered: answered.right.requestId }
       }
       const approved = yield* Effect.either(approveRun({ db: deps.db, source: 'nats' }, runId, answerOf(parsed.right as ApproveBody)))
-      if (Either.isLeft(approved)) return controlError(approveRefusal(runId, approved.left))
+      if (Either.isLeft(approved)) return controlError(approveRefusal(runId, approved.left, deps.log))
       deps.drive(runId)
       return { v: PROTOCOL_VERSION, ok: true as const, decided: approved.right.decided.map((r) => r.id) }
-    }).pipe(Effect.catchAllCause((cause) => Effect.succeed(controlError(`cannot ${verb} run ${runId}: ${causeMessage(cause)}`))))
-
-/** A store that failed under a control request, as the reply says it: what failed, one line. */
-const storeFailure = (verb: string, runId: string, error: StoreError): string =>
-  `cannot ${verb} run ${runId}: ${(error.message.split('\n')[0] ?? '').slice(0, 300)}`
-
-const causeMessage = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  const text = error instanceof Error ? error.message : String(error)
-  return (text.split('\n')[0] ?? 'internal error').slice(0, 300)
-}
+    }).pipe(
+      // A store that fails is said without its own words (SQL, constraint names): those are logged.
+      Effect.catchAllCause((cause) => Effect.succeed(controlError(failureReason(`cannot ${verb} run ${runId}`, cause, deps.log))))
+    )

@@ -23,6 +23,69 @@ export async function insertRun(db: Executor, row: NewRun): Promise<void> {
   await db.insertInto('run_contracts').values({ run_id: run.id, contract_json }).execute()
 }
 
+/** What {@link insertRunOnce} found under a run's id. */
+export const RunCreation = {
+  /** The row and its contract are written now. */
+  created: 'created',
+  /** A run with this id, this parent and this very contract is there already: nothing is written. */
+  exists: 'exists',
+  /** A run with this id is there with another parent or another contract: nothing is written. */
+  differs: 'differs'
+} as const
+export type RunCreation = (typeof RunCreation)[keyof typeof RunCreation]
+
+/**
+ * Inserts a run row and its contract unless a run with its id exists, in one transaction (its
+ * own unless `db` already is one): how a request that may arrive twice at once creates its run
+ * (a submission sent again by a client that lost the reply, docs/nats.md "Submitting runs").
+ * The insert gives way on the key (`on conflict do nothing`) instead of failing on it, so of
+ * concurrent callers with one id exactly one is `created`, on SQLite and PostgreSQL alike; the
+ * others compare the run that is there with theirs (its parent, and its contract as JSON, key
+ * order aside). Rejects only as `insertRun` does otherwise (a `parent_id` naming no run).
+ */
+export async function insertRunOnce(db: Executor, row: NewRun): Promise<RunCreation> {
+  if (!db.isTransaction) return db.transaction().execute((trx) => insertRunOnce(trx, row))
+  const { contract_json, ...run } = row
+  const inserted = await db
+    .insertInto('runs')
+    .values(run)
+    .onConflict((conflict) => conflict.column('id').doNothing())
+    .returning('id')
+    .executeTakeFirst()
+  if (inserted !== undefined) {
+    await db.insertInto('run_contracts').values({ run_id: run.id, contract_json }).execute()
+    return RunCreation.created
+  }
+  // Under PostgreSQL's read committed, the insert waited for the transaction that holds the key
+  // to commit, and this statement sees what it wrote.
+  const there = await db
+    .selectFrom('runs')
+    .innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id')
+    .select(['runs.parent_id', 'run_contracts.contract_json'])
+    .where('runs.id', '=', run.id)
+    .executeTakeFirst()
+  return there !== undefined && there.parent_id === (run.parent_id ?? null) && sameJson(there.contract_json, contract_json)
+    ? RunCreation.exists
+    : RunCreation.differs
+}
+
+/** Whether two JSON texts hold the same value, whatever the order of their keys; text that does not parse is the same as nothing. */
+const sameJson = (a: string, b: string): boolean => {
+  const canonical = (text: string): string | undefined => {
+    try {
+      return JSON.stringify(JSON.parse(text), (_key, value: unknown) =>
+        value !== null && typeof value === 'object' && !Array.isArray(value)
+          ? Object.fromEntries(Object.entries(value).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+          : value
+      )
+    } catch {
+      return undefined
+    }
+  }
+  const left = canonical(a)
+  return left !== undefined && left === canonical(b)
+}
+
 /** Runs with their contracts (the contract lives in its own table). */
 const withContracts = (db: Executor) =>
   db.selectFrom('runs').innerJoin('run_contracts', 'run_contracts.run_id', 'runs.id').selectAll('runs').select('run_contracts.contract_json')
