@@ -55,6 +55,7 @@ export {
   settleAttempt,
   listAttempts,
   settlePendingAttempts,
+  countProviderDispatches,
   countTreeDispatches
 } from './repositories/attempts.repository.js'
 export * from './repositories/run-usage.repository.js'
