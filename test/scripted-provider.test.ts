@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
+import type { TaskInput } from '@agentvisor/core'
 import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 
@@ -17,7 +18,7 @@ const asking = [
   { toolCalls: [write('out.txt', 'staging')] },
   { text: 'All done: exported to staging.' }
 ]
-const askingTask = (workspace: string) => ({
+const askingTask = (workspace: string): TaskInput => ({
   goal: 'Export the report where the person says',
   workspace,
   providers: [{ name: 's', kind: 'scripted', steps: asking }],
@@ -27,12 +28,8 @@ const askingTask = (workspace: string) => ({
 })
 
 /** A write a person must approve, then one the policy allows, then the end. */
-const approving = [
-  { toolCalls: [write('asked.txt', 'one')] },
-  { toolCalls: [write('out.txt', 'two')] },
-  { text: 'All done: both files written.' }
-]
-const approvingTask = (workspace: string) => ({
+const approving = [{ toolCalls: [write('asked.txt', 'one')] }, { toolCalls: [write('out.txt', 'two')] }, { text: 'All done: both files written.' }]
+const approvingTask = (workspace: string): TaskInput => ({
   goal: 'Write the two files',
   workspace,
   providers: [{ name: 's', kind: 'scripted', steps: approving }],
@@ -79,7 +76,11 @@ describe('the scripted provider across a pause', () => {
     expect(resumed.code, resumed.stderr).toBe(0)
     expect(lastJson(resumed)).toMatchObject({ status: 'succeeded', steps: 3, output: 'All done: both files written.' })
     const trace = lastJson<Trace>(await runCli(['show', runId, '--json', '--db', db]))
-    expect(trace.steps.map((s) => s.toolCalls.map((c) => c.arguments))).toEqual([[{ path: 'asked.txt', content: 'one' }], [{ path: 'out.txt', content: 'two' }], []])
+    expect(trace.steps.map((s) => s.toolCalls.map((c) => c.arguments))).toEqual([
+      [{ path: 'asked.txt', content: 'one' }],
+      [{ path: 'out.txt', content: 'two' }],
+      []
+    ])
     expect(readFileSync(path.join(dir, 'ws', 'asked.txt'), 'utf8')).toBe('one')
     expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('two')
   })
