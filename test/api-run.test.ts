@@ -14,7 +14,8 @@ describe('the TypeScript API', () => {
       const dir = tempDir()
       const db = path.join(dir, 'av.db')
       const result = await runWithApi({ db, baseUrl: mock.url, workspace: path.join(dir, 'ws') })
-      expect(result).toMatchObject({ status: 'succeeded', steps: 3 })
+      // Its output is the answer of its last step, not the plan line its first step began with.
+      expect(result).toMatchObject({ status: 'succeeded', steps: 3, output: 'All done: out.txt says DONE, after the two-line plan in notes/plan.md.' })
       expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE\n')
       expect(readFileSync(path.join(dir, 'ws', 'notes', 'plan.md'), 'utf8')).toContain('Write DONE')
       expect(mock.requests).toHaveLength(3)

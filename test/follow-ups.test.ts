@@ -81,6 +81,50 @@ describe('follow-ups', () => {
     expect(runs).toHaveLength(1)
   })
 
+  it("gives as output the answer that ended the last turn: never an earlier step's text, nothing when that answer had none", async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: {
+          m: [
+            { text: 'I will write a plan first.', ...write('a.txt', 'one') },
+            { text: 'All done: a.txt holds one.' },
+            { text: 'Writing b.txt now.', ...write('b.txt', 'two') },
+            { text: 'All done: b.txt holds two.' },
+            write('c.txt', 'three'),
+            { text: '' }
+          ]
+        }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const task = writeTask(dir, {
+      goal: 'Write one into a.txt',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+      approval: 'auto'
+    })
+    const first = await runCli(['run', task, '--json', '--db', db])
+    expect(first.code, first.stderr).toBe(0)
+    const { runId } = lastJson<{ runId: string }>(first)
+    expect(lastJson(first)).toMatchObject({ status: 'succeeded', steps: 2, output: 'All done: a.txt holds one.' })
+
+    const second = await runCli(['send', runId, 'Now write two into b.txt', '--json', '--db', db])
+    expect(lastJson(second)).toMatchObject({ status: 'succeeded', steps: 4, output: 'All done: b.txt holds two.' })
+    const shown = lastJson<{ output?: unknown }>(await runCli(['show', runId, '--json', '--db', db]))
+    expect(shown.output).toBe('All done: b.txt holds two.')
+
+    // The third turn ends on an answer without text: no output, not the second turn's.
+    const third = await runCli(['send', runId, 'And three into c.txt', '--json', '--db', db])
+    expect(third.code, third.stderr).toBe(0)
+    const ended = lastJson<{ status: string; steps: number; output?: unknown }>(third)
+    expect(ended).toMatchObject({ status: 'succeeded', steps: 6 })
+    expect(ended).not.toHaveProperty('output')
+    expect(readFileSync(path.join(dir, 'ws', 'c.txt'), 'utf8')).toBe('three')
+    expect(lastJson<{ output?: unknown }>(await runCli(['show', runId, '--json', '--db', db]))).not.toHaveProperty('output')
+  })
+
   it('refuses a follow-up to a run that has not finished, exit 2, and changes nothing', async () => {
     mock = await startMockLlm({ scenarios: { models: { m: [write('a.txt', 'one')] } } as never, port: 0 })
     const dir = tempDir()

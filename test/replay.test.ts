@@ -221,6 +221,76 @@ describe('agentvisor replay', () => {
     })
   })
 
+  it('re-drives every turn of a run that took follow-ups, each message sent where the record got it, and departs in the turn a change reaches', async () => {
+    const turns = [
+      [
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
+        { toolCalls: [{ name: 'write_file', arguments: { path: 'notes.txt', content: 'hello' } }] },
+        { text: 'All done: notes written.' }
+      ],
+      [{ toolCalls: [{ name: 'write_file', arguments: { path: 'b.txt', content: 'b' } }] }, { text: 'All done: b.txt written.' }],
+      [{ toolCalls: [{ name: 'write_file', arguments: { path: 'c.txt', content: 'c' } }] }, { text: 'All done: c.txt written.' }]
+    ]
+    const messages = ['Now write b into b.txt', 'And c into c.txt']
+    const followUpTask = (baseUrl: string, layers: unknown[] = [{ name: 'team', allow: { read: ['**'], write: ['**'] } }]) => ({
+      ...task(baseUrl, layers),
+      verify: undefined
+    })
+    // A run of 1 + `followUps` turns, recorded against the mock LLM; the replays never ask it.
+    const recordWith = async (dir: string, db: string, followUps: number) => {
+      const mock = await startMockLlm({ scenarios: { models: { [MODEL]: turns.slice(0, followUps + 1).flat() } } as never, port: 0 })
+      const file = writeTask(dir, followUpTask(mock.url), `task-${followUps}.json`)
+      const ran = await runCli(['run', file, '--json', '--db', db], { env: { [KEY]: 'sk-test' } })
+      expect(ran.code, ran.stderr).toBe(0)
+      const { runId } = lastJson<{ runId: string }>(ran)
+      for (const message of messages.slice(0, followUps)) {
+        const sent = await runCli(['send', runId, message, '--json', '--db', db], { env: { [KEY]: 'sk-test' } })
+        expect(sent.code, sent.stderr).toBe(0)
+      }
+      await mock.close()
+      return { runId, url: mock.url }
+    }
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    mkdirSync(path.join(dir, 'ws'))
+    writeFileSync(path.join(dir, 'ws', 'a.txt'), 'hello')
+    const one = await recordWith(dir, db, 1)
+    const two = await recordWith(dir, db, 2)
+
+    const first = await runCli(['replay', one.runId, '--json', '--db', db])
+    expect(first.code, first.stderr).toBe(0)
+    const report = lastJson<Report & { notCompared?: string }>(first)
+    expect(report).toMatchObject({ identical: true, steps: { recorded: 5, replayed: 5 } })
+    expect(report.notCompared).toBeUndefined()
+    // The replay's own run took the same follow-up, after the same step.
+    const kept = await runCli(['replay', two.runId, '--keep', '--json', '--db', db])
+    expect(kept.code, kept.stderr).toBe(0)
+    const twice = lastJson<Report & { scratch: { db: string } }>(kept)
+    expect(twice).toMatchObject({ identical: true, steps: { recorded: 7, replayed: 7 } })
+    const replayTrace = lastJson<{ turns: Array<{ turn: number; firstStep: number; message?: string }> }>(
+      await runCli(['show', twice.replayRunId, '--json', '--db', twice.scratch.db])
+    )
+    expect(replayTrace.turns.map(({ turn, firstStep, message }) => ({ turn, firstStep, message }))).toEqual([
+      { turn: 1, firstStep: 1, message: undefined },
+      { turn: 2, firstStep: 4, message: messages[0] },
+      { turn: 3, firstStep: 6, message: messages[1] }
+    ])
+
+    const all = await runCli(['replay', '--all', '--status', 'succeeded', '--json', '--db', db])
+    expect(all.code, all.stderr).toBe(0)
+    expect(lastJson(all)).toMatchObject({ replayed: 2, identical: 2, departed: 0 })
+
+    // A change that reaches the third turn only: the replay went that far, and compared it.
+    const today = writeTask(dir, followUpTask(two.url, [{ name: 'team', allow: { read: ['**'], write: ['**'] }, deny: { write: ['c.txt'] } }]), 'today.json')
+    const departed = await runCli(['replay', two.runId, '--task', today, '--json', '--db', db])
+    expect(departed.code, departed.stderr).toBe(1)
+    expect(lastJson<Report>(departed).departure).toEqual({
+      step: 6,
+      kind: 'policy',
+      message: 'step 6: policy refused write "c.txt" (rule "c.txt" of layer "team") in the replay; the record did not'
+    })
+  })
+
   it('replays from TypeScript with the tools registered on the Agentvisor, and names the step whose tool changed', async () => {
     let answer = 'T-42 is about billing'
     const lookup = defineTool({

@@ -38,7 +38,8 @@ try {
     speaking = false
     if (event.kind === 'toolCall') console.log(`  -> ${event.name} ${JSON.stringify(event.arguments).slice(0, 70)}`)
     if (event.kind === 'usage') console.log(`     ${event.usage.inputTokens + event.usage.outputTokens} tokens so far, $${event.usage.costUsd}`)
-    if (event.kind === 'done') console.log(`done: ${event.status} after ${event.steps} steps, ${JSON.stringify(event.usage)}`)
+    if (event.kind === 'done')
+      console.log(`done: ${event.status} after ${event.steps} steps, ${JSON.stringify(event.usage)}\noutput: ${JSON.stringify(event.output)}`)
   }
   const result = await run.result
   console.log(`\nTry: npx agentvisor show ${result.runId}   (each step's prompt summary says what was elided)`)

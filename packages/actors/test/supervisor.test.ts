@@ -420,7 +420,8 @@ describe('approvals from the TypeScript API', () => {
     await first.close()
     av = await Agentvisor.open({
       db: path.join(dir, 'av.db'),
-      makeProvider: (config) => makeScriptedProvider({ name: config.name, steps: [write('out.txt', 'DONE')] })
+      // The aborted call was the provider's first dispatch: the new attempt is its second (docs/task-file.md, "Providers").
+      makeProvider: (config) => makeScriptedProvider({ name: config.name, steps: [{ text: 'the aborted call: never played' }, write('out.txt', 'DONE')] })
     })
     const resumed = await av.resume(started.runId)
     expect(await resumed.result).toMatchObject({ status: 'succeeded', steps: 1 })

@@ -57,6 +57,7 @@ export {
   settleAttempt,
   listAttempts,
   settlePendingAttempts,
+  countProviderDispatches,
   countTreeDispatches
 } from './repositories/attempts.repository.js'
 export * from './repositories/run-usage.repository.js'

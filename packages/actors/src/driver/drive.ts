@@ -36,6 +36,11 @@ export interface RunDriverDeps {
   readonly runId: string
   readonly contract: TaskContract
   readonly providers: ReadonlyArray<Provider>
+  /**
+   * The calls each of `providers` already had in this run, in chain order: from the run's
+   * receipts on a resume (`countProviderDispatches`), none for a new run. Where `ChatRequest.dispatch` starts.
+   */
+  readonly providerDispatches?: ReadonlyArray<number> | undefined
   readonly workspace: Workspace
   readonly actor: Actor<typeof runMachine>
   /** The conversation so far (opening messages plus every stored step); the driver appends to it. */
@@ -129,6 +134,8 @@ export interface Drive {
   readonly prices: ReadonlyArray<ModelPrice | undefined>
   /** The offered tools' specs in characters, for a budget's prompt estimate; counted on the first check. */
   toolsChars: number | undefined
+  /** The calls each provider of the chain has had in this run so far (`ChatRequest.dispatch`), in chain order. */
+  readonly dispatched: number[]
 }
 
 /** Which calls `tools` was looked up for, and the entries, refilled in place for each step. */

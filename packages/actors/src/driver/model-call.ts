@@ -119,7 +119,10 @@ const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
     notify(observers, 'onDispatch', { runId, step: ctx.step, attempt: ctx.attempt, provider: call.provider.name, reason: ctx.reason })
   // The live conversation, not a copy: the driver only appends to it once the answer is in. With
   // `contextTokens`, a copy with the oldest tool results elided when it would not fit.
-  const request = { messages: call.messages, tools: drive.offeredTools }
+  // Where the provider stands in this run, durable across pauses and processes (ChatRequest.dispatch).
+  const dispatch = drive.dispatched[ctx.providerIndex] ?? 0
+  drive.dispatched[ctx.providerIndex] = dispatch + 1
+  const request = { messages: call.messages, tools: drive.offeredTools, step: ctx.step, dispatch }
   const relay = textRelay(drive, ctx)
   if (relay === undefined) return answered(drive, ctx, call, call.provider.chat(request))
   // Whatever text is still held goes out before the answer's transition.

@@ -219,7 +219,8 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
       cursor.ended = true
       const status = statusOfState(t.to_state)
       const run = await getRunRow(db, runId)
-      const output = status === 'succeeded' ? storedOutput(steps) : undefined
+      // The turn's own last answer: a later turn's steps may already be in the rows read.
+      const output = status === 'succeeded' ? storedOutput(steps.filter((s) => s.step <= cursor.completedSteps)) : undefined
       if (run?.error?.kind === 'stalled') push({ kind: 'stall', runId, seq, at, step: cursor.step, phase: 'stalled', message: run.error.message })
       push({
         kind: 'done',

@@ -2,7 +2,7 @@ import type { RunError } from '@agentvisor/core'
 import type { PolicyEventRow, StepRow } from '@agentvisor/store'
 import { describeCall } from '../driver/stall.js'
 import type { ReplayStop } from './recorded-provider.js'
-import type { Recording } from './recording.js'
+import type { RecordedTurn, Recording } from './recording.js'
 
 // What a replay compares with its record, step by step, and how the first difference is told
 // (docs/replay.md, "What is compared"): the calls the tools were asked for, the policy's
@@ -21,10 +21,39 @@ const endOf = (status: string, error: RunError | undefined): string => (error ==
 
 /** Ends a replay can reproduce: what today's code decides, not a provider's failure or a person's cancel. */
 const DECIDED_BY_CODE: ReadonlySet<string> = new Set(['verification', 'stalled', 'internal'])
-const codeDecidedEnd = (record: Recording): boolean =>
-  record.status === 'succeeded' ||
-  record.status === 'step_cap' ||
-  (record.status === 'failed' && record.error !== undefined && DECIDED_BY_CODE.has(record.error.kind))
+const codeDecidedEnd = (turn: RecordedTurn): boolean =>
+  turn.status === 'succeeded' || turn.status === 'step_cap' || (turn.status === 'failed' && turn.errorKind !== undefined && DECIDED_BY_CODE.has(turn.errorKind))
+
+/** How a recorded turn's end reads in a report. */
+const turnEnd = (turn: RecordedTurn): string => (turn.errorKind === undefined ? turn.status : `${turn.status} (${turn.errorKind})`)
+
+/** One turn of the replay as it went: how it ended, after how many steps of the run, and where the record stopped it. */
+export interface ReplayedTurn {
+  readonly status: string
+  /** The run's steps when the turn ended (all turns so far). */
+  readonly steps: number
+  /** Why the record stopped answering in this turn, when it did (the turn was then cancelled). */
+  readonly stop: ReplayStop | undefined
+}
+
+/**
+ * Whether the replay sends the follow-up that began the record's next turn after `played`, its
+ * replay of `turn`: when it ended where the record's did, on its own the same way, or cancelled
+ * where the record's ended from outside the code (a provider's failure, a cancel, a timeout).
+ */
+export const goesOn = (turn: RecordedTurn, played: ReplayedTurn): boolean => {
+  if (played.stop?.reason === 'children') return false
+  if (played.stop?.reason === 'end-of-turn') return played.stop.step === turn.lastStep + 1 && !codeDecidedEnd(turn)
+  return played.steps === turn.lastStep && played.status === turn.status
+}
+
+/** A step's feedback without the follow-up message a person added to it (`agentvisor send`): only verification's is compared. */
+const verificationPart = (feedback: string | null | undefined, followUp: string | undefined): string | undefined => {
+  if (feedback == null) return undefined
+  if (followUp === undefined) return feedback
+  if (feedback === followUp) return undefined
+  return feedback.endsWith(`\n\n${followUp}`) ? feedback.slice(0, feedback.length - followUp.length - 2) : feedback
+}
 
 /** A text shown whole when short, else around where it first differs from `other`. */
 const excerpt = (text: string, other: string): string => {
@@ -49,7 +78,8 @@ const policyLines = (events: ReadonlyArray<PolicyEventRow>, step: number): strin
 const DENIED_BY = /^Denied by [a-z]+:/
 const sameResult = (a: string, b: string): boolean => a === b || (DENIED_BY.test(a) && a.replace(DENIED_BY, '') === b.replace(DENIED_BY, ''))
 
-const stepDeparture = (step: number, record: Recording, replay: Recording, r: StepRow, p: StepRow): Departure | undefined => {
+/** `followUp`: the message a person sent after this step, when it ended a turn the record continued. */
+const stepDeparture = (step: number, record: Recording, replay: Recording, r: StepRow, p: StepRow, followUp: string | undefined): Departure | undefined => {
   const recordedCalls = r.tool_calls.map(describeCall)
   const replayedCalls = p.tool_calls.map(describeCall)
   for (let i = 0; i < Math.max(recordedCalls.length, replayedCalls.length); i++) {
@@ -77,57 +107,79 @@ const stepDeparture = (step: number, record: Recording, replay: Recording, r: St
     const now = b === undefined ? 'no result' : `${b.ok ? '' : 'failed: '}${excerpt(b.output, a?.output ?? '')}`
     return { step, kind: 'toolResult', message: `step ${step}: ${call} answered ${now} where the record has ${was}` }
   }
-  if ((r.feedback ?? undefined) !== (p.feedback ?? undefined)) {
-    const was = r.feedback == null ? 'nothing (it passed or was not checked)' : excerpt(r.feedback, p.feedback ?? '')
-    const now = p.feedback == null ? 'nothing (it passed or was not checked)' : excerpt(p.feedback, r.feedback ?? '')
+  const recordedFeedback = verificationPart(r.feedback, followUp)
+  const replayedFeedback = verificationPart(p.feedback, followUp)
+  if (recordedFeedback !== replayedFeedback) {
+    const was = recordedFeedback === undefined ? 'nothing (it passed or was not checked)' : excerpt(recordedFeedback, replayedFeedback ?? '')
+    const now = replayedFeedback === undefined ? 'nothing (it passed or was not checked)' : excerpt(replayedFeedback, recordedFeedback ?? '')
     return { step, kind: 'verify', message: `step ${step}: verification told the model ${now} where the record has ${was}` }
   }
   return undefined
 }
 
+const plural = (n: number): string => `${n} step${n === 1 ? '' : 's'}`
+
 /**
- * The first place the replay departs from its record, or undefined when it went the same way.
- * `stop`: why the replay stopped asking for answers, when it did (its run was then cancelled).
+ * The first place the replay departs from its record, or undefined when it went the same way:
+ * turn by turn (`played`: the replay's turns, as far as it went), each step, then how the turn
+ * ended.
  */
-export const firstDeparture = (record: Recording, replay: Recording, stop: ReplayStop | undefined): Departure | undefined => {
-  const compared = stop?.reason === 'children' ? stop.step - 1 : record.steps.length
-  for (let step = 1; step <= compared; step++) {
-    const r = record.steps[step - 1]!
-    const p = replay.steps[step - 1]
-    if (p === undefined) {
+export const firstDeparture = (record: Recording, replay: Recording, played: ReadonlyArray<ReplayedTurn>): Departure | undefined => {
+  const { turns } = record
+  for (const [i, turn] of turns.entries()) {
+    const went = played[i]
+    if (went === undefined) return undefined
+    const last = i === turns.length - 1
+    const named = turns.length === 1 ? 'the record' : `the record's turn ${i + 1}`
+    const compared = went.stop?.reason === 'children' ? went.stop.step - 1 : turn.lastStep
+    for (let step = turn.firstStep; step <= compared; step++) {
+      const r = record.steps[step - 1]!
+      const p = replay.steps[step - 1]
+      if (p === undefined) {
+        return {
+          step,
+          kind: 'end',
+          message: `step ${step}: the replay had ended ${last ? endOf(replay.status, replay.error) : went.status} after ${plural(step - 1)}; ${named} went on to this step and ended ${last ? endOf(record.status, record.error) : turnEnd(turn)}`
+        }
+      }
+      const departed = stepDeparture(step, record, replay, r, p, step === turn.lastStep ? turns[i + 1]?.message : undefined)
+      if (departed !== undefined) return departed
+    }
+    if (went.stop?.reason === 'children') return undefined
+    if (went.stop?.reason === 'end-of-turn') {
+      if (!codeDecidedEnd(turn)) continue
       return {
-        step,
+        step: went.stop.step,
         kind: 'end',
-        message: `step ${step}: the replay had ended ${endOf(replay.status, replay.error)} after ${step - 1} step${step === 2 ? '' : 's'}; the record went on to this step and ended ${endOf(record.status, record.error)}`
+        message: `step ${went.stop.step}: the replay went on to ask the model again where ${named} ended ${last ? endOf(record.status, record.error) : turnEnd(turn)} after ${plural(turn.lastStep)}${last ? '' : ' (the next follow-up came there)'}`
       }
     }
-    const departed = stepDeparture(step, record, replay, r, p)
-    if (departed !== undefined) return departed
-  }
-  if (stop?.reason === 'children' || record.followedUp) return undefined
-  if (stop?.reason === 'end-of-record') {
-    if (!codeDecidedEnd(record)) return undefined
-    return {
-      step: stop.step,
-      kind: 'end',
-      message: `step ${stop.step}: the replay went on to ask the model again where the record ended ${endOf(record.status, record.error)} after ${record.steps.length} step${record.steps.length === 1 ? '' : 's'}`
-    }
-  }
-  if (replay.status !== record.status || replay.error?.kind !== record.error?.kind) {
-    return {
-      step: compared,
-      kind: 'end',
-      message: `step ${compared}: the replay ended ${endOf(replay.status, replay.error)} where the record ended ${endOf(record.status, record.error)}`
+    const differs = last ? replay.status !== record.status || replay.error?.kind !== record.error?.kind : went.status !== turn.status
+    if (differs) {
+      return {
+        step: compared,
+        kind: 'end',
+        message: `step ${compared}: the replay ended ${last ? endOf(replay.status, replay.error) : went.status} where ${named} ended ${last ? endOf(record.status, record.error) : turnEnd(turn)}`
+      }
     }
   }
   return undefined
 }
 
-/** Why a replay's end was not compared with its record's, when it was not. */
-export const uncomparedEnd = (record: Recording, stop: ReplayStop | undefined): string | undefined => {
-  if (stop?.reason === 'children') return `step ${stop.step} started children: a child run is replayed on its own (agentvisor replay CHILD)`
-  if (record.followedUp) return 'follow-ups continued the run: only its first turn is replayed'
-  if (stop?.reason === 'end-of-record' && !codeDecidedEnd(record))
-    return `the record ended ${endOf(record.status, record.error)}, which a replay does not reproduce`
-  return undefined
+/** Why a part of the run (a turn's end, the steps after children) was not compared, when one was not. */
+export const uncompared = (record: Recording, played: ReadonlyArray<ReplayedTurn>): string | undefined => {
+  const notes: string[] = []
+  for (const [i, went] of played.entries()) {
+    const turn = record.turns[i]!
+    const named = record.turns.length === 1 ? 'the record' : `the record's turn ${i + 1}`
+    if (went.stop?.reason === 'children') {
+      notes.push(`step ${went.stop.step} started children: a child run is replayed on its own (agentvisor replay CHILD)`)
+      break
+    }
+    if (went.stop?.reason === 'end-of-turn' && !codeDecidedEnd(turn)) {
+      const end = i === record.turns.length - 1 ? endOf(record.status, record.error) : turnEnd(turn)
+      notes.push(`${named} ended ${end}, which a replay does not reproduce`)
+    }
+  }
+  return notes.length === 0 ? undefined : notes.join('; ')
 }

@@ -6,9 +6,10 @@ import { type Executor, openStore, type PolicyEventRow } from '@agentvisor/store
 import { Effect, Either } from 'effect'
 import type { AgentvisorOptions, StartedRun } from '../api/agentvisor.js'
 import { isInside } from '../children/child-contract.js'
+import { FollowUpRefusedError } from '../errors.js'
 import type { Approver } from '../driver/drive.js'
 import type { RegisteredTool } from '../supervisor/run-tools.js'
-import { type Departure, firstDeparture, uncomparedEnd } from './compare.js'
+import { type Departure, firstDeparture, goesOn, type ReplayedTurn, uncompared } from './compare.js'
 import { RECORDED_PROVIDER, type ReplayStop, recordedProvider } from './recorded-provider.js'
 import { loadRecording, type Recording } from './recording.js'
 
@@ -48,6 +49,8 @@ export interface ReplayReport {
 /** The part of an `Agentvisor` a replay drives its scratch run with. */
 export interface ScratchAgentvisor {
   readonly start: (contract: TaskContract, options: { readonly approver: Approver }) => Promise<StartedRun>
+  /** Begins the replay's next turn with the record's follow-up message (`Agentvisor.send`). */
+  readonly send: (runId: string, text: string, options: { readonly approver: Approver }) => Promise<StartedRun>
   readonly close: () => Promise<void>
 }
 
@@ -159,7 +162,6 @@ export const replayRecording = async (recording: Recording, open: OpenScratch, o
     if (options.workspace === undefined) rewindWrites(workspace, recording)
     let stop: ReplayStop | undefined
     let stopped: () => void = () => {}
-    const stopping = new Promise<void>((resolve) => (stopped = resolve))
     const provider = recordedProvider(recording.steps, (why) => {
       stop = why
       stopped()
@@ -170,19 +172,41 @@ export const replayRecording = async (recording: Recording, open: OpenScratch, o
       ...(host.tools !== undefined ? { tools: host.tools } : {}),
       ...(host.env !== undefined ? { env: host.env } : {})
     })
-    let replayRunId: string
+    const approver = recordedApprover(recording)
+    const played: ReplayedTurn[] = []
+    let replayRunId = ''
     try {
-      const run = await av.start(replayContract(recording, workspace, options.task), { approver: recordedApprover(recording) })
-      replayRunId = run.runId
-      // The record has no answer to give: the run is cancelled where it waits for one.
-      void stopping.then(() => run.cancel())
-      await run.result
+      // Every turn, each begun as the record's was: the first by the goal, each next one by its
+      // follow-up message, sent where the record's turn before it ended (docs/replay.md, "Turns").
+      for (const [i, turn] of recording.turns.entries()) {
+        if (i > 0 && !goesOn(recording.turns[i - 1]!, played[i - 1]!)) break
+        stop = undefined
+        const stopping = new Promise<void>((resolve) => (stopped = resolve))
+        provider.playThrough(turn.lastStep)
+        let run: StartedRun
+        try {
+          run =
+            i === 0
+              ? await av.start(replayContract(recording, workspace, options.task), { approver })
+              : await av.send(replayRunId, turn.message ?? '', { approver })
+        } catch (error) {
+          // Only a follow-up can be refused here (the replay's run did not end its turn as the record's did).
+          if (i === 0 || !(error instanceof FollowUpRefusedError)) throw error
+          break
+        }
+        replayRunId = run.runId
+        // The record has no answer to give: the run is cancelled where it waits for one.
+        void stopping.then(() => run.cancel())
+        const result = await run.result
+        // Set by the provider's callback meanwhile, which the compiler does not see.
+        played.push({ status: result.status, steps: result.steps, stop: stop as ReplayStop | undefined })
+      }
     } finally {
       await av.close()
     }
     const replay = await recordingIn(db, replayRunId)
-    const departure = firstDeparture(recording, replay, stop)
-    const notCompared = departure === undefined ? uncomparedEnd(recording, stop) : undefined
+    const departure = firstDeparture(recording, replay, played)
+    const notCompared = departure === undefined ? uncompared(recording, played) : undefined
     return {
       runId: recording.runId,
       replayRunId,

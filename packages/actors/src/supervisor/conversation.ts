@@ -107,14 +107,16 @@ export const finalAnswerOf = (messages: ReadonlyArray<ChatMessage>): Readonly<Re
 
 /**
  * A succeeded run's `output` (docs/agents.md, "Structured results"): its accepted `final_answer`
- * (only an agent with an `output` schema is offered one), else its last answer's text.
+ * (only an agent with an `output` schema is offered one), else the text of the model's last
+ * answer, the one that ended the run's last turn; nothing when that answer had no text. An
+ * earlier answer's text (a plan announced at step 1, a previous turn's reply) is never the output.
  */
 export const runOutput = (messages: ReadonlyArray<ChatMessage>): unknown => {
   const answer = finalAnswerOf(messages)
   if (answer !== undefined) return answer
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!
-    if (message.role === 'assistant' && message.content !== '') return message.content
+    if (message.role === 'assistant') return message.content === '' ? undefined : message.content
   }
   return undefined
 }

@@ -17,6 +17,7 @@ import {
 } from '@agentvisor/core'
 import {
   clearCancelRequest,
+  countProviderDispatches,
   type Database,
   getRun,
   isFinalStatus,
@@ -163,6 +164,19 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
     return Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(handler, { runId, log: warn }), Effect.never))))
   }
 
+  /**
+   * Where each provider of a resumed run stands (`ChatRequest.dispatch`), from its receipts. Only a
+   * `scripted` provider or one of `options.makeProvider` reads it: a chain of real adapters, which
+   * ignore it, costs a resume no query.
+   */
+  const providerDispatchesOf = (runId: string, contract: TaskContract): Effect.Effect<ReadonlyArray<number> | undefined, StoreError | LeaseLostError> => {
+    if (options.makeProvider === undefined && !contract.providers.some((config) => config.kind === 'scripted')) return Effect.succeed(undefined)
+    return Effect.map(
+      storeCall(`count run ${runId}'s dispatches`, () => countProviderDispatches(db, runId)),
+      (counts) => contract.providers.map((config) => counts.get(config.name) ?? 0)
+    )
+  }
+
   const launch = (
     runId: string,
     contract: TaskContract,
@@ -205,6 +219,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         runId,
         contract,
         providers: contract.providers.map((config) => buildProvider(config, env, secrets, contract.model)),
+        providerDispatches: steps === undefined ? undefined : yield* providerDispatchesOf(runId, contract),
         workspace,
         actor,
         messages: steps === undefined ? openingMessages(contract) : resumedConversation(contract, steps, tools),

@@ -47,7 +47,8 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     stepTools: { calls: undefined, tools: [] },
     budget: runBudgetOf(runId, contract),
     prices: contract.providers.map((config) => priceOf(contract.pricing, config)),
-    toolsChars: undefined
+    toolsChars: undefined,
+    dispatched: deps.providers.map((_, i) => deps.providerDispatches?.[i] ?? 0)
   }
 
   notify(observers, 'onDriveStarted', {

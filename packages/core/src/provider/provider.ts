@@ -38,6 +38,15 @@ export interface ChatRequest {
    * scripted provider's text in pieces), before the call resolves. Absent: nobody listens.
    */
   readonly onText?: ((delta: string) => void) | undefined
+  /** The run's step this call answers (1-based), when a run's driver makes it. */
+  readonly step?: number | undefined
+  /**
+   * How many calls the run made to this provider before this one (0 for its first), when a run's
+   * driver makes it: counted from the run's receipts, so the same after a pause, a resume in
+   * another process, or a crash (a call lost with it counts). A `scripted` provider plays the step
+   * at this index (docs/task-file.md, "Providers").
+   */
+  readonly dispatch?: number | undefined
 }
 
 export interface TokenUsage {

@@ -18,8 +18,13 @@ export interface ScriptedProvider extends Provider {
 }
 
 /**
- * Plays `steps` in order, one per dispatch, then answers plain text. Errors and disconnects fail
- * like their HTTP counterparts would, so the machine cannot tell a script from a server.
+ * Plays `steps` in order, one per dispatch of this provider, then answers plain text. Errors and
+ * disconnects fail like their HTTP counterparts would, so the machine cannot tell a script from a
+ * server. Its position is the run's: a request that says how many calls the run made to it
+ * before (`request.dispatch`, from the run's receipts) gets the step at that index, so a run
+ * paused and resumed in another process plays its next step, not its first again
+ * (docs/task-file.md, "Providers"). A request without it (a test calling `chat` itself) gets the
+ * next step of this object's own count.
  */
 export const makeScriptedProvider = (options: ScriptedProviderOptions): ScriptedProvider => {
   const name = options.name ?? 'scripted'
@@ -34,7 +39,7 @@ export const makeScriptedProvider = (options: ScriptedProviderOptions): Scripted
     // Played when asked: a step without a delay is answered at once, as a settled Exit (a
     // driver need not wait for it); a delayed one sleeps first.
     chat: (request) => {
-      const index = count
+      const index = request.dispatch ?? count
       count += 1
       last = { request, length: request.messages.length }
       const step = options.steps[index]

@@ -66,6 +66,22 @@ export async function settlePendingAttempts(
 }
 
 /**
+ * The dispatches of one run by provider name (skipped providers, whose circuit was open, are not
+ * dispatches; a call lost with a crash is one): where each provider of a resumed run stands, so
+ * a `scripted` one plays its next step in the process that resumes it (docs/task-file.md, "Providers").
+ */
+export async function countProviderDispatches(db: Executor, runId: string): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('attempts')
+    .select((eb) => ['provider', eb.fn.countAll<number>().as('n')])
+    .where('run_id', '=', runId)
+    .where((eb) => eb.or([eb('error_message', 'is', null), eb('error_message', '!=', 'circuit open')]))
+    .groupBy('provider')
+    .execute()
+  return new Map(rows.map((row) => [row.provider, Number(row.n)]))
+}
+
+/**
  * Provider dispatches of a whole run tree (skipped providers, whose circuit was open, are not
  * dispatches): the number the tree's shared ceiling is checked against.
  */
