@@ -19,7 +19,7 @@ import { iso, store } from '../supervisor/driver-io.js'
 import { type AttemptSettled, listens, notify } from '../supervisor/run-observer.js'
 import { textRelay } from './text-relay.js'
 import { describeElisions, type Elision, fitToContext } from '../supervisor/context-window.js'
-import { attemptKey, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
+import { attemptKey, type BudgetSubject, ownSpending, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
 import type { Drive } from './drive.js'
 import { later, type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
@@ -69,15 +69,22 @@ const withinBudget = (drive: Drive, ctx: RunContext, budget: RunBudget): Effect.
     drive.toolsChars ??= JSON.stringify(drive.offeredTools).length
     const claim = reservationOf(deps.contract, drive.prices[ctx.providerIndex], promptTokens(deps.messages, drive.toolsChars))
     const inTree = deps.contract.lineage !== undefined || ctx.spawnedChildren
-    const treeSpent = inTree ? yield* deps.budgets.spent(deps.db, budget.rootId) : deps.usage.usage
+    const own = ownSpending(deps.usage.usage)
+    const treeSpent = inTree ? yield* deps.budgets.spent(deps.db, budget.rootId) : own
     const passed =
-      passedBound(budget.tree, treeSpent, claim, inTree ? 'the run tree' : 'the run') ?? passedBound(budget.own, deps.usage.usage, claim, 'this run')
+      passedBound(budget.tree, treeSpent, claim, deps.contract.lineage !== undefined ? TREE : inTree ? ROOT : ALONE) ?? passedBound(budget.own, own, claim, OWN)
     if (passed !== undefined) return { event: { type: 'BUDGET_REACHED', message: passed } } satisfies Work
     const call = yield* later(openReceipt(drive, ctx))
     if ('event' in call) return call
     deps.budgets.reserve(budget.rootId, attemptKey(deps.runId, ctx.step, ctx.attempt), claim)
     return call
   })
+
+/** Whose bound a refusal names (budget.ts `passedBound`): the run alone's, its tree's (the root's limits), a child's own. */
+const ALONE: BudgetSubject = { whose: 'the run', setting: (limit) => `limits.${limit}` }
+const ROOT: BudgetSubject = { whose: 'the run tree', setting: (limit) => `limits.${limit}` }
+const TREE: BudgetSubject = { whose: 'the run tree', setting: (limit) => `limits.${limit} of the tree's root` }
+const OWN: BudgetSubject = { whose: 'this run', setting: (limit) => `limits.${limit} of this run's agent or spawn_child call` }
 
 /** The receipt, durable with everything staged before it: what the call is sent with (or why it is not). */
 const openReceipt = (drive: Drive, ctx: RunContext): Now<Call | Work, StoreError | LeaseLostError> => {
