@@ -17,7 +17,7 @@ import { stepMessages, summarizePrompt } from '../supervisor/conversation.js'
 import { attemptWithin } from '../supervisor/deadline.js'
 import { iso, store } from '../supervisor/driver-io.js'
 import { type AttemptSettled, listens, notify } from '../supervisor/run-observer.js'
-import { textRelay } from './text-relay.js'
+import { type TextRelay, textRelay } from './text-relay.js'
 import { describeElisions, type Elision, fitToContext } from '../supervisor/context-window.js'
 import { attemptKey, type BudgetSubject, ownSpending, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
 import type { Drive } from './drive.js'
@@ -128,24 +128,24 @@ const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
   // `contextTokens`, a copy with the oldest tool results elided when it would not fit.
   const request = { messages: call.messages, tools: drive.offeredTools }
   const relay = textRelay(drive, ctx)
-  if (relay === undefined) return answered(drive, ctx, call, call.provider.chat(request))
-  // Whatever text is still held goes out before the answer's transition.
-  return thenNow(answered(drive, ctx, call, call.provider.chat({ ...request, onText: relay.onText })), (work) => {
-    relay.flush()
-    return work
-  })
+  if (relay === undefined) return answered(drive, ctx, call, call.provider.chat(request), undefined)
+  return answered(drive, ctx, call, call.provider.chat({ ...request, onText: relay.onText }), relay)
 }
 
-/** The call's answer (at once, or awaited under the attempt deadline) made the step's work. */
-const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effect<ChatReply, ProviderError>): Now<Work> => {
+/**
+ * The call's answer (at once, or awaited under the attempt deadline) made the step's work. The
+ * relay's text still held, or the whole answer of a call that did not stream, goes out as the
+ * answer is settled: before the answer's transition.
+ */
+const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effect<ChatReply, ProviderError>, relay: TextRelay | undefined): Now<Work> => {
   const { deps, journal } = drive
   const { runId, observers } = deps
   const { provider, config, key, admission, startedAt } = call
   if (Exit.isExit(answer)) {
     const exit = answer as Exit.Exit<ChatReply, ProviderError>
-    if (Exit.isSuccess(exit)) return settled(drive, ctx, call, Either.right(exit.value))
+    if (Exit.isSuccess(exit)) return settled(drive, ctx, call, Either.right(exit.value), relay)
     const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure)) return settled(drive, ctx, call, Either.left(failure.value))
+    if (Option.isSome(failure)) return settled(drive, ctx, call, Either.left(failure.value), relay)
   }
   const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
   return Effect.map(
@@ -172,12 +172,12 @@ const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effe
           )
       })
     ),
-    (outcome) => settled(drive, ctx, call, outcome)
+    (outcome) => settled(drive, ctx, call, outcome, relay)
   )
 }
 
 /** What the call's outcome makes of the step: the event, the receipt's settlement, the step row. */
-const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Either<ChatReply, ProviderError>): Work => {
+const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Either<ChatReply, ProviderError>, relay: TextRelay | undefined): Work => {
   const { deps } = drive
   const { runId, observers } = deps
   const { provider, key, admission, startedAt } = call
@@ -185,6 +185,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
   const latency = settledAt - startedAt
   deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
   if (outcome._tag === 'Left') {
+    relay?.flush()
     const error = redactedError(drive, outcome.left)
     return {
       event: {
@@ -216,6 +217,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
     } satisfies Work
   }
   const reply = redactedReply(drive, outcome.right)
+  relay?.flush(reply.text)
   const step = { text: reply.text, toolCalls: reply.toolCalls }
   const at = iso(settledAt)
   return {
