@@ -20,9 +20,10 @@ import { pendingRequestOf, type PendingRequest } from '../use-cases/pending.js'
 // A run's events (docs/streaming.md): what happened to it, one JSON object each, in order. Every
 // event but `text` is durable and carries the `seq` of the transition it belongs to: replayed from
 // the store, or heard live, a run's events are the same list, so a reader that resumes from the
-// seq after the last one it saw gets each event once. `text` events are the model's answer before
-// the transition that records it: its pieces as they stream to a reader who listens, else (a
-// provider that does not stream relays it whole) the answer's text whole, read from its step.
+// seq after the last one it saw gets each event once. `text` events are the model's answer, just
+// before the transition that records it: its pieces as they stream (or the whole, from a provider
+// that does not stream) to a reader who listens live, else the answer's text whole, read here from
+// its step: each call's text reaches a reader once.
 
 interface EventBase {
   readonly runId: string
