@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
+import { Agentvisor, RunNotFoundError } from '@agentvisor/actors'
 import { loadScenarios, startMockLlm } from '@agentvisor/cli'
 import { listTransitions, openStore } from '@agentvisor/store'
 import { describe, expect, it } from 'vitest'
 import { runWithApi } from '../examples/api-run.js'
-import { tempDir } from './support/cli.js'
+import { lastJson, runCli, tempDir } from './support/cli.js'
 
 describe('the TypeScript API', () => {
   it('runs the example task without the CLI and leaves its trace in the store', async () => {
@@ -28,6 +29,50 @@ describe('the TypeScript API', () => {
       }
     } finally {
       await mock.close()
+    }
+  })
+
+  it("gives a run's trace as exactly the object show --json prints, and rejects an unknown id with RunNotFoundError", async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const av = await Agentvisor.open({ db })
+    try {
+      const result = await av.run({
+        goal: 'Write DONE into out.txt',
+        workspace: path.join(dir, 'ws'),
+        providers: [
+          {
+            name: 'p',
+            kind: 'scripted',
+            steps: [
+              { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }], usage: { inputTokens: 40, outputTokens: 9 } },
+              { text: 'Wrote it.', usage: { inputTokens: 60, outputTokens: 3 } }
+            ]
+          }
+        ],
+        approval: 'auto'
+      })
+      expect(result.status).toBe('succeeded')
+      const trace = await av.trace(result.runId)
+      const shown = await runCli(['show', result.runId, '--json', '--db', db])
+      expect(shown.code, shown.stderr).toBe(0)
+      expect(trace).toStrictEqual(lastJson(shown))
+      // The trace is the run's, not an empty shell that happens to match.
+      expect(trace.run).toMatchObject({ id: result.runId, status: 'succeeded', usage: { inputTokens: 100, outputTokens: 12 } })
+      expect(trace.steps.map((step) => step.toolCalls.map((call) => call.name))).toEqual([['write_file'], []])
+      expect(trace.steps[1]!.text).toBe('Wrote it.')
+
+      const unknown = await av.trace('no-such-run').then(
+        () => undefined,
+        (error: unknown) => error
+      )
+      expect(unknown).toBeInstanceOf(RunNotFoundError)
+      expect(unknown).toMatchObject({ _tag: 'RunNotFoundError', runId: 'no-such-run', message: 'no run with id no-such-run' })
+      const missing = await runCli(['show', 'no-such-run', '--json', '--db', db])
+      expect(missing.code).toBe(2)
+      expect(missing.stderr.trim()).toBe('agentvisor: no run with id no-such-run')
+    } finally {
+      await av.close()
     }
   })
 })

@@ -87,6 +87,60 @@ describe('events', () => {
     expect(events.filter((e) => e.kind === 'usage').at(-1)).toMatchObject({ usage: { inputTokens: 720, outputTokens: 35 } })
   })
 
+  it('gives the answer of a provider that does not stream as one text event, live and replayed, before its tool calls', async () => {
+    const FIRST = 'I will write the summary now.'
+    const plain = [{ ...steps[0], text: FIRST }, steps[1]]
+    mock = await startMockLlm({ scenarios: { models: { [MODEL]: plain } } as never, port: 0 })
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    av = await Agentvisor.open({ db })
+    const run = await av.start({ ...taskFor(mock.url, dir), providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: MODEL, stream: false }] })
+    const live = await collect(run.events())
+    expect((await run.result).status).toBe('succeeded')
+    expect(mock.requests.every((r) => (r.body as { stream?: boolean }).stream !== true)).toBe(true)
+    const texts = (events: ReadonlyArray<RunStreamEvent>) => events.flatMap((e) => (e.kind === 'text' ? [`${e.step}.${e.attempt}:${e.delta}`] : []))
+    expect(texts(live)).toEqual([`1.0:${FIRST}`, `2.0:${REPLY}`])
+    // Each where a stream's pieces would be: before its answer's transition, so before its tool calls.
+    const firstText = live.findIndex((e) => e.kind === 'text')
+    expect(live[firstText + 1]).toMatchObject({ kind: 'transition', event: 'PROVIDER_OK' })
+    expect(firstText).toBeLessThan(live.findIndex((e) => e.kind === 'toolCall'))
+    // Replayed after the fact, from the store and from another process: the same list, text included.
+    expect(await collect(av.events(run.runId))).toEqual(live.map((e) => (e.kind === 'text' ? { ...e, at: expect.any(String) } : e)))
+    const watched = await runCli(['watch', run.runId, '--json', '--db', db])
+    expect(watched.code, watched.stderr).toBe(0)
+    const lines = watched.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as RunStreamEvent)
+    expect(texts(lines)).toEqual(texts(live))
+    expect(lines.filter((e) => e.kind !== 'text')).toEqual(live.filter((e) => e.kind !== 'text'))
+  })
+
+  it("gives a scripted provider's answer whole with stream: false, and word by word otherwise, never both", async () => {
+    const dir = tempDir()
+    av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
+    const scripted = (stream: boolean | undefined): TaskInput => ({
+      goal: 'Say it',
+      workspace: path.join(dir, 'ws'),
+      providers: [{ name: 's', kind: 'scripted', ...(stream !== undefined ? { stream } : {}), steps: [{ text: REPLY }] }],
+      approval: 'auto'
+    })
+    // An observer of the run listens from its first call on, however fast the script answers.
+    const relayed = async (stream: boolean | undefined) => {
+      const heard: string[] = []
+      const run = await av!.start(scripted(stream), { observers: [{ onText: ({ delta }) => heard.push(delta) }] })
+      const texts = (await collect(run.events())).flatMap((e) => (e.kind === 'text' ? [e.delta] : []))
+      return { heard, texts }
+    }
+    const whole = await relayed(false)
+    expect(whole.heard).toEqual([REPLY])
+    expect(whole.texts).toEqual([REPLY])
+    const streamed = await relayed(undefined)
+    expect(streamed.heard.length).toBeGreaterThan(1)
+    expect(streamed.heard.join('')).toBe(REPLY)
+    expect(streamed.texts.join('')).toBe(REPLY)
+  })
+
   it('streams the text of an Anthropic answer the same way', async () => {
     mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
     const dir = tempDir()
@@ -161,14 +215,16 @@ describe('events', () => {
       .map((line) => JSON.parse(line) as RunStreamEvent)
     const durable = (events: ReadonlyArray<RunStreamEvent>) => events.filter((e) => e.kind !== 'text')
     expect(durable(lines)).toEqual(durable(live))
+    // After the fact, the store's history has each answer's text whole, where its pieces came live.
     const after = await runCli(['watch', run.runId, '--json', '--db', db])
     expect(after.code).toBe(0)
-    expect(
-      after.stdout
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line))
-    ).toEqual(durable(live))
+    const replayed = after.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as RunStreamEvent)
+    expect(durable(replayed)).toEqual(durable(live))
+    expect(replayed.filter((e) => e.kind === 'text')).toEqual([expect.objectContaining({ step: 2, attempt: 0, delta: REPLY })])
+    expect(replayed[replayed.findIndex((e) => e.kind === 'text') + 1]).toMatchObject({ kind: 'transition', event: 'PROVIDER_OK' })
   })
 
   it('publishes the same events on agentvisor.runs.<id>.stream for any NATS subscriber, text included', async () => {

@@ -1,6 +1,6 @@
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, taskInTempDir } from './support/cli.js'
+import { lastJson, runCli, taskInTempDir, writeTask } from './support/cli.js'
 
 // Usage and budgets (docs/task-file.md, "Usage and budgets") over the mock LLM: every figure is
 // checked against what the mock reported, every budget against the requests it received.
@@ -154,12 +154,18 @@ describe('budgets', () => {
     expect(shown.children).toHaveLength(8)
     const refused = shown.children.filter((c) => c.status === 'failed')
     expect(refused).toHaveLength(8 - childCalls)
-    for (const child of refused) {
-      const trace = lastJson<{ run: { error?: { kind: string } }; receipts: unknown[] }>(await runCli(['show', child.id, '--json', '--db', db]))
+    const traces = await Promise.all(refused.map((child) => runCli(['show', child.id, '--json', '--db', db])))
+    for (const shownChild of traces) {
+      const trace = lastJson<{ run: { error?: { kind: string; message: string } }; receipts: unknown[] }>(shownChild)
       expect(trace.run.error?.kind).toBe('budget')
+      // The tree's bound, set by the root; the allowance the delegate's agent sets.
+      expect(trace.run.error?.message).toMatch(
+        /^token budget of 850 \(limits\.maxTokens of the tree's root\) for the run tree: \d+ spent(, \d+ reserved by \d+ calls? of the tree in flight)?, and the next call reserves \d+ \(prompt estimate \d+ tokens \+ answer allowance 100 tokens from agents\.worker\.model\.maxTokens\); lower agents\.worker\.model\.maxTokens or raise limits\.maxTokens of the tree's root$/
+      )
       expect(trace.receipts).toEqual([])
     }
-  })
+    // Nine runs and their shows through the CLI on a shared host: generous, never the verdict.
+  }, 120_000)
 
   it('does not send the call that could pass maxCostUsd', async () => {
     const baseUrl = await start({
@@ -184,9 +190,64 @@ describe('budgets', () => {
     expect(requestsOf(LEAD)).toBe(1)
     expect(result.status).toBe('failed')
     expect(result.error?.kind).toBe('budget')
-    expect(result.error?.message).toContain('dollar budget of 0.015')
+    // $0.006 spent; the next call reserves its prompt at $1/MTok and 1,000 answer tokens at $10/MTok.
+    const found =
+      /^dollar budget of \$0\.015 \(limits\.maxCostUsd\) for the run: \$0\.006 spent, and the next call may cost \$([\d.]+) \(prompt estimate (\d+) tokens \+ answer allowance 1000 tokens from model\.maxTokens, at its model's pricing\); lower model\.maxTokens or raise limits\.maxCostUsd$/.exec(
+        result.error?.message ?? ''
+      )
+    expect(found, result.error?.message).not.toBeNull()
+    expect(Number(found![1])).toBeCloseTo((Number(found![2]) * 1 + 1000 * 10) / 1e6, 12)
     expect(result.usage).toEqual({ inputTokens: 1000, outputTokens: 500, costUsd: 0.006 })
   })
+
+  it('refuses a call at step 0 naming what its reservation is made of, and a lower model.maxTokens lets the same run go', async () => {
+    const baseUrl = await start({ [LEAD]: [{ text: 'done', usage: { inputTokens: 300, outputTokens: 4 } }] })
+    const base = {
+      goal: 'Say done',
+      workspace: 'ws',
+      providers: [{ name: 'p', kind: 'openai', baseUrl, model: LEAD }],
+      limits: { maxTokens: 2000 },
+      approval: 'auto'
+    }
+    const { dir, db } = taskInTempDir(base)
+    const refusal = async (model: Record<string, unknown> | undefined, name: string) => {
+      const ran = await runCli(['run', writeTask(dir, model === undefined ? base : { ...base, model }, name), '--json', '--db', db], { cwd: dir })
+      expect(ran.code).toBe(1)
+      const result = lastJson<{ runId: string; status: string; steps: number; error?: { kind: string; message: string } }>(ran)
+      expect(result).toMatchObject({ status: 'failed', steps: 0, error: { kind: 'budget' } })
+      const shown = lastJson<{ run: { error?: { message: string } } }>(await runCli(['show', result.runId, '--json', '--db', db]))
+      expect(shown.run.error?.message).toBe(result.error?.message)
+      return result.error!.message
+    }
+    const parts = (message: string) => {
+      const found =
+        /^token budget of 2000 \(limits\.maxTokens\) for the run: 0 spent, and the next call reserves (\d+) \(prompt estimate (\d+) tokens \+ answer allowance (\d+) tokens from model\.maxTokens( \(unset: the default 4096\))?\); lower model\.maxTokens or raise limits\.maxTokens$/.exec(
+          message
+        )
+      expect(found, message).not.toBeNull()
+      return { reserves: Number(found![1]), prompt: Number(found![2]), answer: Number(found![3]), unset: found![4] !== undefined }
+    }
+    // Unset: the default answer allowance; set higher than the room: the setting's.
+    const unset = parts(await refusal(undefined, 'default.json'))
+    expect(unset).toMatchObject({ answer: 4096, unset: true, reserves: unset.prompt + 4096 })
+    const high = parts(await refusal({ maxTokens: 3000 }, 'high.json'))
+    expect(high).toMatchObject({ answer: 3000, unset: false, prompt: unset.prompt, reserves: unset.prompt + 3000 })
+    expect(requestsOf(LEAD)).toBe(0)
+
+    // The same run with a lower allowance goes, and the prompt the model got is the one estimated.
+    const ran = await runCli(['run', writeTask(dir, { ...base, model: { maxTokens: 256 } }, 'low.json'), '--json', '--db', db], { cwd: dir })
+    expect(ran.code, ran.stderr).toBe(0)
+    expect(lastJson<{ status: string }>(ran).status).toBe('succeeded')
+    expect(mock!.requests).toHaveLength(1)
+    const body = mock!.requests[0]!.body as {
+      max_tokens?: number
+      messages: Array<{ content: string }>
+      tools: Array<{ function: unknown }>
+    }
+    expect(body.max_tokens).toBe(256)
+    const characters = body.messages.reduce((sum, m) => sum + m.content.length, 0) + JSON.stringify(body.tools.map((t) => t.function)).length
+    expect(unset.prompt).toBe(Math.ceil(characters / 4))
+  }, 120_000)
 
   it('refuses maxCostUsd when a provider model has no price: exit 2 naming pricing', async () => {
     const { dir, db, task } = taskInTempDir({

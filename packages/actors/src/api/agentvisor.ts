@@ -16,6 +16,8 @@ import { loadRecording } from '../replay/recording.js'
 import { type ReplayHost, type ReplayOptions, type ReplayReport, replayRecording } from '../replay/replay-run.js'
 import { listRunRecords, type RunFilter } from '../use-cases/list.js'
 import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
+import { runTrace } from '../use-cases/trace.js'
+import type { RunTrace } from '../trace/run-trace.js'
 import {
   type ChildSpec,
   type RunHandle,
@@ -307,6 +309,23 @@ export class Agentvisor {
     return unwrap(
       this.runtime,
       Effect.flatMap(StoreService, (store) => listRunRecords(store.db, filter))
+    )
+  }
+
+  /**
+   * Any run's whole trace (docs/typescript-api.md, "Reading a run's trace"): exactly the object
+   * `agentvisor show RUN --json` prints, read the same way, whoever drives the run. Rejects with
+   * `RunNotFoundError` for an unknown id, `StoreError` when the store cannot be read or a row of
+   * the run is corrupt.
+   *
+   * @example
+   * const trace = await av.trace(runId)
+   * for (const step of trace.steps) console.log(step.step, step.text, step.toolCalls.map((c) => c.name))
+   */
+  trace(runId: string): Promise<RunTrace> {
+    return unwrap(
+      this.runtime,
+      Effect.flatMap(StoreService, (store) => runTrace(store.db, runId))
     )
   }
 

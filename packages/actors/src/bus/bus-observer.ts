@@ -1,7 +1,7 @@
 import { Effect } from 'effect'
 import { type Executor, listApprovals } from '@agentvisor/store'
 import { pendingRequestOf } from '../use-cases/pending.js'
-import { type EventCursor, eventCursor, readEvents } from '../events/run-events.js'
+import { type EventCursor, eventCursor, readEvents, textKey } from '../events/run-events.js'
 import type { RunObserver, TextDelta } from '../supervisor/run-observer.js'
 import type { Bus } from './bus.js'
 import { PROTOCOL_VERSION } from './messages.js'
@@ -41,10 +41,12 @@ export const busObserver = (bus: Bus, lastText: (runId: string) => string | unde
     },
     ...(streams !== undefined
       ? {
-          onText: (delta: TextDelta) =>
+          onText: (delta: TextDelta) => {
+            streams.heard(delta)
             Effect.runFork(
               bus.publishStream(delta.runId, { kind: 'text', runId: delta.runId, at: delta.at, step: delta.step, attempt: delta.attempt, delta: delta.delta })
-            ),
+            )
+          },
           onDriveEnded: ({ runId }: { runId: string }) => streams.ended(runId)
         }
       : {}),
@@ -90,7 +92,7 @@ const announceRequests = (bus: Bus, db: Executor, runId: string, rootId: string)
  * of one drive start at its first transition.
  */
 const streamPublisher = (bus: Bus, db: Executor) => {
-  const runs = new Map<string, { cursor: Promise<EventCursor> | undefined; reading: boolean; again: boolean; ended: boolean }>()
+  const runs = new Map<string, { cursor: Promise<EventCursor> | undefined; heard: Set<string>; reading: boolean; again: boolean; ended: boolean }>()
   const pump = async (runId: string): Promise<void> => {
     const run = runs.get(runId)
     if (run === undefined || run.cursor === undefined) return
@@ -116,11 +118,16 @@ const streamPublisher = (bus: Bus, db: Executor) => {
     moved: (runId: string, seq: number): void => {
       let run = runs.get(runId)
       if (run === undefined) {
-        run = { cursor: eventCursor(db, runId, seq), reading: false, again: false, ended: false }
+        const heard = new Set<string>()
+        run = { cursor: eventCursor(db, runId, seq, heard), heard, reading: false, again: false, ended: false }
         run.cursor?.catch(() => undefined)
         runs.set(runId, run)
       }
       void pump(runId)
+    },
+    /** Text published as it streamed: the reading does not publish that answer's text again. */
+    heard: (delta: TextDelta): void => {
+      runs.get(delta.runId)?.heard.add(textKey(delta.step, delta.attempt))
     },
     ended: (runId: string): void => {
       const run = runs.get(runId)

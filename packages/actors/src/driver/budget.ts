@@ -27,6 +27,34 @@ export interface Reservation {
   readonly costUsd: number
 }
 
+/** A call's reservation and what it is made of, which a refusal names (docs/task-file.md, "Usage and budgets"). */
+export interface Claim extends Reservation {
+  /** Its prompt, estimated (`promptTokens`). */
+  readonly promptTokens: number
+  /** Its answer allowance: the agent's `model.maxTokens`, or the default. */
+  readonly answerTokens: number
+  /** The setting the allowance comes from: `model.maxTokens`, or a delegate's `agents.<name>.model.maxTokens`. */
+  readonly answerSetting: string
+  /** The setting is unset: the allowance is `DEFAULT_RESERVED_OUTPUT_TOKENS`. */
+  readonly answerDefault: boolean
+}
+
+/** What a tree's calls in flight may still spend, and how many they are. */
+export interface InFlight extends Reservation {
+  readonly calls: number
+}
+
+/** What a budget is held against before a call: what was spent, and what the calls in flight may still spend. */
+export interface Spending {
+  readonly spent: Usage
+  readonly inFlight: InFlight
+}
+
+const NOTHING_IN_FLIGHT: InFlight = { calls: 0, tokens: 0, costUsd: 0 }
+
+/** A run's own spending, kept in memory: it has no call in flight while it checks its next one. */
+export const ownSpending = (spent: Usage): Spending => ({ spent, inFlight: NOTHING_IN_FLIGHT })
+
 /** The bounds of one budget; either may be absent. */
 export interface Bounds {
   readonly maxTokens?: number | undefined
@@ -60,9 +88,16 @@ export const runBudgetOf = (runId: string, contract: TaskContract): RunBudget | 
 export const reservedOutputTokens = (contract: TaskContract): number => contract.model?.maxTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS
 
 /** A call's reservation at this price: `promptTokens` of prompt and the agent's answer tokens. */
-export const reservationOf = (contract: TaskContract, price: ModelPrice | undefined, promptTokens: number): Reservation => {
+export const reservationOf = (contract: TaskContract, price: ModelPrice | undefined, promptTokens: number): Claim => {
   const output = reservedOutputTokens(contract)
-  return { tokens: promptTokens + output, costUsd: price === undefined ? 0 : costOf(price, promptTokens, output) }
+  return {
+    tokens: promptTokens + output,
+    costUsd: price === undefined ? 0 : costOf(price, promptTokens, output),
+    promptTokens,
+    answerTokens: output,
+    answerSetting: contract.agent === undefined ? 'model.maxTokens' : `agents.${contract.agent}.model.maxTokens`,
+    answerDefault: contract.model?.maxTokens === undefined
+  }
 }
 
 /** The prompt a request sends, in estimated tokens: every message's text and arguments, and the tools' specs. */
@@ -92,7 +127,7 @@ export interface TreeBudgets {
   /** Once the call's settlement is durable. */
   readonly release: (rootId: string, key: string) => void
   /** What the tree's runs spent and may still spend, read from the store under the lock. */
-  readonly spent: (db: Kysely<Database>, rootId: string) => Effect.Effect<Usage, StoreError | LeaseLostError>
+  readonly spent: (db: Kysely<Database>, rootId: string) => Effect.Effect<Spending, StoreError | LeaseLostError>
 }
 
 /** A receipt's key among a tree's reservations. */
@@ -168,7 +203,7 @@ export const makeTreeBudgets = (): TreeBudgets => {
         // figures are in the totals now.
         if (mine !== undefined) for (const key of mine.keys()) if (!inFlight.has(key)) mine.delete(key)
         const usage = tally.usage
-        return { inputTokens: usage.inputTokens + reservedTokens, outputTokens: usage.outputTokens, costUsd: (usage.costUsd ?? 0) + reservedUsd }
+        return { spent: { ...usage, costUsd: usage.costUsd ?? 0 }, inFlight: { calls: pending.length, tokens: reservedTokens, costUsd: reservedUsd } }
       })
   }
 }
@@ -208,14 +243,41 @@ export const addTotals = (
   }
 }
 
-/** Which bound a spend of `usage` plus `claim` would pass, as the run's error message; undefined when none. */
-export const passedBound = (bounds: Bounds, usage: Usage, claim: Reservation, whose: string): string | undefined => {
-  const tokens = usage.inputTokens + usage.outputTokens
-  if (bounds.maxTokens !== undefined && tokens + claim.tokens > bounds.maxTokens) {
-    return `token budget of ${bounds.maxTokens} for ${whose}: ${tokens} spent or reserved, and the next call may need ${claim.tokens}`
+/** Whose budget a check holds a call against, and the setting that sets it. */
+export interface BudgetSubject {
+  /** `the run`, `the run tree`, `this run` (a child's own, lower bound). */
+  readonly whose: string
+  /** Where the bound is set, for `maxTokens` or `maxCostUsd`: `limits.maxTokens`, `the root's limits.maxTokens`. */
+  readonly setting: (limit: 'maxTokens' | 'maxCostUsd') => string
+}
+
+/**
+ * Which bound a spend of `spending` plus `claim` would pass, as the run's error message;
+ * undefined when none. The message is what a user needs to trace the figure: the budget and its
+ * setting, what was spent, what the calls in flight reserve, what this call reserves and of what
+ * (its prompt's estimate, its answer allowance and the setting that gives it), and which settings
+ * let the call go (docs/task-file.md, "Usage and budgets").
+ */
+export const passedBound = (bounds: Bounds, spending: Spending, claim: Claim, subject: BudgetSubject): string | undefined => {
+  const { spent, inFlight } = spending
+  const tokens = spent.inputTokens + spent.outputTokens
+  const parts = `prompt estimate ${claim.promptTokens} tokens + answer allowance ${claim.answerTokens} tokens from ${claim.answerSetting}${claim.answerDefault ? ` (unset: the default ${DEFAULT_RESERVED_OUTPUT_TOKENS})` : ''}`
+  const flying = (amount: string): string =>
+    inFlight.calls === 0 ? '' : `, ${amount} reserved by ${inFlight.calls} call${inFlight.calls === 1 ? '' : 's'} of the tree in flight`
+  if (bounds.maxTokens !== undefined && tokens + inFlight.tokens + claim.tokens > bounds.maxTokens) {
+    const setting = subject.setting('maxTokens')
+    return (
+      `token budget of ${bounds.maxTokens} (${setting}) for ${subject.whose}: ${tokens} spent${flying(`${inFlight.tokens}`)}, ` +
+      `and the next call reserves ${claim.tokens} (${parts}); lower ${claim.answerSetting} or raise ${setting}`
+    )
   }
-  if (bounds.maxCostUsd !== undefined && (usage.costUsd ?? 0) + claim.costUsd > bounds.maxCostUsd) {
-    return `dollar budget of ${bounds.maxCostUsd} for ${whose}: $${roundUsd(usage.costUsd ?? 0)} spent or reserved, and the next call may cost $${roundUsd(claim.costUsd)}`
+  const usd = spent.costUsd ?? 0
+  if (bounds.maxCostUsd !== undefined && usd + inFlight.costUsd + claim.costUsd > bounds.maxCostUsd) {
+    const setting = subject.setting('maxCostUsd')
+    return (
+      `dollar budget of $${bounds.maxCostUsd} (${setting}) for ${subject.whose}: $${roundUsd(usd)} spent${flying(`$${roundUsd(inFlight.costUsd)}`)}, ` +
+      `and the next call may cost $${roundUsd(claim.costUsd)} (${parts}, at its model's pricing); lower ${claim.answerSetting} or raise ${setting}`
+    )
   }
   return undefined
 }

@@ -17,9 +17,9 @@ import { stepMessages, summarizePrompt } from '../supervisor/conversation.js'
 import { attemptWithin } from '../supervisor/deadline.js'
 import { iso, store } from '../supervisor/driver-io.js'
 import { type AttemptSettled, listens, notify } from '../supervisor/run-observer.js'
-import { textRelay } from './text-relay.js'
+import { type TextRelay, textRelay } from './text-relay.js'
 import { describeElisions, type Elision, fitToContext } from '../supervisor/context-window.js'
-import { attemptKey, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
+import { attemptKey, type BudgetSubject, ownSpending, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
 import type { Drive } from './drive.js'
 import { later, type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
@@ -69,15 +69,22 @@ const withinBudget = (drive: Drive, ctx: RunContext, budget: RunBudget): Effect.
     drive.toolsChars ??= JSON.stringify(drive.offeredTools).length
     const claim = reservationOf(deps.contract, drive.prices[ctx.providerIndex], promptTokens(deps.messages, drive.toolsChars))
     const inTree = deps.contract.lineage !== undefined || ctx.spawnedChildren
-    const treeSpent = inTree ? yield* deps.budgets.spent(deps.db, budget.rootId) : deps.usage.usage
+    const own = ownSpending(deps.usage.usage)
+    const treeSpent = inTree ? yield* deps.budgets.spent(deps.db, budget.rootId) : own
     const passed =
-      passedBound(budget.tree, treeSpent, claim, inTree ? 'the run tree' : 'the run') ?? passedBound(budget.own, deps.usage.usage, claim, 'this run')
+      passedBound(budget.tree, treeSpent, claim, deps.contract.lineage !== undefined ? TREE : inTree ? ROOT : ALONE) ?? passedBound(budget.own, own, claim, OWN)
     if (passed !== undefined) return { event: { type: 'BUDGET_REACHED', message: passed } } satisfies Work
     const call = yield* later(openReceipt(drive, ctx))
     if ('event' in call) return call
     deps.budgets.reserve(budget.rootId, attemptKey(deps.runId, ctx.step, ctx.attempt), claim)
     return call
   })
+
+/** Whose bound a refusal names (budget.ts `passedBound`): the run alone's, its tree's (the root's limits), a child's own. */
+const ALONE: BudgetSubject = { whose: 'the run', setting: (limit) => `limits.${limit}` }
+const ROOT: BudgetSubject = { whose: 'the run tree', setting: (limit) => `limits.${limit}` }
+const TREE: BudgetSubject = { whose: 'the run tree', setting: (limit) => `limits.${limit} of the tree's root` }
+const OWN: BudgetSubject = { whose: 'this run', setting: (limit) => `limits.${limit} of this run's agent or spawn_child call` }
 
 /** The receipt, durable with everything staged before it: what the call is sent with (or why it is not). */
 const openReceipt = (drive: Drive, ctx: RunContext): Now<Call | Work, StoreError | LeaseLostError> => {
@@ -124,24 +131,24 @@ const send = (drive: Drive, ctx: RunContext, call: Call): Now<Work> => {
   drive.dispatched[ctx.providerIndex] = dispatch + 1
   const request = { messages: call.messages, tools: drive.offeredTools, step: ctx.step, dispatch }
   const relay = textRelay(drive, ctx)
-  if (relay === undefined) return answered(drive, ctx, call, call.provider.chat(request))
-  // Whatever text is still held goes out before the answer's transition.
-  return thenNow(answered(drive, ctx, call, call.provider.chat({ ...request, onText: relay.onText })), (work) => {
-    relay.flush()
-    return work
-  })
+  if (relay === undefined) return answered(drive, ctx, call, call.provider.chat(request), undefined)
+  return answered(drive, ctx, call, call.provider.chat({ ...request, onText: relay.onText }), relay)
 }
 
-/** The call's answer (at once, or awaited under the attempt deadline) made the step's work. */
-const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effect<ChatReply, ProviderError>): Now<Work> => {
+/**
+ * The call's answer (at once, or awaited under the attempt deadline) made the step's work. The
+ * relay's text still held, or the whole answer of a call that did not stream, goes out as the
+ * answer is settled: before the answer's transition.
+ */
+const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effect<ChatReply, ProviderError>, relay: TextRelay | undefined): Now<Work> => {
   const { deps, journal } = drive
   const { runId, observers } = deps
   const { provider, config, key, admission, startedAt } = call
   if (Exit.isExit(answer)) {
     const exit = answer as Exit.Exit<ChatReply, ProviderError>
-    if (Exit.isSuccess(exit)) return settled(drive, ctx, call, Either.right(exit.value))
+    if (Exit.isSuccess(exit)) return settled(drive, ctx, call, Either.right(exit.value), relay)
     const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure)) return settled(drive, ctx, call, Either.left(failure.value))
+    if (Option.isSome(failure)) return settled(drive, ctx, call, Either.left(failure.value), relay)
   }
   const deadlineMs = config.attemptTimeoutMs ?? deps.attemptTimeoutMs
   return Effect.map(
@@ -168,12 +175,12 @@ const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effe
           )
       })
     ),
-    (outcome) => settled(drive, ctx, call, outcome)
+    (outcome) => settled(drive, ctx, call, outcome, relay)
   )
 }
 
 /** What the call's outcome makes of the step: the event, the receipt's settlement, the step row. */
-const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Either<ChatReply, ProviderError>): Work => {
+const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Either<ChatReply, ProviderError>, relay: TextRelay | undefined): Work => {
   const { deps } = drive
   const { runId, observers } = deps
   const { provider, key, admission, startedAt } = call
@@ -181,6 +188,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
   const latency = settledAt - startedAt
   deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
   if (outcome._tag === 'Left') {
+    relay?.flush()
     const error = redactedError(drive, outcome.left)
     return {
       event: {
@@ -212,6 +220,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
     } satisfies Work
   }
   const reply = redactedReply(drive, outcome.right)
+  relay?.flush(reply.text)
   const step = { text: reply.text, toolCalls: reply.toolCalls }
   const at = iso(settledAt)
   return {

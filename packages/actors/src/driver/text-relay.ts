@@ -6,12 +6,17 @@ import type { Drive } from './drive.js'
 /** What a call streams to observers: `onText` for the adapter, `flush` once the answer is in. */
 export interface TextRelay {
   readonly onText: (delta: string) => void
-  readonly flush: () => void
+  /**
+   * Once the call is answered (or failed): what is still held goes out. `answer` is the answer's
+   * text as the run keeps it (redacted): handed on as one piece when the adapter streamed none of
+   * it (a provider that does not stream), so every answer's text reaches the readers.
+   */
+  readonly flush: (answer?: string) => void
 }
 
 /**
  * Hands a streamed answer's text to the run's `onText` observers as it arrives (docs/streaming.md),
- * never a key: with secrets known, text is held back to the last space or line break (no key has
+ * and an answer that did not stream as one piece once it is in, never a key: with secrets known, text is held back to the last space or line break (no key has
  * one) and redacted as a whole up to there; with a secret that has one, all of it until the answer
  * is in. Undefined when nobody listens: the adapter is not asked to report pieces.
  */
@@ -22,15 +27,29 @@ export const textRelay = (drive: Drive, ctx: RunContext): TextRelay | undefined 
   const afterSeq = drive.journal.seq
   const { step, attempt } = ctx
   const partial = partialTextKeeper(drive, ctx)
+  const relay = (delta: string): void => notify(observers, 'onText', { runId, step, attempt, afterSeq, delta, at: iso(drive.now()) })
   const emit = (delta: string): void => {
     if (delta === '') return
-    notify(observers, 'onText', { runId, step, attempt, afterSeq, delta, at: iso(drive.now()) })
+    relay(delta)
     partial.add(delta)
   }
-  if (secrets === undefined || secrets.isEmpty) return { onText: emit, flush: () => undefined }
+  let streamed = false
+  // A whole answer is in its step row already: it is not kept as partial text.
+  const whole = (answer: string | undefined): void => {
+    if (!streamed && answer !== undefined && answer !== '') relay(answer)
+  }
+  if (secrets === undefined || secrets.isEmpty)
+    return {
+      onText: (delta) => {
+        streamed = true
+        emit(delta)
+      },
+      flush: whole
+    }
   let held = ''
   return {
     onText: (delta) => {
+      streamed = true
       held += delta
       if (secrets.hasWhitespace) return
       const cut = Math.max(held.lastIndexOf(' '), held.lastIndexOf('\n'), held.lastIndexOf('\t'))
@@ -38,9 +57,10 @@ export const textRelay = (drive: Drive, ctx: RunContext): TextRelay | undefined 
       emit(secrets.redact(held.slice(0, cut + 1)))
       held = held.slice(cut + 1)
     },
-    flush: () => {
+    flush: (answer) => {
       emit(secrets.redact(held))
       held = ''
+      whole(answer)
     }
   }
 }

@@ -1,7 +1,7 @@
 import type { Executor } from '@agentvisor/store'
 import type { TextDelta } from '../supervisor/run-observer.js'
 import type { EventHub } from './event-hub.js'
-import { eventCursor, readEvents, type RunStreamEvent } from './run-events.js'
+import { type EventCursor, eventCursor, readEvents, type RunStreamEvent, textKey } from './run-events.js'
 
 export interface FollowOptions {
   /** The first transition whose events are wanted (default 1: all of them). */
@@ -29,11 +29,13 @@ export interface FollowOptions {
 export function followEvents(db: Executor, runId: string, options: FollowOptions = {}): AsyncGenerator<RunStreamEvent> {
   // Subscribed now, not at the first `next()`: the text of a call streaming right now is kept from here.
   const texts: TextDelta[] = []
-  const feed: Feed = { texts, signalled: false, notify: undefined }
+  const feed: Feed = { texts, heard: new Set(), signalled: false, notify: undefined }
   const unsubscribe = options.hub?.subscribe(runId, {
     wake: () => wakeUp(feed),
     text: (delta) => {
       texts.push(delta)
+      // Before the answer's transition is durable: a reading that sees it knows the text was heard.
+      feed.heard.add(textKey(delta.step, delta.attempt))
       wakeUp(feed)
     }
   })
@@ -42,6 +44,8 @@ export function followEvents(db: Executor, runId: string, options: FollowOptions
 
 interface Feed {
   readonly texts: TextDelta[]
+  /** The calls whose text was heard live (run-events.ts `heardText`). */
+  readonly heard: Set<string>
   signalled: boolean
   notify: (() => void) | undefined
 }
@@ -54,16 +58,14 @@ const wakeUp = (feed: Feed): void => {
 async function* follow(db: Executor, runId: string, options: FollowOptions, feed: Feed, unsubscribe: (() => void) | undefined): AsyncGenerator<RunStreamEvent> {
   const { texts } = feed
   const wake = (): void => wakeUp(feed)
-  const cursor = await eventCursor(db, runId, options.fromSeq ?? 1)
+  const cursor = await eventCursor(db, runId, options.fromSeq ?? 1, feed.heard)
   options.signal?.addEventListener('abort', wake)
   const pollMs = options.pollMs ?? 100
   try {
     for (;;) {
       feed.signalled = false
-      // Text that came before this reading belongs before the transitions recorded after it.
-      const heard = texts.splice(0)
       const events = await readEvents(db, cursor)
-      yield* ordered(runId, events, heard)
+      yield* ordered(runId, events, readable(texts, cursor))
       if (cursor.ended || options.signal?.aborted === true) return
       if (options.stopWhen?.() === true) {
         // One more reading: what was committed as the driver let go.
@@ -85,6 +87,18 @@ async function* follow(db: Executor, runId: string, options: FollowOptions, feed
     unsubscribe?.()
     options.signal?.removeEventListener('abort', wake)
   }
+}
+
+/**
+ * The text heard so far whose call's dispatch has been read: taken after a reading, since a call's
+ * pieces all come before its answer's transition is durable, so a reading that has the answer has
+ * every piece before it in hand. Pieces of a call whose dispatch the reading did not reach yet wait
+ * for the next one (they come in order: those of later calls follow).
+ */
+const readable = (texts: TextDelta[], cursor: EventCursor): TextDelta[] => {
+  let n = 0
+  while (n < texts.length && texts[n]!.afterSeq < cursor.nextSeq) n++
+  return texts.splice(0, n)
 }
 
 /** Durable events in seq order with each text delta placed after the transition `afterSeq`. */

@@ -20,8 +20,10 @@ import { pendingRequestOf, type PendingRequest } from '../use-cases/pending.js'
 // A run's events (docs/streaming.md): what happened to it, one JSON object each, in order. Every
 // event but `text` is durable and carries the `seq` of the transition it belongs to: replayed from
 // the store, or heard live, a run's events are the same list, so a reader that resumes from the
-// seq after the last one it saw gets each event once. `text` events are the model's streamed
-// answer as it arrives, before the transition that records the answer; they are never stored.
+// seq after the last one it saw gets each event once. `text` events are the model's answer, just
+// before the transition that records it: its pieces as they stream (or the whole, from a provider
+// that does not stream) to a reader who listens live, else the answer's text whole, read here from
+// its step: each call's text reaches a reader once.
 
 interface EventBase {
   readonly runId: string
@@ -106,10 +108,18 @@ export interface EventCursor {
   readonly stall: StallSettings | undefined
   /** The run reached a final state: nothing follows. */
   ended: boolean
+  /**
+   * The calls (`textKey`) whose text this reader heard as it streamed: their answers' text is not
+   * yielded again from the store. Filled by whoever hands the reader live text; emptied as read.
+   */
+  readonly heardText: Set<string>
 }
 
+/** A call's key among the texts a reader heard. */
+export const textKey = (step: number, attempt: number): string => `${step}/${attempt}`
+
 /** A cursor at the start of a run, yielding from `fromSeq` (1: everything). Prices from its contract, when it reads. */
-export const eventCursor = async (db: Executor, runId: string, fromSeq = 1): Promise<EventCursor> => {
+export const eventCursor = async (db: Executor, runId: string, fromSeq = 1, heardText: Set<string> = new Set()): Promise<EventCursor> => {
   const contract = await runContracts(db, [runId]).then(
     (found) => found.get(runId),
     () => undefined
@@ -129,7 +139,8 @@ export const eventCursor = async (db: Executor, runId: string, fromSeq = 1): Pro
     childrenStarted: new Set(),
     childrenEnded: new Set(),
     stall: contract?.limits.stall,
-    ended: false
+    ended: false,
+    heardText
   }
 }
 
@@ -158,8 +169,16 @@ export const readEvents = async (db: Executor, cursor: EventCursor): Promise<Run
     const push = (event: RunStreamEvent): void => {
       if (emit) out.push(event)
     }
+    const answer = t.from_state === 'dispatching' && (ANSWERS.has(t.event) || INTERRUPTIONS.has(t.event))
+    // The answer's text, whole, where its streamed pieces would have come (before its transition),
+    // unless this reader heard them (docs/streaming.md, "Text").
+    const heard = answer && cursor.heardText.delete(textKey(cursor.step, cursor.attempt))
+    if (t.event === 'PROVIDER_OK' && answer && !heard) {
+      const step = stepOf(cursor.step)
+      if (step !== undefined && step.text !== '') push({ kind: 'text', runId, at: step.at, step: cursor.step, attempt: cursor.attempt, delta: step.text })
+    }
     push({ kind: 'transition', runId, seq, at, from: t.from_state, event: t.event, to: t.to_state })
-    if (t.from_state === 'dispatching' && (ANSWERS.has(t.event) || INTERRUPTIONS.has(t.event))) {
+    if (answer) {
       const row = attemptOf(cursor.step, cursor.attempt)
       if (row !== undefined && row.outcome !== 'pending') push(attemptEvent(runId, seq, row))
       if (ANSWERS.has(t.event)) cursor.attempt++

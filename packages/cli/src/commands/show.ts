@@ -1,9 +1,9 @@
-import { loadRunTrace, type RunTrace } from '@agentvisor/actors'
+import { type RunTrace, runTrace } from '@agentvisor/actors'
 import { Effect, Either } from 'effect'
 import { openCliReader } from '../open-store.js'
 import { describeUsage, printJson } from '../output.js'
 import { terminalSafe } from '../terminal-text.js'
-import { parseCommandArgs, UsageError } from '../usage-error.js'
+import { parseCommandArgs } from '../usage-error.js'
 
 /** `agentvisor show RUN [--json] [--db PATH]` */
 export const showCommand = async (argv: string[]): Promise<number> => {
@@ -15,11 +15,11 @@ export const showCommand = async (argv: string[]): Promise<number> => {
   const runId = positionals[0]!
   const store = await openCliReader(values.db)
   try {
-    const loaded = await Effect.runPromise(Effect.either(loadRunTrace(store.db, runId)))
-    // The StoreError itself, not Effect's wrapper of it: main prints it as one line.
+    // The use case `Agentvisor.trace` shares. Its RunNotFoundError or StoreError itself, not
+    // Effect's wrapper of it: main prints it as one line (exit 2).
+    const loaded = await Effect.runPromise(Effect.either(runTrace(store.db, runId)))
     if (Either.isLeft(loaded)) throw loaded.left
     const trace = loaded.right
-    if (trace === undefined) throw new UsageError(`no run with id ${runId}`)
     if (values.json === true) printJson(trace)
     else process.stdout.write(formatTrace(trace))
     return 0

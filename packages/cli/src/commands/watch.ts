@@ -37,7 +37,7 @@ export const watchCommand = async (argv: string[]): Promise<number> => {
   }
 }
 
-/** One line per event as a person reads it (text as it streams, when the watcher hears it). */
+/** One line per event as a person reads it (each answer's text whole, read from the store: docs/streaming.md). */
 const printHuman = (event: RunStreamEvent): void => {
   const line = humanLine(event)
   if (line !== undefined) process.stdout.write(`${terminalSafe(line)}\n`)

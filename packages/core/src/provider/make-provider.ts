@@ -22,7 +22,7 @@ import { makeScriptedProvider } from './scripted.js'
 export const makeProvider = (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets?: SecretSet, settings?: ModelSettings): Provider => {
   switch (config.kind) {
     case 'scripted':
-      return makeScriptedProvider({ name: config.name, steps: config.steps ?? [] })
+      return makeScriptedProvider({ name: config.name, steps: config.steps ?? [], stream: config.stream })
     case 'openai':
       return withLazyKey(config, config.kind, env, (model, apiKey) =>
         makeOpenAIProvider({ name: config.name, model, baseUrl: config.baseUrl, apiKey, stream: config.stream, secrets, settings })

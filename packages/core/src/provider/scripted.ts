@@ -8,6 +8,8 @@ import { SCRIPT_EXHAUSTED_TEXT, type ScriptedStep } from './scripted-step.js'
 export interface ScriptedProviderOptions {
   readonly name?: string
   readonly steps: ReadonlyArray<ScriptedStep>
+  /** `false`: answers come whole, as from a provider that does not stream (default: a word at a time to `onText`). */
+  readonly stream?: boolean | undefined
 }
 
 /** A scripted provider also tells how often it was asked and what it was last sent (for tests). */
@@ -44,7 +46,7 @@ export const makeScriptedProvider = (options: ScriptedProviderOptions): Scripted
       last = { request, length: request.messages.length }
       const step = options.steps[index]
       const answer = step === undefined ? Exit.succeed(textReply(SCRIPT_EXHAUSTED_TEXT)) : playStep(name, index, step)
-      const onText = request.onText
+      const onText = options.stream === false ? undefined : request.onText
       if (!step?.delayMs) {
         if (onText !== undefined) streamText(answer, onText)
         return answer
