@@ -3,7 +3,7 @@ import { makeSecretSet, type SecretSet } from '../../secrets/secret-set.js'
 import type { CallableTool, ToolArguments } from '../tool-definition.js'
 import { failed, type ToolOutcome } from '../tool-outcome.js'
 import { type McpSession, type McpSessionOptions, openMcpSession } from './mcp-client.js'
-import { McpServerError } from './mcp-errors.js'
+import { McpServerError, mcpServerLabel } from './mcp-errors.js'
 import { type McpServerSpec, type McpServers, mcpServerKey, type ResolvedMcpServer, resolveMcpServer } from './mcp-server-spec.js'
 import { mcpToolDefinitions, type McpToolLeftOut, type McpToolSet } from './mcp-tools.js'
 
@@ -132,21 +132,21 @@ class PooledServer {
       case 'up':
         return state.session
       case 'closed':
-        return `MCP server "${this.server}" is not running (its pool was closed)`
+        return `${mcpServerLabel(this.server)} is not running (its pool was closed)`
       case 'starting':
         return state.started
       case 'down': {
         const started = openMcpSession(this.server, this.resolved.launch, this.options).then(
           (session) => session,
           (error: unknown) => {
-            const detail = error instanceof McpServerError ? error.message.replace(`MCP server "${this.server}": `, '') : String(error)
-            return `MCP server "${this.server}" is not running (${state.reason}); starting it again failed: ${detail}`
+            const detail = error instanceof McpServerError ? error.message.replace(`${mcpServerLabel(this.server)}: `, '') : String(error)
+            return `${mcpServerLabel(this.server)} is not running (${state.reason}); starting it again failed: ${detail}`
           }
         )
         this.state = { kind: 'starting', started }
         const session = await started
         // Closed meanwhile: `close` ends the new session.
-        if (this.closed) return `MCP server "${this.server}" is not running (its pool was closed)`
+        if (this.closed) return `${mcpServerLabel(this.server)} is not running (its pool was closed)`
         if (typeof session === 'string') {
           // The next call tries again: the server may be back by then.
           this.state = { kind: 'down', reason: state.reason }
@@ -163,7 +163,7 @@ class PooledServer {
 const asServerError =
   (server: string) =>
   (error: unknown): McpServerError =>
-    error instanceof McpServerError ? error : new McpServerError({ server, reason: 'protocol', message: `MCP server "${server}": ${String(error)}` })
+    error instanceof McpServerError ? error : new McpServerError({ server, reason: 'protocol', message: `${mcpServerLabel(server)}: ${String(error)}` })
 
 /** A pool of MCP servers, empty until a run starts one. */
 export const makeMcpPool = (poolOptions: McpPoolOptions = {}): McpPool => {
@@ -190,7 +190,7 @@ export const makeMcpPool = (poolOptions: McpPoolOptions = {}): McpPool => {
     return pooled
   }
 
-  const closedError = (server: string) => new McpServerError({ server, reason: 'closed', message: `MCP server "${server}": its pool was closed` })
+  const closedError = (server: string) => new McpServerError({ server, reason: 'closed', message: `${mcpServerLabel(server)}: its pool was closed` })
 
   const start = (server: string, spec: McpServerSpec, options: McpStartOptions = {}): Effect.Effect<McpServerHandle, McpServerError> =>
     Effect.suspend(() => {
