@@ -12,7 +12,7 @@ import { type McpServerErrorReason, McpServerError, mcpServerLabel } from './mcp
 import { mcpOutputSchemaValidator } from './mcp-json-schema.js'
 import { mcpResultOutcome } from './mcp-outcome.js'
 import type { ResolvedHttpServer, ResolvedStdioServer } from './mcp-server-spec.js'
-import { ChildProcessTransport } from './mcp-stdio-transport.js'
+import { ChildProcessTransport, NotSentError } from './mcp-stdio-transport.js'
 
 /*
  * One connection to one MCP server through the SDK's client (docs/tools.md, "MCP servers"):
@@ -42,12 +42,19 @@ export interface McpSessionOptions {
 export interface McpSession {
   /** Every tool it listed, all pages, in its order. */
   readonly tools: ReadonlyArray<Tool>
-  /** Why it can no longer be called (`exited with code 1; stderr: ...`); undefined while it can. */
+  /**
+   * Why it can no longer be called (`exited with code 1; stderr: ...`); undefined while it can.
+   * Set as soon as a stdio server's process exits, before `onDown` (which waits for its pipes).
+   */
   readonly downReason: () => string | undefined
   /** Told once, when the session goes down by itself (its process ended, its URL stopped answering); not on `close`. */
   onDown: ((reason: string) => void) | undefined
-  /** One `tools/call`; never rejects: every problem is an `ok: false` outcome naming the server. */
-  readonly call: (tool: string, args: ToolArguments, signal: AbortSignal) => Promise<ToolOutcome>
+  /**
+   * One `tools/call`; never rejects: every problem is an `ok: false` outcome naming the server.
+   * Undefined when the call was never sent (the session had ended, its process had exited): no
+   * server saw it, so another session may perform it.
+   */
+  readonly call: (tool: string, args: ToolArguments, signal: AbortSignal) => Promise<ToolOutcome | undefined>
   /** Ends the session: a stdio server's process group, an HTTP server's session. */
   readonly close: () => Promise<void>
 }
@@ -262,9 +269,19 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
 
   let down: string | undefined
   let closing = false
+  // A stdio server's process is gone: nothing sent from now on would be read, though the answers
+  // it wrote before it exited are still read from its pipes.
+  let exited = false
+  if (stdio !== undefined) {
+    const transport = stdio
+    transport.onexit = () => {
+      exited = true
+    }
+    exited = transport.exit !== undefined
+  }
   const session: McpSession = {
     tools,
-    downReason: () => down,
+    downReason: () => down ?? (exited && stdio !== undefined ? oneLine(options.redact(describeExit(stdio))) : undefined),
     onDown: undefined,
     call: (tool, args, signal) => call(tool, args, signal),
     close: async () => {
@@ -289,8 +306,8 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
   }
 
   const outcome = (text: string): ToolOutcome => failed(oneLine(options.redact(text)))
-  const call = async (tool: string, args: ToolArguments, signal: AbortSignal): Promise<ToolOutcome> => {
-    if (down !== undefined) return outcome(`${mcpServerLabel(server)} is not running (${down})`)
+  const call = async (tool: string, args: ToolArguments, signal: AbortSignal): Promise<ToolOutcome | undefined> => {
+    if (down !== undefined || exited) return undefined
     // Our own controller, so that the server is told why in `notifications/cancelled`.
     const cancel = new AbortController()
     const onAbort = () => cancel.abort(CANCEL_REASON)
@@ -306,6 +323,8 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
       return mcpResultOutcome(server, tool, normal, options.redact)
     } catch (error) {
       if (cancel.signal.aborted) return outcome(`${mcpServerLabel(server)}: the call of tool ${quoteName(tool)} was cancelled`)
+      // Refused before a byte was written (the process exited meanwhile, or the client had closed).
+      if (error instanceof NotSentError || (error instanceof Error && error.message === 'Not connected')) return undefined
       const problem = launch.kind === 'http' && httpClient !== undefined ? httpProblem(httpClient, launch.url, error) : undefined
       if (problem !== undefined && (problem.reason === 'unreachable' || problem.status === 404)) {
         // Gone, or its session is: the next call starts a new session.

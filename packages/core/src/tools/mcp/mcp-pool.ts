@@ -79,6 +79,8 @@ class PooledServer {
     | { readonly kind: 'starting'; readonly started: Promise<McpSession | string> }
     | { readonly kind: 'closed' }
   readonly handle: McpServerHandle
+  /** The sessions already being ended (a session retired by a call and then by its own end is ended once). */
+  private readonly retired = new WeakSet<McpSession>()
 
   constructor(
     readonly server: string,
@@ -97,9 +99,22 @@ class PooledServer {
     return this.resolved.secrets
   }
 
+  /**
+   * One call, answered by the process that received it (docs/tools.md, "Failures"): a call the
+   * session never sent (its process had exited) goes to the server started again, once, and
+   * what that process answers is the outcome. One that was sent to a process that then died is
+   * answered as not running: the server may have done it, and it is not sent twice.
+   */
   readonly call = async (tool: string, args: ToolArguments, signal: AbortSignal): Promise<ToolOutcome> => {
-    const session = await this.session()
-    return typeof session === 'string' ? failed(session) : session.call(tool, args, signal)
+    for (let attempt = 1; ; attempt++) {
+      const session = await this.session()
+      if (typeof session === 'string') return failed(session)
+      const outcome = await session.call(tool, args, signal)
+      if (outcome !== undefined) return outcome
+      const reason = session.downReason() ?? 'it stopped'
+      this.retire(session, reason)
+      if (attempt === 2 || this.closed) return failed(`${mcpServerLabel(this.server)} is not running (${reason})`)
+    }
   }
 
   async close(): Promise<void> {
@@ -118,15 +133,32 @@ class PooledServer {
   }
 
   private watch(session: McpSession): void {
-    session.onDown = (reason) => {
-      if (this.state.kind === 'up' && this.state.session === session) this.state = { kind: 'down', reason }
-      // What is left of it (an HTTP session's streams, a stdio server's group) ends now, not at close.
-      setImmediate(() => void session.close().catch(() => undefined))
-    }
+    session.onDown = (reason) => this.retire(session, reason)
+  }
+
+  /**
+   * `session` can take no more calls: the next call starts the server again. Only that session
+   * is ended, never one started after it (the state may have moved on to a new one already).
+   */
+  private retire(session: McpSession, reason: string): void {
+    if (this.state.kind === 'up' && this.state.session === session) this.state = { kind: 'down', reason }
+    if (this.retired.has(session)) return
+    this.retired.add(session)
+    // What is left of it (an HTTP session's streams, a stdio server's group) ends now, not at
+    // close; answers a dead process wrote before it exited are still read first.
+    setImmediate(() => void session.close().catch(() => undefined))
   }
 
   /** The live session, started again once if it died; else why not, as the outcome's text. */
   private async session(): Promise<McpSession | string> {
+    const current = this.state
+    // A session whose process exited (its pipes may not have closed yet) or that went down
+    // before it was watched is retired here, so that this call goes to a new process.
+    if (current.kind === 'up') {
+      const reason = current.session.downReason()
+      if (reason === undefined) return current.session
+      this.retire(current.session, reason)
+    }
     const state = this.state
     switch (state.kind) {
       case 'up':
@@ -154,6 +186,7 @@ class PooledServer {
         }
         this.state = { kind: 'up', session }
         this.watch(session)
+        // Down before it was watched: the next call finds it so (`downReason`) and starts another.
         return session
       }
     }
