@@ -15,6 +15,8 @@
 const HIDDEN =
   /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u115f\u1160\u3164\uffa0\p{Variation_Selector}"\\]|\u034f/u
 const HIDDEN_ALL = new RegExp(HIDDEN.source, 'gu')
+// The same characters but `"` and `\`, for text whose quotes are already escaped.
+const ONLY_HIDDEN_ALL = new RegExp(HIDDEN.source.replace('"\\\\]', ']'), 'gu')
 
 const escaped = (char: string): string => (char === '"' || char === '\\' ? `\\${char}` : `\\u{${char.codePointAt(0)!.toString(16).toUpperCase()}}`)
 
@@ -48,3 +50,12 @@ export const fieldPathText = (path: ReadonlyArray<PropertyKey>): string =>
       typeof segment === 'number' || (typeof segment === 'string' && PLAIN_SEGMENT.test(segment)) ? String(segment) : quoteName(String(segment))
     )
     .join('.')
+
+/**
+ * `text` with the characters a reader could not see written as `\u{...}`, quotes and backslashes
+ * left as they are: for text already quoted another way (a command line as a JSON string).
+ *
+ * @example
+ * revealHidden(JSON.stringify('rm\u202e x')) // '"rm\\u{202E} x"'
+ */
+export const revealHidden = (text: string): string => text.replace(ONLY_HIDDEN_ALL, escaped)

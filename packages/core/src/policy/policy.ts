@@ -1,5 +1,5 @@
 import * as path from 'node:path'
-import { quoteName } from '../contract/quote-name.js'
+import { quoteName, revealHidden } from '../contract/quote-name.js'
 import { Either, Schema } from 'effect'
 import type { PolicyLayer } from '../contract/task-contract.js'
 import { ContractError } from '../errors.js'
@@ -350,7 +350,7 @@ export const compilePolicy = (
 /** Paths print bare unless they hold blanks, quotes or characters a reader cannot see (then quoted as every name is); commands always quoted. */
 const printTarget = (decision: PolicyDecision): string =>
   decision.act === Act.exec || quoteName(decision.target) !== `"${decision.target}"` || /[\s']/u.test(decision.target) || decision.target === ''
-    ? quoteName(decision.target)
+    ? revealHidden(JSON.stringify(decision.target))
     : decision.target
 
 /**
