@@ -2,7 +2,17 @@ import { fileURLToPath } from 'node:url'
 import { Effect, Either } from 'effect'
 import { afterAll, describe, expect, it } from 'vitest'
 import * as z from 'zod'
-import { defineTool, makeMcpPool, makeToolCatalogue, quoteName, TOOL_SCHEMA_BOUNDS, ToolDefinitionError } from '@agentvisor/core'
+import {
+  compilePolicy,
+  defineTool,
+  describeDecision,
+  makeMcpPool,
+  makeToolCatalogue,
+  parseTaskContract,
+  quoteName,
+  TOOL_SCHEMA_BOUNDS,
+  ToolDefinitionError
+} from '@agentvisor/core'
 
 // What a server or a tool module may not hand agentvisor (docs/tools.md, "Bounds on a tool's
 // schema" and "Tool names and what the model sees"): refused when the server starts or the tool
@@ -93,8 +103,13 @@ describe('quoteName', () => {
     expect(quoteName('café 日本 👍')).toBe('"café 日本 👍"')
   })
 
-  it('is how the catalogue names an unknown tool and a clash', () => {
+  it('is how the catalogue, the task file, agents and the policy quote the names they were given', () => {
     const catalogue = Either.getOrThrow(makeToolCatalogue([]))
     expect(catalogue.unknownAnswer('ex\u200bec').output).toMatch(/^Unknown tool "ex\\u\{200B\}ec"\./)
+    const task = { goal: 'g', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [] }] }
+    const refused = (input: unknown) => Either.match(parseTaskContract(input, '/base'), { onLeft: (error) => error.message, onRight: () => 'accepted' })
+    expect(refused({ ...task, agents: { 'ex\u202ecexe': {} } })).toBe('agents."ex\\u{202E}cexe": is not a known field')
+    const policy = Either.getOrThrow(compilePolicy([{ name: 'te\u200bam', deny: { tool: ['docs__*'] } }]))
+    expect(describeDecision(policy.check('tool', 'docs__send'))).toBe('tool docs__send refused by rule "docs__*" in layer "te\\u{200B}am"')
   })
 })
