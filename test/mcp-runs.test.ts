@@ -9,7 +9,8 @@ import { processesMatching } from './support/processes.js'
 // Runs whose agents call the tools of MCP servers (docs/tools.md, "MCP servers"): a server built
 // with the SDK in the tests (packages/core/test/fixtures/mcp/test-server.mjs), spawned by the
 // real CLI over stdio, and the third-party server-everything.
-const SERVER = path.join(import.meta.dirname, '..', 'packages', 'core', 'test', 'fixtures', 'mcp', 'test-server.mjs')
+const FIXTURES = path.join(import.meta.dirname, '..', 'packages', 'core', 'test', 'fixtures', 'mcp')
+const SERVER = path.join(FIXTURES, 'test-server.mjs')
 const EVERYTHING = path.join(import.meta.dirname, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js')
 
 let mock: MockLlm | undefined
@@ -137,6 +138,65 @@ describe('MCP servers in a run', () => {
     expect(result.code, result.stderr).toBe(0)
     expect(toolMessages(bodies()[1])[0]).toMatch(/MCP server "docs"/)
     expect(toolMessages(bodies()[2]).at(-1)).toBe('found again')
+  })
+
+  it('feeds the model and stores the answer of the restarted server that performed a call, after a crash mid-call, and keeps it up', async () => {
+    mock = await startMockLlm({
+      scenarios: {
+        models: {
+          m: [
+            { toolCalls: [call('shop__charge', { id: 'a' })] },
+            { toolCalls: [call('shop__charge', { id: 'b' })] },
+            { toolCalls: [call('shop__charge', { id: 'c' })] },
+            { text: 'done' }
+          ]
+        }
+      } as never,
+      port: 0
+    })
+    const dir = tempDir()
+    const { db, task } = taskInTempDir({
+      ...mcpTask(mock.url, '/dev/null'),
+      tools: ['shop__*'],
+      mcpServers: { shop: { command: process.execPath, args: [path.join(FIXTURES, 'crash-once-server.mjs')], env: { MCP_TEST_DIR: dir } } },
+      policy: { layers: [{ name: 'team', allow: { tool: ['shop__*'] } }] }
+    })
+    const result = await runCli(['run', task, '--json', '--db', db])
+    expect(result.code, result.stderr).toBe(0)
+    const charged = logOf(path.join(dir, 'charged'))
+    const pid = charged[0]!.split(' ')[1]
+    // The second process performed b and c: it was not killed after answering b.
+    expect(charged).toEqual([`b ${pid}`, `c ${pid}`])
+    expect(toolMessages(bodies()[1])).toEqual(['MCP server "shop" is not running (exited with code 3; stderr: fatal: crashing mid-call)'])
+    expect(toolMessages(bodies()[2]).at(-1)).toBe(`charged b by ${pid}`)
+    expect(toolMessages(bodies()[3]).at(-1)).toBe(`charged c by ${pid}`)
+    const shown = lastJson<{ steps: Array<{ results: string[] }> }>(await runCli(['show', lastJson<{ runId: string }>(result).runId, '--json', '--db', db]))
+    expect(shown.steps.slice(0, 3).map((step) => step.results)).toEqual([
+      ['MCP server "shop" is not running (exited with code 3; stderr: fatal: crashing mid-call)'],
+      [`charged b by ${pid}`],
+      [`charged c by ${pid}`]
+    ])
+  })
+
+  it('stops a run whose MCP server lists a tool past the schema bounds or without a name: exit 2, one line naming server and tool, no run', async () => {
+    const hostile = (kind: string) => ({ evil: { command: process.execPath, args: [path.join(FIXTURES, 'hostile-server.mjs')], env: { MCP_HOSTILE: kind } } })
+    for (const [kind, message] of [
+      ['deep', /^MCP server "evil": its tool "deep" cannot be offered: its inputSchema nests deeper than 64 levels \(at \/properties\/next/],
+      [
+        'huge-enum',
+        /^MCP server "evil": its tool "pick" cannot be offered: its inputSchema has a list of 200000 items at \/properties\/v\/enum, more than 1000$/
+      ],
+      ['not-object', /^MCP server "evil": its tool "scalar" cannot be offered: inputSchema.type: Invalid input: expected "object"$/],
+      ['empty-name', /^MCP server "evil": it lists a tool with an empty name, which MCP does not allow$/]
+    ] as const) {
+      const { db, task } = taskInTempDir({ ...mcpTask('http://127.0.0.1:9/v1', '/dev/null'), tools: ['evil__*'], mcpServers: hostile(kind) })
+      const result = await runCli(['run', task, '--json', '--db', db])
+      expect(result.code, result.stderr).toBe(2)
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+      expect(result.stderr).not.toContain('    at ')
+      expect(lastJson<{ error: { message: string } }>(result).error.message).toMatch(message)
+      expect(lastJson(await runCli(['runs', '--json', '--db', db]))).toEqual([])
+    }
   })
 
   it.each([

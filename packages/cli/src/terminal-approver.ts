@@ -1,3 +1,4 @@
+import { quoteName } from '@agentvisor/core'
 import { createInterface, type Interface } from 'node:readline/promises'
 import type { Approver } from '@agentvisor/actors'
 import { terminalSafe } from './terminal-text.js'
@@ -49,7 +50,7 @@ export const terminalApprover = (): Approver | undefined => {
         // The target is the model's (a command, a path): shown, never acted on by the terminal.
         const safe = (text: string): string => terminalSafe(text)
         process.stderr.write(
-          `\n${safe(request.tool)} wants to ${safe(request.act)}: ${safe(request.target)}\n  (rule "${safe(request.rule)}" in layer "${safe(request.layer)}" asks)\n`
+          `\n${safe(request.tool)} wants to ${safe(request.act)}: ${safe(request.target)}\n  (rule ${quoteName(request.rule)} in layer ${quoteName(request.layer)} asks)\n`
         )
         for (;;) {
           const line = (await rl.question('approve? [y]es, [n]o, [a]lways, [d]eny always: ')).trim().toLowerCase()

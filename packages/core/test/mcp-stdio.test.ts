@@ -152,6 +152,28 @@ describe('the tools of a stdio MCP server', () => {
 })
 
 describe('a pool of MCP servers', () => {
+  it('answers a call with what the process that received it said: after a crash mid-call, the restarted server performs the next call and stays up', async () => {
+    const dir = mkdtempSync(path.join(base, 'crash-once-'))
+    const local = makeMcpPool({ killGraceMs: 300 })
+    try {
+      const handle = await Effect.runPromise(
+        local.start('shop', { command: process.execPath, args: [path.join(FIXTURES, 'crash-once-server.mjs')], env: { MCP_TEST_DIR: dir } })
+      )
+      const charge = (id: string) => Effect.runPromise(handle.tools[0]!.run({ id }, ctx) as Effect.Effect<ToolOutcome>)
+      expect(await charge('a')).toEqual({ ok: false, output: 'MCP server "shop" is not running (exited with code 3; stderr: fatal: crashing mid-call)' })
+      const second = await charge('b')
+      const charged = () => readFileSync(path.join(dir, 'charged'), 'utf8').trim().split('\n')
+      const [, pid] = charged()[0]!.split(' ')
+      expect(second).toEqual({ ok: true, output: `charged b by ${pid}` })
+      expect(processGroupAlive(Number(pid))).toBe(true)
+      expect(await charge('c')).toEqual({ ok: true, output: `charged c by ${pid}` })
+      expect(charged()).toEqual([`b ${pid}`, `c ${pid}`])
+      expect(processGroupAlive(Number(pid))).toBe(true)
+    } finally {
+      await local.close()
+    }
+  })
+
   it('starts a dead server again on each next call until it starts, failing the calls it cannot serve with why', async () => {
     const refuse = path.join(base, 'refuse-start')
     const phoenix = await Effect.runPromise(pool.start('phoenix', testServer({ MCP_TEST_REFUSE_IF: refuse }), { env: env() }))

@@ -12,7 +12,8 @@ import {
   type StallSettings,
   stallSettings,
   type TaskContract,
-  type VerifySpec
+  type VerifySpec,
+  quoteName
 } from '@agentvisor/core'
 import type { NewRun } from '@agentvisor/store'
 import { Either, Schema } from 'effect'
@@ -125,7 +126,7 @@ const delegateFields = (parent: TaskContract, name: unknown, asked: Readonly<Rec
   const agent = parent.agents?.[name]
   if (!delegates.includes(name) || agent === undefined) {
     const yours = delegates.length === 0 ? 'you have no delegates' : `your delegates are ${delegates.join(', ')}`
-    return Either.left(`Refused: "${name}" is not an agent you may delegate to (${yours}).`)
+    return Either.left(`Refused: ${quoteName(name)} is not an agent you may delegate to (${yours}).`)
   }
   const taken = new Set(parent.policy.layers.map((layer) => layer.name))
   const verify = bothVerified(agent.verify, asked['verify'])

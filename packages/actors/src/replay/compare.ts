@@ -1,3 +1,4 @@
+import { quoteName } from '@agentvisor/core'
 import type { RunError } from '@agentvisor/core'
 import type { PolicyEventRow, StepRow } from '@agentvisor/store'
 import { describeCall } from '../driver/stall.js'
@@ -69,7 +70,7 @@ const policyLines = (events: ReadonlyArray<PolicyEventRow>, step: number): strin
     .filter((e) => e.step === step)
     .map((e) =>
       e.kind === 'refusal'
-        ? `refused ${e.act} ${JSON.stringify(e.target)} (rule ${JSON.stringify(e.rule)} of layer ${JSON.stringify(e.layer)})`
+        ? `refused ${e.act} ${JSON.stringify(e.target)} (rule ${quoteName(e.rule)} of layer ${quoteName(e.layer)})`
         : // Who decided (a person, auto, a remembered rule) is not compared: only what was decided.
           `${e.decision} ${e.act} ${JSON.stringify(e.target)}`
     )

@@ -1,5 +1,5 @@
 import * as path from 'node:path'
-import { compileGlob, DEFAULT_AGENT_TOOLS, DEFAULT_CHILD_LIMITS, GlobMode, parseTaskContract, type TaskContract } from '@agentvisor/core'
+import { compileGlob, DEFAULT_AGENT_TOOLS, DEFAULT_CHILD_LIMITS, GlobMode, parseTaskContract, type TaskContract, quoteName } from '@agentvisor/core'
 import { Either } from 'effect'
 import { checkVerifyCommands, firstAllowingLayer, isInside, limitsAbove, numbersAbove, same } from '../children/child-contract.js'
 
@@ -48,13 +48,13 @@ const widerAgent = (template: TaskContract, asked: TaskContract): string | undef
       .map((pattern) => compileGlob(pattern, GlobMode.path))
       .flatMap((glob) => (Either.isRight(glob) ? [glob.right] : []))
     for (const [i, name] of asked.tools.entries()) {
-      if (!isPlainName(name)) return `tools.${i}: ${JSON.stringify(name)} is a pattern: a submitted run names each of its tools`
-      if (!patterns.some((matches) => matches(name))) return `tools.${i}: "${name}" is not among ${WHOSE} tools`
+      if (!isPlainName(name)) return `tools.${i}: ${quoteName(name)} is a pattern: a submitted run names each of its tools`
+      if (!patterns.some((matches) => matches(name))) return `tools.${i}: ${quoteName(name)} is not among ${WHOSE} tools`
     }
   }
   const delegates = template.delegates ?? []
   const extra = (asked.delegates ?? []).find((name) => !delegates.includes(name))
-  if (extra !== undefined) return `delegates: "${extra}" is not among ${WHOSE} delegates`
+  if (extra !== undefined) return `delegates: ${quoteName(extra)} is not among ${WHOSE} delegates`
   return undefined
 }
 

@@ -11,7 +11,8 @@ import {
   makeToolCatalogue,
   type TaskContract,
   type ToolCatalogue,
-  type ToolDefinition
+  type ToolDefinition,
+  quoteName
 } from '@agentvisor/core'
 import { Either } from 'effect'
 
@@ -38,7 +39,10 @@ export const availableTools = (
   const reserved = [...registered, ...taskTools].find((tool) => RESERVED.has(tool.name))
   if (reserved !== undefined) {
     return Either.left(
-      new ContractError({ message: `tools: "${reserved.name}" is agentvisor's own tool name; give the ${reserved.source} tool another`, field: 'tools' })
+      new ContractError({
+        message: `tools: ${quoteName(reserved.name)} is agentvisor's own tool name; give the ${reserved.source} tool another`,
+        field: 'tools'
+      })
     )
   }
   return Either.map(makeToolCatalogue(all), () => all)

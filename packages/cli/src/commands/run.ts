@@ -1,5 +1,5 @@
 import { Agentvisor, invalidNatsServers, natsBusOptionsFromEnv, type RunResult, type StartedRun } from '@agentvisor/actors'
-import { ApprovalMode, loadTaskFile, type TaskContract, unsetApiKeys } from '@agentvisor/core'
+import { ApprovalMode, loadTaskFile, type TaskContract, unsetApiKeys, quoteName } from '@agentvisor/core'
 import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
 import { describeUsage, elapsed, printJson, say } from '../output.js'
@@ -50,7 +50,9 @@ const reportPending = async (runId: string, dbPath: string): Promise<void> => {
     say(`agentvisor: waiting for ${pending.length === 1 ? 'a decision' : `${pending.length} decisions`}:`)
     for (const request of pending) {
       const why =
-        request.kind === 'recovery' ? 'interrupted after it started: it may or may not have run' : `rule "${request.rule}" in layer "${request.layer}"`
+        request.kind === 'recovery'
+          ? 'interrupted after it started: it may or may not have run'
+          : `rule ${quoteName(request.rule)} in layer ${quoteName(request.layer)}`
       say(`  ${request.act} ${request.target}  (${why})  [${request.id}]`)
     }
     if (pending.some((r) => r.kind === 'recovery')) say(`settle with: agentvisor approve ${runId} --retry | --completed "what happened" | --abort`)
@@ -99,7 +101,7 @@ const checkApiKeys = (contract: TaskContract, onWorkers: boolean): void => {
     if (theirs.refused !== undefined && !onWorkers) throw new UsageError(theirs.refused)
     warnings.push(
       ...theirs.warnings,
-      ...(theirs.refused === undefined ? [] : [`${theirs.refused.split(': set it')[0]}; a worker that runs "${name}" needs it`])
+      ...(theirs.refused === undefined ? [] : [`${theirs.refused.split(': set it')[0]}; a worker that runs ${quoteName(name)} needs it`])
     )
   }
   for (const warning of warnings) say(`agentvisor: warning: ${warning}`)

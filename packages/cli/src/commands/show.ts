@@ -1,3 +1,4 @@
+import { quoteName } from '@agentvisor/core'
 import { type RunTrace, runTrace } from '@agentvisor/actors'
 import { Effect, Either } from 'effect'
 import { openCliReader } from '../open-store.js'
@@ -77,7 +78,7 @@ export const formatTrace = (trace: RunTrace): string => {
       // A question's target is the question; an approval's, what the call acts on.
       const what = a.kind === 'input' ? `question: ${oneLine(a.target)}` : `${a.kind === 'recovery' ? 'recovery of ' : ''}${a.act} ${oneLine(a.target)}`
       const by = a.source === undefined ? '' : ` by ${a.source}`
-      const rule = a.kind === 'input' || a.kind === 'recovery' ? '' : ` (rule "${a.rule}" in layer "${a.layer}")`
+      const rule = a.kind === 'input' || a.kind === 'recovery' ? '' : ` (rule ${quoteName(a.rule)} in layer ${quoteName(a.layer)})`
       lines.push(`  ${a.id}  step ${a.step}  ${a.status}${by}  ${what}${rule}`)
     }
     const pending = trace.approvals.filter((a) => a.status === 'pending')
@@ -92,7 +93,9 @@ export const formatTrace = (trace: RunTrace): string => {
     lines.push('', 'policy:')
     for (const e of trace.policyEvents) {
       const performed = e.performedTarget === undefined ? '' : ` (performed: ${oneLine(e.performedTarget)})`
-      lines.push(`  step ${e.step}  ${e.decision} ${e.act} ${oneLine(e.target)}${performed}  rule "${e.rule}" in layer "${e.layer}", ${e.source}`)
+      lines.push(
+        `  step ${e.step}  ${e.decision} ${e.act} ${oneLine(e.target)}${performed}  rule ${quoteName(e.rule)} in layer ${quoteName(e.layer)}, ${e.source}`
+      )
     }
   }
   if (trace.forks !== undefined) {

@@ -1,4 +1,5 @@
 import { Either, Schema } from 'effect'
+import { quoteName } from './quote-name.js'
 import { ContractError } from '../errors.js'
 import { compilePolicy } from '../policy/policy.js'
 import { Limits, NonBlankString, PolicyLayer, PositiveInt, ProviderConfig, VerifySpec } from './contract-fields.js'
@@ -42,7 +43,7 @@ const uniqueProviderNames = (
 ): { path: [string, number, string]; message: string } | undefined => {
   const seen = new Set<string>()
   for (const [i, p] of (providers ?? []).entries()) {
-    if (seen.has(p.name)) return { path: ['providers', i, 'name'], message: `duplicates provider name "${p.name}"` }
+    if (seen.has(p.name)) return { path: ['providers', i, 'name'], message: `duplicates provider name ${quoteName(p.name)}` }
     seen.add(p.name)
   }
   return undefined
@@ -114,7 +115,7 @@ export const checkAgents = (task: AgentsOfTask, source: string | undefined): Con
       if (Object.hasOwn(agents, name)) continue
       const field = `${at}delegates.${i}`
       const known = names.length === 0 ? 'the task defines no agents' : `the task's agents are ${names.join(', ')}`
-      return new ContractError({ message: `${field}: unknown agent "${name}" (${known})`, field, source })
+      return new ContractError({ message: `${field}: unknown agent ${quoteName(name)} (${known})`, field, source })
     }
     return undefined
   }

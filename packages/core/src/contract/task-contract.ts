@@ -1,4 +1,5 @@
 import type { FallbackLink } from '../provider/fallback.js'
+import { fieldPathText, quoteName } from './quote-name.js'
 import { realpathSync } from 'node:fs'
 import { homedir } from 'node:os'
 import * as path from 'node:path'
@@ -53,7 +54,7 @@ export const TaskFile = Schema.Struct({
   Schema.filter((t) => {
     const seen = new Set<string>()
     for (const [i, p] of t.providers.entries()) {
-      if (seen.has(p.name)) return { path: ['providers', i, 'name'], message: `duplicates provider name "${p.name}"` }
+      if (seen.has(p.name)) return { path: ['providers', i, 'name'], message: `duplicates provider name ${quoteName(p.name)}` }
       seen.add(p.name)
     }
     return undefined
@@ -168,7 +169,7 @@ const describeIssue = (error: ParseResult.ParseError, input: unknown): { field: 
     detail = `must be a list, got ${describeValue(valueAt(input, at))}`
   else detail = oneOf(issues, issue) ?? issue.message.split('\n')[0]!
   const field = at.map(String).join('.')
-  return { field, message: field === '' ? detail : `${field}: ${detail}` }
+  return { field, message: field === '' ? detail : `${fieldPathText(at)}: ${detail}` }
 }
 
 /** Why a task cannot even be decoded: not an object, or nested past the limit (checked without recursion). */
@@ -271,7 +272,7 @@ const decodeContract = (input: unknown, baseDir: string, source: string | undefi
       const budgetError = checkPricing(file, source)
       if (budgetError !== undefined) return Either.left(budgetError)
       if (file.agent !== undefined && file.agents?.[file.agent] === undefined) {
-        return Either.left(new ContractError({ message: `agent: unknown agent "${file.agent}"`, field: 'agent', source }))
+        return Either.left(new ContractError({ message: `agent: unknown agent ${quoteName(file.agent)}`, field: 'agent', source }))
       }
       return Either.right<TaskContract>({
         goal: file.goal,
@@ -313,7 +314,7 @@ const checkPricing = (file: TaskFile, source: string | undefined): ContractError
   const unpriced = unpricedProvider(file.pricing, providers)
   if (unpriced === undefined) return undefined
   return new ContractError({
-    message: `pricing: has no entry for model "${unpriced.model}" of provider "${unpriced.name}", which limits.maxCostUsd needs to count dollars`,
+    message: `pricing: has no entry for model ${quoteName(unpriced.model)} of provider ${quoteName(unpriced.name)}, which limits.maxCostUsd needs to count dollars`,
     field: 'pricing',
     source
   })

@@ -1,4 +1,5 @@
 import * as path from 'node:path'
+import { quoteName, revealHidden } from '../contract/quote-name.js'
 import { Either, Schema } from 'effect'
 import type { PolicyLayer } from '../contract/task-contract.js'
 import { ContractError } from '../errors.js'
@@ -128,7 +129,7 @@ const compileRules = (sources: ReadonlyArray<RuleSource>): Either.Either<Readonl
       return Either.left(
         new ContractError({
           field: source.field,
-          message: `${source.field}: invalid glob ${JSON.stringify(source.pattern)}: ${glob.left.message}`
+          message: `${source.field}: invalid glob ${quoteName(source.pattern)}: ${glob.left.message}`
         })
       )
     }
@@ -299,10 +300,10 @@ export const compilePolicy = (
   for (const [index, layer] of layers.entries()) {
     const field = `policy.layers.${index}.name`
     if (RESERVED_LAYER_NAMES.has(layer.name)) {
-      return Either.left(new ContractError({ field, message: `${field}: "${layer.name}" is reserved for the policy engine's own decisions` }))
+      return Either.left(new ContractError({ field, message: `${field}: ${quoteName(layer.name)} is reserved for the policy engine's own decisions` }))
     }
     if (seen.has(layer.name)) {
-      return Either.left(new ContractError({ field, message: `${field}: duplicates layer name "${layer.name}"` }))
+      return Either.left(new ContractError({ field, message: `${field}: duplicates layer name ${quoteName(layer.name)}` }))
     }
     seen.add(layer.name)
     const sources: RuleSource[] = []
@@ -346,15 +347,17 @@ export const compilePolicy = (
   })
 }
 
-/** Paths print bare unless they hold blanks, quotes or control characters; commands always quoted. */
+/** Paths print bare unless they hold blanks, quotes or characters a reader cannot see (then quoted as every name is); commands always quoted. */
 const printTarget = (decision: PolicyDecision): string =>
-  decision.act === Act.exec || /[\s"'\\\p{Cc}]/u.test(decision.target) || decision.target === '' ? JSON.stringify(decision.target) : decision.target
+  decision.act === Act.exec || quoteName(decision.target) !== `"${decision.target}"` || /[\s']/u.test(decision.target) || decision.target === ''
+    ? revealHidden(JSON.stringify(decision.target))
+    : decision.target
 
 /**
  * One line for a human or the model: `write secrets/key.txt refused by rule "secrets/**" in layer "base"`.
  */
 export const describeDecision = (decision: PolicyDecision): string => {
-  const by = `rule ${JSON.stringify(decision.rule)} in layer ${JSON.stringify(decision.layer)}`
+  const by = `rule ${quoteName(decision.rule)} in layer ${quoteName(decision.layer)}`
   const verb = decision.decision === Tier.deny ? `refused by ${by}` : decision.decision === Tier.ask ? `needs approval under ${by}` : `allowed by ${by}`
   const reason = decision.reason !== undefined ? ` (${decision.reason})` : ''
   return `${decision.act} ${printTarget(decision)} ${verb}${reason}`

@@ -1,4 +1,5 @@
 import type { ProviderConfig } from '../contract/contract-fields.js'
+import { quoteName } from '../contract/quote-name.js'
 
 /** What the providers of a task lack before it starts: a reason to refuse it, and warnings. */
 export interface UnsetKeys {
@@ -24,7 +25,7 @@ export const unsetApiKeys = (providers: ReadonlyArray<ProviderConfig>, env: Read
   const warnings: string[] = []
   for (const [i, config] of providers.entries()) {
     if (hasKey(config, env)) continue
-    const what = `${field}.${i}.apiKeyEnv: ${config.apiKeyEnv} is not set (provider "${config.name}" needs it)`
+    const what = `${field}.${i}.apiKeyEnv: ${config.apiKeyEnv} is not set (provider ${quoteName(config.name)} needs it)`
     if (i === 0) return { refused: `${what}: set it in the environment`, warnings }
     warnings.push(`${what}; a run that falls over to it fails there (kind auth)`)
   }

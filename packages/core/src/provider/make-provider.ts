@@ -1,4 +1,5 @@
 import { Effect } from 'effect'
+import { quoteName } from '../contract/quote-name.js'
 import type { ProviderConfig } from '../contract/task-contract.js'
 import { ProviderError } from '../errors.js'
 import { makeAnthropicProvider } from './anthropic.js'
@@ -49,7 +50,7 @@ const withLazyKey = (
     chat: (request) =>
       Effect.suspend(() => {
         // The contract's schema requires a model for these kinds; this guards hand-built configs.
-        if (config.model === undefined) return fail('request', `provider "${config.name}" has no model`)
+        if (config.model === undefined) return fail('request', `provider ${quoteName(config.name)} has no model`)
         let apiKey: string | undefined
         if (config.apiKeyEnv !== undefined) {
           apiKey = env[config.apiKeyEnv]

@@ -1,4 +1,5 @@
 import { Either } from 'effect'
+import { quoteName } from '../contract/quote-name.js'
 import type { AgentDefinition, OutputSchema } from '../contract/agent-spec.js'
 import { ContractError } from '../errors.js'
 import { compileGlob, GlobMode } from '../policy/glob.js'
@@ -36,12 +37,11 @@ export const agentCatalogue = (available: ReadonlyArray<ToolDefinition>, agent: 
   for (const [i, pattern] of patterns.entries()) {
     const at = `${field}tools.${i}`
     const glob = compileGlob(pattern, GlobMode.path)
-    if (Either.isLeft(glob))
-      return Either.left(new ContractError({ message: `${at}: invalid glob ${JSON.stringify(pattern)}: ${glob.left.message}`, field: at }))
+    if (Either.isLeft(glob)) return Either.left(new ContractError({ message: `${at}: invalid glob ${quoteName(pattern)}: ${glob.left.message}`, field: at }))
     const matched = available.filter((tool) => tool.name !== FINAL_ANSWER && glob.right(tool.name))
     if (matched.length === 0) {
       const names = available.filter((tool) => tool.name !== FINAL_ANSWER).map((tool) => tool.name)
-      return Either.left(new ContractError({ message: `${at}: no tool matches ${JSON.stringify(pattern)} (the tools are ${names.join(', ')})`, field: at }))
+      return Either.left(new ContractError({ message: `${at}: no tool matches ${quoteName(pattern)} (the tools are ${names.join(', ')})`, field: at }))
     }
     for (const tool of matched) chosen.add(tool.name)
   }

@@ -1,4 +1,5 @@
 import { Data, Either, type Schema } from 'effect'
+import { quoteName } from '../contract/quote-name.js'
 import { MAX_TIMER_MS } from '../provider/scripted-step.js'
 import { ToolEffect } from './tool-definition.js'
 import { type JsonSchemaInput, type StandardSchemaV1, toolInput, type CheckedArguments } from './tool-input.js'
@@ -86,7 +87,7 @@ export class ToolDefinitionError extends Data.TaggedError('ToolDefinitionError')
   readonly problem: string
 }> {
   override get message(): string {
-    return `defineTool ${JSON.stringify(this.tool)}: ${this.problem}`
+    return `defineTool ${quoteName(this.tool)}: ${this.problem}`
   }
 }
 

@@ -1,4 +1,5 @@
 import { Either } from 'effect'
+import { quoteName } from '../contract/quote-name.js'
 import { jsonTextTooDeep, MAX_NESTING_DEPTH, valueTooDeepAt } from '../contract/nesting.js'
 import { MAX_TIMER_MS } from '../provider/scripted-step.js'
 
@@ -77,8 +78,8 @@ export const argumentsObjectOf = (raw: string): Fields | undefined => {
 
 const requiredString = (fields: Fields, name: string): Either.Either<string, string> => {
   const value = fields[name]
-  if (value === undefined) return Either.left(`missing required field "${name}"`)
-  if (typeof value !== 'string') return Either.left(`field "${name}" must be a string, got ${describeType(value)}`)
+  if (value === undefined) return Either.left(`missing required field ${quoteName(name)}`)
+  if (typeof value !== 'string') return Either.left(`field ${quoteName(name)} must be a string, got ${describeType(value)}`)
   return Either.right(value)
 }
 
@@ -90,9 +91,9 @@ const optionalTimerMs = (fields: Fields, name: string): Either.Either<number | u
   const value = fields[name]
   if (value === undefined || value === null) return Either.right(undefined)
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-    return Either.left(`field "${name}" must be a positive integer, got ${JSON.stringify(value)}`)
+    return Either.left(`field ${quoteName(name)} must be a positive integer, got ${JSON.stringify(value)}`)
   }
-  if (value > MAX_TIMER_MS) return Either.left(`field "${name}" must be at most ${MAX_TIMER_MS} ms, got ${value}`)
+  if (value > MAX_TIMER_MS) return Either.left(`field ${quoteName(name)} must be at most ${MAX_TIMER_MS} ms, got ${value}`)
   return Either.right(value)
 }
 

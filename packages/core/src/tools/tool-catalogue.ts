@@ -1,4 +1,5 @@
 import { Effect, Either, Exit } from 'effect'
+import { quoteName } from '../contract/quote-name.js'
 import { ContractError } from '../errors.js'
 import type { ToolSpec } from '../provider/provider.js'
 import { execDefinition, listDirDefinition, readFileDefinition, spawnChildDefinition, writeFileDefinition } from './builtin-tools.js'
@@ -34,7 +35,7 @@ export interface ToolCatalogue {
 export const makeToolCatalogue = (tools: ReadonlyArray<ToolDefinition>): Either.Either<ToolCatalogue, ContractError> => {
   const byName = new Map<string, ToolDefinition>()
   for (const tool of tools) {
-    if (byName.has(tool.name)) return Either.left(new ContractError({ message: `tools: two tools are named ${JSON.stringify(tool.name)}`, field: 'tools' }))
+    if (byName.has(tool.name)) return Either.left(new ContractError({ message: `tools: two tools are named ${quoteName(tool.name)}`, field: 'tools' }))
     byName.set(tool.name, tool)
   }
   const withChildren = tools.map((tool) => tool.spec)
@@ -48,7 +49,7 @@ export const makeToolCatalogue = (tools: ReadonlyArray<ToolDefinition>): Either.
     tools,
     get: (name) => byName.get(name),
     offered: (children) => (children ? withChildren : withoutChildren),
-    unknownAnswer: (name) => failed(`Unknown tool ${JSON.stringify(name)}. Available tools: ${available}`)
+    unknownAnswer: (name) => failed(`Unknown tool ${quoteName(name)}. Available tools: ${available}`)
   })
 }
 

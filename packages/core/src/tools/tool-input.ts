@@ -1,6 +1,7 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from 'effect'
 import { isPlainObject } from '../contract/nesting.js'
 import { compileJsonSchemaCheck, jsonPointer, jsonSchemaProblem, violationText } from '../schema/json-schema-check.js'
+import { toolSchemaOutOfBounds } from '../schema/schema-bounds.js'
 
 /*
  * The three kinds of input a `defineTool` accepts (docs/tools.md, "Tools of your own"): a JSON
@@ -82,6 +83,9 @@ const isStandardSchema = (value: unknown): value is StandardSchemaV1 => {
  * names. Must be an object schema: providers call a tool with a JSON object of arguments.
  */
 const offeredSchema = (schema: unknown, from: string): Either.Either<Record<string, unknown>, string> => {
+  // Before the copy, which is recursive: a schema nested thousands of levels would overflow it (docs/tools.md, "Bounds on a tool's schema").
+  const outOfBounds = toolSchemaOutOfBounds(schema)
+  if (outOfBounds !== undefined) return Either.left(`${from} ${outOfBounds}`)
   let copy: unknown
   try {
     copy = JSON.parse(JSON.stringify(schema))

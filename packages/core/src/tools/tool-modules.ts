@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { quoteName } from '../contract/quote-name.js'
 import * as path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Data, Effect } from 'effect'
@@ -61,7 +62,7 @@ const importOnce = (absolute: string): Promise<Readonly<Record<string, unknown>>
  */
 const definitionProblem = (error: unknown): string | undefined =>
   typeof error === 'object' && error !== null && '_tag' in error && error._tag === 'ToolDefinitionError' && 'tool' in error && 'problem' in error
-    ? `tool ${JSON.stringify(String(error.tool))}: ${String(error.problem)}`
+    ? `tool ${quoteName(String(error.tool))}: ${String(error.problem)}`
     : undefined
 
 /** Every `defineTool` value a module exports, named or default, alone or in an array, by export name. */
@@ -112,11 +113,11 @@ export const loadToolModules = (paths: ReadonlyArray<string>, baseDir: string): 
       if (found.tools.length === 0) return yield* fail('exports no tools (defineTool values, or arrays of them)')
       for (const [exportName, tool] of found.tools) {
         const place: Place = { field, module: modulePath, exportName }
-        if (BUILTIN_NAMES.has(tool.name)) return yield* fail(`tool ${JSON.stringify(tool.name)} (export ${exportName}) has the name of a built-in tool`)
+        if (BUILTIN_NAMES.has(tool.name)) return yield* fail(`tool ${quoteName(tool.name)} (export ${exportName}) has the name of a built-in tool`)
         const known = byName.get(tool.name)
         if (known !== undefined) {
           if (known.tool === tool) continue
-          return yield* fail(`two tools are named ${JSON.stringify(tool.name)}: ${placeText(known.place)} and ${placeText(place)}`)
+          return yield* fail(`two tools are named ${quoteName(tool.name)}: ${placeText(known.place)} and ${placeText(place)}`)
         }
         byName.set(tool.name, { tool, place })
         tools.push(catalogueToolOf(tool))

@@ -1,17 +1,18 @@
 import { existsSync } from 'node:fs'
+import { quoteName } from '../../contract/quote-name.js'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { type CallToolResult, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import { type CallToolResult, ErrorCode, McpError, ResultSchema, type Tool, ToolSchema } from '@modelcontextprotocol/sdk/types.js'
 import { MAX_TIMER_MS } from '../../provider/scripted-step.js'
 import { maskUrlCredentials } from '../../secrets/url-credentials.js'
 import type { ToolArguments } from '../tool-definition.js'
 import { failed, type ToolOutcome } from '../tool-outcome.js'
-import { type McpServerErrorReason, McpServerError } from './mcp-errors.js'
+import { type McpServerErrorReason, McpServerError, mcpServerLabel } from './mcp-errors.js'
 import { mcpOutputSchemaValidator } from './mcp-json-schema.js'
 import { mcpResultOutcome } from './mcp-outcome.js'
 import type { ResolvedHttpServer, ResolvedStdioServer } from './mcp-server-spec.js'
-import { ChildProcessTransport } from './mcp-stdio-transport.js'
+import { ChildProcessTransport, NotSentError } from './mcp-stdio-transport.js'
 
 /*
  * One connection to one MCP server through the SDK's client (docs/tools.md, "MCP servers"):
@@ -41,12 +42,19 @@ export interface McpSessionOptions {
 export interface McpSession {
   /** Every tool it listed, all pages, in its order. */
   readonly tools: ReadonlyArray<Tool>
-  /** Why it can no longer be called (`exited with code 1; stderr: ...`); undefined while it can. */
+  /**
+   * Why it can no longer be called (`exited with code 1; stderr: ...`); undefined while it can.
+   * Set as soon as a stdio server's process exits, before `onDown` (which waits for its pipes).
+   */
   readonly downReason: () => string | undefined
   /** Told once, when the session goes down by itself (its process ended, its URL stopped answering); not on `close`. */
   onDown: ((reason: string) => void) | undefined
-  /** One `tools/call`; never rejects: every problem is an `ok: false` outcome naming the server. */
-  readonly call: (tool: string, args: ToolArguments, signal: AbortSignal) => Promise<ToolOutcome>
+  /**
+   * One `tools/call`; never rejects: every problem is an `ok: false` outcome naming the server.
+   * Undefined when the call was never sent (the session had ended, its process had exited): no
+   * server saw it, so another session may perform it.
+   */
+  readonly call: (tool: string, args: ToolArguments, signal: AbortSignal) => Promise<ToolOutcome | undefined>
   /** Ends the session: a stdio server's process group, an HTTP server's session. */
   readonly close: () => Promise<void>
 }
@@ -125,7 +133,7 @@ const describeExit = (transport: ChildProcessTransport, when = ''): string => {
 }
 
 const serverError = (server: string, reason: McpServerErrorReason, text: string, redact: (text: string) => string): McpServerError =>
-  new McpServerError({ server, reason, message: oneLine(redact(`MCP server "${server}": ${text}`)) })
+  new McpServerError({ server, reason, message: oneLine(redact(`${mcpServerLabel(server)}: ${text}`)) })
 
 /** Why a stdio server did not start, once its process is gone (so that its stderr has been read to the end). */
 const stdioStartError = (
@@ -157,6 +165,40 @@ const httpStartError = (http: HttpClientModule, server: string, launch: Resolved
   return serverError(server, 'protocol', `failed to start: ${messageOf(error)}`, options.redact)
 }
 
+/** A schema library's refusal (the SDK checks every answer with zod): it has `issues`, each with a `path` and a `message`. */
+interface SchemaIssues {
+  readonly issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
+}
+const isSchemaError = (error: unknown): error is SchemaIssues =>
+  typeof error === 'object' && error !== null && 'issues' in error && Array.isArray(error.issues) && error.issues.length > 0
+
+const issueText = (issue: SchemaIssues['issues'][number]): string =>
+  `${issue.path.length === 0 ? 'the tool' : issue.path.map(String).join('.')}: ${issue.message}`
+
+/**
+ * Why a `tools/list` page the SDK refused is refused, naming the first tool that does not fit
+ * MCP's shape of a tool (`its tool "scalar" cannot be offered: inputSchema.type: Invalid input:
+ * expected "object"`): the page is asked again, taken as it comes, and each tool checked alone.
+ */
+const listingProblem = async (client: Client, params: { cursor: string } | undefined, remainingMs: () => number, refusal: SchemaIssues): Promise<string> => {
+  const fallback = `its tools/list answer is not one MCP allows: ${issueText(refusal.issues[0]!)}`
+  let tools: unknown
+  try {
+    tools = (await client.request({ method: 'tools/list', params }, ResultSchema, { timeout: remainingMs() }))['tools']
+  } catch {
+    return fallback
+  }
+  if (!Array.isArray(tools)) return 'its tools/list answer has no list of tools'
+  for (const [index, tool] of tools.entries()) {
+    const checked = ToolSchema.safeParse(tool)
+    if (checked.success) continue
+    const name = typeof tool === 'object' && tool !== null && 'name' in tool && typeof tool.name === 'string' ? tool.name : undefined
+    const which = name === undefined ? `its tool number ${index + 1}` : `its tool ${quoteName(name)}`
+    return `${which} cannot be offered: ${issueText(checked.error.issues[0]!)}`
+  }
+  return fallback
+}
+
 /** Every page of `tools/list`; none asked of a server that declares no tools. */
 const listAllTools = async (server: string, client: Client, remainingMs: () => number, redact: (text: string) => string): Promise<Tool[]> => {
   if (client.getServerCapabilities()?.tools === undefined) return []
@@ -164,7 +206,15 @@ const listAllTools = async (server: string, client: Client, remainingMs: () => n
   const cursors = new Set<string>()
   let cursor: string | undefined
   do {
-    const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: remainingMs() })
+    const params = cursor === undefined ? undefined : { cursor }
+    let page: Awaited<ReturnType<Client['listTools']>>
+    try {
+      page = await client.listTools(params, { timeout: remainingMs() })
+    } catch (error) {
+      // The SDK's check of the page refused it: its issue dump names no tool, so say which.
+      if (!isSchemaError(error)) throw error
+      throw serverError(server, 'tool-schema', await listingProblem(client, params, remainingMs, error), redact)
+    }
     tools.push(...page.tools)
     cursor = page.nextCursor
     if (cursor !== undefined) {
@@ -219,9 +269,19 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
 
   let down: string | undefined
   let closing = false
+  // A stdio server's process is gone: nothing sent from now on would be read, though the answers
+  // it wrote before it exited are still read from its pipes.
+  let exited = false
+  if (stdio !== undefined) {
+    const transport = stdio
+    transport.onexit = () => {
+      exited = true
+    }
+    exited = transport.exit !== undefined
+  }
   const session: McpSession = {
     tools,
-    downReason: () => down,
+    downReason: () => down ?? (exited && stdio !== undefined ? oneLine(options.redact(describeExit(stdio))) : undefined),
     onDown: undefined,
     call: (tool, args, signal) => call(tool, args, signal),
     close: async () => {
@@ -246,8 +306,8 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
   }
 
   const outcome = (text: string): ToolOutcome => failed(oneLine(options.redact(text)))
-  const call = async (tool: string, args: ToolArguments, signal: AbortSignal): Promise<ToolOutcome> => {
-    if (down !== undefined) return outcome(`MCP server "${server}" is not running (${down})`)
+  const call = async (tool: string, args: ToolArguments, signal: AbortSignal): Promise<ToolOutcome | undefined> => {
+    if (down !== undefined || exited) return undefined
     // Our own controller, so that the server is told why in `notifications/cancelled`.
     const cancel = new AbortController()
     const onAbort = () => cancel.abort(CANCEL_REASON)
@@ -262,20 +322,22 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
         : { content: [{ type: 'text', text: JSON.stringify(result['toolResult'] ?? null) }] }
       return mcpResultOutcome(server, tool, normal, options.redact)
     } catch (error) {
-      if (cancel.signal.aborted) return outcome(`MCP server "${server}": the call of tool "${tool}" was cancelled`)
+      if (cancel.signal.aborted) return outcome(`${mcpServerLabel(server)}: the call of tool ${quoteName(tool)} was cancelled`)
+      // Refused before a byte was written (the process exited meanwhile, or the client had closed).
+      if (error instanceof NotSentError || (error instanceof Error && error.message === 'Not connected')) return undefined
       const problem = launch.kind === 'http' && httpClient !== undefined ? httpProblem(httpClient, launch.url, error) : undefined
       if (problem !== undefined && (problem.reason === 'unreachable' || problem.status === 404)) {
         // Gone, or its session is: the next call starts a new session.
         goDown(problem.text)
         void client.close().catch(() => undefined)
       }
-      if (down !== undefined) return outcome(`MCP server "${server}" is not running (${down})`)
-      if (problem !== undefined) return outcome(`MCP server "${server}": tool "${tool}" failed: ${problem.text}`)
+      if (down !== undefined) return outcome(`${mcpServerLabel(server)} is not running (${down})`)
+      if (problem !== undefined) return outcome(`${mcpServerLabel(server)}: tool ${quoteName(tool)} failed: ${problem.text}`)
       if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
         goDown('its connection closed')
-        return outcome(`MCP server "${server}" is not running (${down})`)
+        return outcome(`${mcpServerLabel(server)} is not running (${down})`)
       }
-      return outcome(`MCP server "${server}": tool "${tool}" failed: ${messageOf(error)}`)
+      return outcome(`${mcpServerLabel(server)}: tool ${quoteName(tool)} failed: ${messageOf(error)}`)
     } finally {
       signal.removeEventListener('abort', onAbort)
     }

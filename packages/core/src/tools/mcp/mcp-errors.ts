@@ -1,4 +1,5 @@
 import { Data } from 'effect'
+import { quoteName } from '../../contract/quote-name.js'
 
 /**
  * Why an MCP server could not be used (docs/tools.md, "MCP servers"):
@@ -9,10 +10,11 @@ import { Data } from 'effect'
  * - `refused`: its URL answered with an HTTP error (a 401 for wrong credentials).
  * - `timeout`: it did not answer `initialize` or `tools/list` in time.
  * - `protocol`: it answered, but not as an MCP server should.
- * - `tool-name`: one of its tools cannot be named in the catalogue (`<server>__<tool>`).
+ * - `tool-name`: one of its tools cannot be named in the catalogue (`<server>__<tool>`), or has no name.
+ * - `tool-schema`: one of its tools has a schema past the bounds of docs/tools.md, or not one MCP allows.
  * - `closed`: the pool was closed.
  */
-export type McpServerErrorReason = 'config' | 'spawn' | 'exited' | 'unreachable' | 'refused' | 'timeout' | 'protocol' | 'tool-name' | 'closed'
+export type McpServerErrorReason = 'config' | 'spawn' | 'exited' | 'unreachable' | 'refused' | 'timeout' | 'protocol' | 'tool-name' | 'tool-schema' | 'closed'
 
 /**
  * An MCP server that could not be started or listed. `message` is one line that names the server
@@ -24,3 +26,6 @@ export class McpServerError extends Data.TaggedError('McpServerError')<{
   readonly reason: McpServerErrorReason
   readonly message: string
 }> {}
+
+/** How every message names a server: `MCP server "docs"`, its name quoted as every name is (docs/task-file.md, "Names in messages"). */
+export const mcpServerLabel = (server: string): string => `MCP server ${quoteName(server)}`

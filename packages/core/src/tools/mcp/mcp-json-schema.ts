@@ -40,14 +40,17 @@ export const argumentsDecoder = (inputSchema: object): ((raw: string) => Either.
 /**
  * The SDK client's checker of `structuredContent` against a tool's `outputSchema`. The SDK's
  * default compiles every output schema when tools are listed and throws on one it cannot
- * compile (a 2020-12 `$schema`), which would fail the whole listing; this one lets such a
- * result through unchecked.
+ * compile (a 2020-12 `$schema`), which would fail the whole listing; this one compiles a schema
+ * when a result first needs it, and lets a result through unchecked when it cannot be compiled.
  */
 export const mcpOutputSchemaValidator: jsonSchemaValidator = {
   getValidator: <T>(schema: JsonSchemaType): JsonSchemaValidator<T> => {
-    const check = compiledCheck(schema as object)
+    // Compiled on the first result, not when the tools are listed: a schema past the bounds of
+    // docs/tools.md refuses its server after the listing, before Ajv ever sees it.
+    let check: JsonSchemaCheck | null | undefined
     return (input) => {
-      const violations = check === undefined ? [] : check(input)
+      if (check === undefined) check = compiledCheck(schema as object) ?? null
+      const violations = check === null ? [] : check(input)
       if (violations.length === 0) return { valid: true, data: input as T, errorMessage: undefined }
       return { valid: false, data: undefined, errorMessage: describeViolations(violations) }
     }

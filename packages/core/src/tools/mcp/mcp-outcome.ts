@@ -1,4 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { quoteName } from '../../contract/quote-name.js'
+import { mcpServerLabel } from './mcp-errors.js'
 import type { ToolOutcome } from '../tool-outcome.js'
 
 /*
@@ -73,6 +75,6 @@ export const mcpResultOutcome = (server: string, tool: string, result: CallToolR
     if (!alreadyAsText(parts, structured)) parts.push(structured)
   }
   let output = parts.join('\n')
-  if (result.isError === true && output.trim() === '') output = `MCP server "${server}": tool "${tool}" reported an error without a message`
+  if (result.isError === true && output.trim() === '') output = `${mcpServerLabel(server)}: tool ${quoteName(tool)} reported an error without a message`
   return { ok: result.isError !== true, output: capOutput(redact(output)) }
 }

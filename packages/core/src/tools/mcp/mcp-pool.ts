@@ -3,7 +3,7 @@ import { makeSecretSet, type SecretSet } from '../../secrets/secret-set.js'
 import type { CallableTool, ToolArguments } from '../tool-definition.js'
 import { failed, type ToolOutcome } from '../tool-outcome.js'
 import { type McpSession, type McpSessionOptions, openMcpSession } from './mcp-client.js'
-import { McpServerError } from './mcp-errors.js'
+import { McpServerError, mcpServerLabel } from './mcp-errors.js'
 import { type McpServerSpec, type McpServers, mcpServerKey, type ResolvedMcpServer, resolveMcpServer } from './mcp-server-spec.js'
 import { mcpToolDefinitions, type McpToolLeftOut, type McpToolSet } from './mcp-tools.js'
 
@@ -79,6 +79,8 @@ class PooledServer {
     | { readonly kind: 'starting'; readonly started: Promise<McpSession | string> }
     | { readonly kind: 'closed' }
   readonly handle: McpServerHandle
+  /** The sessions already being ended (a session retired by a call and then by its own end is ended once). */
+  private readonly retired = new WeakSet<McpSession>()
 
   constructor(
     readonly server: string,
@@ -97,9 +99,22 @@ class PooledServer {
     return this.resolved.secrets
   }
 
+  /**
+   * One call, answered by the process that received it (docs/tools.md, "Failures"): a call the
+   * session never sent (its process had exited) goes to the server started again, once, and
+   * what that process answers is the outcome. One that was sent to a process that then died is
+   * answered as not running: the server may have done it, and it is not sent twice.
+   */
   readonly call = async (tool: string, args: ToolArguments, signal: AbortSignal): Promise<ToolOutcome> => {
-    const session = await this.session()
-    return typeof session === 'string' ? failed(session) : session.call(tool, args, signal)
+    for (let attempt = 1; ; attempt++) {
+      const session = await this.session()
+      if (typeof session === 'string') return failed(session)
+      const outcome = await session.call(tool, args, signal)
+      if (outcome !== undefined) return outcome
+      const reason = session.downReason() ?? 'it stopped'
+      this.retire(session, reason)
+      if (attempt === 2 || this.closed) return failed(`${mcpServerLabel(this.server)} is not running (${reason})`)
+    }
   }
 
   async close(): Promise<void> {
@@ -118,35 +133,52 @@ class PooledServer {
   }
 
   private watch(session: McpSession): void {
-    session.onDown = (reason) => {
-      if (this.state.kind === 'up' && this.state.session === session) this.state = { kind: 'down', reason }
-      // What is left of it (an HTTP session's streams, a stdio server's group) ends now, not at close.
-      setImmediate(() => void session.close().catch(() => undefined))
-    }
+    session.onDown = (reason) => this.retire(session, reason)
+  }
+
+  /**
+   * `session` can take no more calls: the next call starts the server again. Only that session
+   * is ended, never one started after it (the state may have moved on to a new one already).
+   */
+  private retire(session: McpSession, reason: string): void {
+    if (this.state.kind === 'up' && this.state.session === session) this.state = { kind: 'down', reason }
+    if (this.retired.has(session)) return
+    this.retired.add(session)
+    // What is left of it (an HTTP session's streams, a stdio server's group) ends now, not at
+    // close; answers a dead process wrote before it exited are still read first.
+    setImmediate(() => void session.close().catch(() => undefined))
   }
 
   /** The live session, started again once if it died; else why not, as the outcome's text. */
   private async session(): Promise<McpSession | string> {
+    const current = this.state
+    // A session whose process exited (its pipes may not have closed yet) or that went down
+    // before it was watched is retired here, so that this call goes to a new process.
+    if (current.kind === 'up') {
+      const reason = current.session.downReason()
+      if (reason === undefined) return current.session
+      this.retire(current.session, reason)
+    }
     const state = this.state
     switch (state.kind) {
       case 'up':
         return state.session
       case 'closed':
-        return `MCP server "${this.server}" is not running (its pool was closed)`
+        return `${mcpServerLabel(this.server)} is not running (its pool was closed)`
       case 'starting':
         return state.started
       case 'down': {
         const started = openMcpSession(this.server, this.resolved.launch, this.options).then(
           (session) => session,
           (error: unknown) => {
-            const detail = error instanceof McpServerError ? error.message.replace(`MCP server "${this.server}": `, '') : String(error)
-            return `MCP server "${this.server}" is not running (${state.reason}); starting it again failed: ${detail}`
+            const detail = error instanceof McpServerError ? error.message.replace(`${mcpServerLabel(this.server)}: `, '') : String(error)
+            return `${mcpServerLabel(this.server)} is not running (${state.reason}); starting it again failed: ${detail}`
           }
         )
         this.state = { kind: 'starting', started }
         const session = await started
         // Closed meanwhile: `close` ends the new session.
-        if (this.closed) return `MCP server "${this.server}" is not running (its pool was closed)`
+        if (this.closed) return `${mcpServerLabel(this.server)} is not running (its pool was closed)`
         if (typeof session === 'string') {
           // The next call tries again: the server may be back by then.
           this.state = { kind: 'down', reason: state.reason }
@@ -154,6 +186,7 @@ class PooledServer {
         }
         this.state = { kind: 'up', session }
         this.watch(session)
+        // Down before it was watched: the next call finds it so (`downReason`) and starts another.
         return session
       }
     }
@@ -163,7 +196,7 @@ class PooledServer {
 const asServerError =
   (server: string) =>
   (error: unknown): McpServerError =>
-    error instanceof McpServerError ? error : new McpServerError({ server, reason: 'protocol', message: `MCP server "${server}": ${String(error)}` })
+    error instanceof McpServerError ? error : new McpServerError({ server, reason: 'protocol', message: `${mcpServerLabel(server)}: ${String(error)}` })
 
 /** A pool of MCP servers, empty until a run starts one. */
 export const makeMcpPool = (poolOptions: McpPoolOptions = {}): McpPool => {
@@ -190,7 +223,7 @@ export const makeMcpPool = (poolOptions: McpPoolOptions = {}): McpPool => {
     return pooled
   }
 
-  const closedError = (server: string) => new McpServerError({ server, reason: 'closed', message: `MCP server "${server}": its pool was closed` })
+  const closedError = (server: string) => new McpServerError({ server, reason: 'closed', message: `${mcpServerLabel(server)}: its pool was closed` })
 
   const start = (server: string, spec: McpServerSpec, options: McpStartOptions = {}): Effect.Effect<McpServerHandle, McpServerError> =>
     Effect.suspend(() => {

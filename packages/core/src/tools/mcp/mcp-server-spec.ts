@@ -1,7 +1,7 @@
 import * as path from 'node:path'
 import { Either, ParseResult, Schema } from 'effect'
 import { HttpUrl } from '../../contract/contract-fields.js'
-import { McpServerError } from './mcp-errors.js'
+import { McpServerError, mcpServerLabel } from './mcp-errors.js'
 
 /*
  * What a task file writes under `mcpServers` (docs/tools.md, "MCP servers"): a stdio server
@@ -165,7 +165,7 @@ export const resolveMcpServer = (
         new McpServerError({
           server,
           reason: 'config',
-          message: `MCP server "${server}": the environment variable ${value.fromEnv} is not set (${field}.${name} reads it with fromEnv)`
+          message: `${mcpServerLabel(server)}: the environment variable ${value.fromEnv} is not set (${field}.${name} reads it with fromEnv)`
         })
       )
     }
@@ -175,7 +175,7 @@ export const resolveMcpServer = (
         new McpServerError({
           server,
           reason: 'config',
-          message: `MCP server "${server}": the environment variable ${value.fromEnv} holds a line break or NUL, which header ${name} cannot carry`
+          message: `${mcpServerLabel(server)}: the environment variable ${value.fromEnv} holds a line break or NUL, which header ${name} cannot carry`
         })
       )
     }

@@ -71,11 +71,24 @@ export const serverEnv = (inherited: NodeJS.ProcessEnv, own: Readonly<Record<str
   return { ...env, ...own }
 }
 
+/** A message that was never written, because the process had exited: no server read it. */
+export class NotSentError extends Error {
+  constructor() {
+    super('the server process is not running')
+    this.name = 'NotSentError'
+  }
+}
+
 /** An MCP client transport over a child process's stdin and stdout. */
 export class ChildProcessTransport implements Transport {
   onclose?: (() => void) | undefined
   onerror?: ((error: Error) => void) | undefined
   onmessage?: ((message: JSONRPCMessage) => void) | undefined
+  /**
+   * Told when the process exits, which can be well before `onclose` (a helper that left its group
+   * may hold the pipes open for `DRAIN_MS`): from then on nothing sent would be read.
+   */
+  onexit?: (() => void) | undefined
 
   private child: ChildProcessByStdio<Writable, Readable, Readable> | undefined
   private readonly buffer = new ReadBuffer()
@@ -150,6 +163,7 @@ export class ChildProcessTransport implements Transport {
       })
       child.on('exit', (code, signal) => {
         this.ended = { code, signal }
+        this.onexit?.()
         // The server is gone: whatever it left running in its group goes too.
         if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL')
         // 'close' waits for the pipes; a process that left the group may hold them open.
@@ -186,7 +200,7 @@ export class ChildProcessTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin
-    if (stdin === undefined || this.ended !== undefined || !stdin.writable) return Promise.reject(new Error('the server process is not running'))
+    if (stdin === undefined || this.ended !== undefined || !stdin.writable) return Promise.reject(new NotSentError())
     return new Promise((resolve, reject) => stdin.write(serializeMessage(message), (error) => (error ? reject(error) : resolve())))
   }
 

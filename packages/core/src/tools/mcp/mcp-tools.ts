@@ -2,8 +2,10 @@ import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
 import { Effect, Either } from 'effect'
 import type { CallableTool, ToolArguments, ToolEffect } from '../tool-definition.js'
 import type { ToolOutcome } from '../tool-outcome.js'
-import { McpServerError } from './mcp-errors.js'
+import { McpServerError, mcpServerLabel } from './mcp-errors.js'
 import { argumentsDecoder } from './mcp-json-schema.js'
+import { quoteName } from '../../contract/quote-name.js'
+import { toolSchemaOutOfBounds } from '../../schema/schema-bounds.js'
 
 /*
  * An MCP server's tools as entries of the tool catalogue (docs/tools.md, "MCP servers"): named
@@ -65,24 +67,23 @@ export const mcpToolDefinitions = (server: string, tools: ReadonlyArray<Tool>, c
       leftOut.push({ tool: tool.name, reason: 'it runs only as an MCP task, which agentvisor does not call' })
       continue
     }
+    const refused = (reason: 'tool-name' | 'tool-schema', problem: string) =>
+      Either.left(new McpServerError({ server, reason, message: `${mcpServerLabel(server)}: ${problem}` }))
+    // MCP requires a name; `<server>__` would be offered, and called, in place of one.
+    if (tool.name === '') return refused('tool-name', 'it lists a tool with an empty name, which MCP does not allow')
     const name = mcpToolName(server, tool.name)
     if (!CATALOGUE_TOOL_NAME.test(name)) {
       const why =
         name.length > 64
           ? `is ${name.length} characters long, more than the 64 a tool name may have (a shorter server name may fit it)`
           : 'has characters a tool name may not have (only letters, digits, _ and -)'
-      return Either.left(
-        new McpServerError({
-          server,
-          reason: 'tool-name',
-          message: `MCP server "${server}": its tool ${JSON.stringify(tool.name)} cannot be offered: its name ${JSON.stringify(name)} ${why}`
-        })
-      )
+      return refused('tool-name', `its tool ${quoteName(tool.name)} cannot be offered: its name ${quoteName(name)} ${why}`)
     }
-    if (names.has(name)) {
-      return Either.left(
-        new McpServerError({ server, reason: 'protocol', message: `MCP server "${server}": it lists two tools named ${JSON.stringify(tool.name)}` })
-      )
+    if (names.has(name)) return refused('tool-name', `it lists two tools named ${quoteName(tool.name)}`)
+    // Before anything serialises or compiles them: both are recursive (docs/tools.md, "Bounds on a tool's schema").
+    for (const field of ['inputSchema', 'outputSchema'] as const) {
+      const outOfBounds = tool[field] === undefined ? undefined : toolSchemaOutOfBounds(tool[field])
+      if (outOfBounds !== undefined) return refused('tool-schema', `its tool ${quoteName(tool.name)} cannot be offered: its ${field} ${outOfBounds}`)
     }
     names.add(name)
     const target = { act: 'tool', target: name } as const
