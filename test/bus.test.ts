@@ -44,7 +44,7 @@ const natsUnderTest = async ({ ackWaitMs }: BusFactoryOptions) => {
     bus,
     bus2,
     rawControl: async (runId: string, verb: string, payload: Uint8Array) =>
-      new TextDecoder().decode((await raw.request(subjects.control(runId, verb), payload, { timeout: 5_000 })).data),
+      new TextDecoder().decode((await raw.request(subjects.control(runId, verb), payload, { timeout: 60_000 })).data),
     close: async () => {
       await run(Scope.close(scope, Exit.void))
       const jsm = await jetstreamManager(raw)

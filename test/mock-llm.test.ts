@@ -268,7 +268,7 @@ describe('runMockLlmCommand', () => {
     await writeFile(file, JSON.stringify({ models: { '*': [{ text: 'from the command' }] } }))
     const run = spawnCommand(file)
     try {
-      await waitFor(() => run.output().stdout.includes('\n'), 20_000)
+      await waitFor(() => run.output().stdout.includes('\n'), 60_000)
       const { stdout } = run.output()
       expect(stdout).toMatch(/^mock-llm listening on http:\/\/127\.0\.0\.1:\d+\/v1\n$/)
       const url = stdout.trim().slice('mock-llm listening on '.length)

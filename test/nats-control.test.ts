@@ -26,7 +26,7 @@ afterEach(async () => {
 
 const ask = async (subject: string, payload: string | object): Promise<Record<string, unknown>> => {
   const data = typeof payload === 'string' ? payload : JSON.stringify(payload)
-  const reply = await nc!.request(subject, new TextEncoder().encode(data), { timeout: 5000 })
+  const reply = await nc!.request(subject, new TextEncoder().encode(data), { timeout: 60_000 })
   return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>
 }
 

@@ -115,11 +115,11 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
       parentId: 'p',
       contract: { goal: 'g', workspace: dir, providers: [{ name: 'p', kind: 'scripted', steps: [] }] }
     })
-    await expect(jetstream(supervisor).publish('agentvisor.runs.start', forged, { timeout: 5_000 })).rejects.toThrow(
+    await expect(jetstream(supervisor).publish('agentvisor.runs.start', forged, { timeout: 60_000 })).rejects.toThrow(
       'Permissions Violation for Publish to "agentvisor.runs.start"'
     )
     // Nor reach the queue through the JetStream API.
-    await expect(jetstreamManager(supervisor, { timeout: 5_000 }).then((jsm) => jsm.streams.purge('AGENTVISOR_RUNS'))).rejects.toThrow(/Permissions Violation/)
+    await expect(jetstreamManager(supervisor, { timeout: 60_000 }).then((jsm) => jsm.streams.purge('AGENTVISOR_RUNS'))).rejects.toThrow(/Permissions Violation/)
     await waitFor(
       () => (server.log().includes('Publish Violation - User "supervisor", Subject "agentvisor.runs.start"') ? true : undefined),
       "the server's record of it"
@@ -163,7 +163,7 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
     await expect(submitting.cancel(runId)).rejects.toThrow(/Permissions Violation for Publish to "agentvisor.control/)
     const raw = await connect({ servers: server.url, user: 'submitter', pass: server.passwords.submitter })
     stops.push(() => raw.close())
-    await expect(jetstream(raw).publish('agentvisor.runs.start', forged, { timeout: 5_000 })).rejects.toThrow(/Permissions Violation/)
+    await expect(jetstream(raw).publish('agentvisor.runs.start', forged, { timeout: 60_000 })).rejects.toThrow(/Permissions Violation/)
 
     // An observer watches and can ask nothing.
     const observing = await as('observer')
@@ -227,14 +227,14 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
     // What a worker credential must not do, refused by the server.
     const raw = await connect({ servers: server.url, user: 'worker', pass: server.passwords.worker })
     stops.push(() => raw.close())
-    const request = (subject: string) => raw.request(subject, JSON.stringify({ v: 1 }), { timeout: 5_000 })
+    const request = (subject: string) => raw.request(subject, JSON.stringify({ v: 1 }), { timeout: 60_000 })
     await expect(request('agentvisor.runs.submit')).rejects.toThrow('Permissions Violation for Publish to "agentvisor.runs.submit"')
     for (const verb of ['status', 'approve', 'answer', 'pending', 'tree']) {
       await expect(request(`agentvisor.control.${paused.id}.${verb}`)).rejects.toThrow(
         `Permissions Violation for Publish to "agentvisor.control.${paused.id}.${verb}"`
       )
     }
-    await expect(jetstreamManager(raw, { timeout: 5_000 }).then((jsm) => jsm.streams.delete('AGENTVISOR_RUNS'))).rejects.toThrow(/Permissions Violation/)
+    await expect(jetstreamManager(raw, { timeout: 60_000 }).then((jsm) => jsm.streams.delete('AGENTVISOR_RUNS'))).rejects.toThrow(/Permissions Violation/)
     // A forged reply into someone else's inbox, and a look at every submission outside the workers' queue group.
     raw.publish('_INBOX.someone-else', JSON.stringify({ v: 1, ok: true, id: paused.id, status: 'succeeded' }))
     raw.subscribe('agentvisor.runs.submit')

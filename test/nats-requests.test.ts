@@ -51,7 +51,7 @@ describe('supervising a tree from a raw NATS client', () => {
     })
     await nc.flush()
     const ask = async (runId: string, verb: string, body: object) =>
-      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5000 })).data)
+      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 60_000 })).data)
 
     const task = writeTask(dir, {
       goal: 'Delegate, then write DONE into out.txt',
@@ -108,7 +108,7 @@ describe('a run driven by agentvisor run --nats, with no worker running', () => 
     })
     await nc.flush()
     const ask = async (runId: string, verb: string, body: object) =>
-      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5000 })).data)
+      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 60_000 })).data)
     const task = writeTask(dir, {
       goal: 'Write DONE into out.txt, slowly',
       workspace: 'ws',
@@ -138,7 +138,7 @@ describe('a run asking on its terminal under agentvisor run --nats, with no work
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
     nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
     const ask = async (runId: string, verb: string, body: object) =>
-      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5000 })).data)
+      decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 60_000 })).data)
     const file = writeTask(dir, {
       goal: 'Write the guide',
       workspace: 'ws',

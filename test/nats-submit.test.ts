@@ -74,7 +74,7 @@ describe('a root run submitted over NATS', () => {
       runId,
       contract: { goal: 'Write the weekly report', workspace: 'team-a', verify: { fileContains: { path: 'reports/weekly.txt', text: 'R' } } }
     }
-    const reply = decode((await nc.request(`${prefix}.runs.submit`, encode(submission), { timeout: 5000 })).data)
+    const reply = decode((await nc.request(`${prefix}.runs.submit`, encode(submission), { timeout: 60_000 })).data)
     expect(reply).toEqual({ v: 1, ok: true, runId })
 
     const done = await waitFor(() => heard['done']![0] as Record<string, unknown> | undefined, 'the done message')
@@ -106,7 +106,7 @@ describe('a root run submitted over NATS', () => {
     const worker = startWorker(db, env, ['--submit-template', template(dir, mock.url)])
     await serving([worker])
     nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
-    const submit = async (payload: unknown) => decode((await nc!.request(`${prefix}.runs.submit`, encode(payload), { timeout: 5000 })).data)
+    const submit = async (payload: unknown) => decode((await nc!.request(`${prefix}.runs.submit`, encode(payload), { timeout: 60_000 })).data)
     const goal = 'Write the weekly report'
 
     expect(await submit('{not json')).toEqual({ v: 1, ok: false, error: 'payload is not JSON' })
@@ -194,7 +194,7 @@ describe('a root run submitted over NATS', () => {
       }
     })
     await nc.flush()
-    const submit = async (payload: unknown) => decode((await nc!.request(`${prefix}.runs.submit`, encode(payload), { timeout: 10_000 })).data)
+    const submit = async (payload: unknown) => decode((await nc!.request(`${prefix}.runs.submit`, encode(payload), { timeout: 60_000 })).data)
 
     const rounds = Array.from({ length: 4 }, () => randomUUID())
     for (const runId of rounds) {
@@ -245,7 +245,7 @@ describe('a root run submitted over NATS', () => {
     sqlite.exec('drop table run_contracts; drop table runs')
     sqlite.close()
     nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
-    const ask = async (subject: string, payload: unknown) => decode((await nc!.request(subject, encode(payload), { timeout: 10_000 })).data)
+    const ask = async (subject: string, payload: unknown) => decode((await nc!.request(subject, encode(payload), { timeout: 60_000 })).data)
 
     const runId = randomUUID()
     const submitted = await ask(`${prefix}.runs.submit`, { v: 1, runId, contract: { goal: 'Write the weekly report' } })

@@ -138,7 +138,7 @@ describe('questions', () => {
     await waitFor(() => (log.includes('serving') ? true : undefined), 'the worker')
     nc = await connect({ servers: inject('natsUrl') })
     const ask = async (verb: string, payload: object): Promise<Record<string, unknown>> => {
-      const reply = await nc!.request(`agentvisor.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(payload)), { timeout: 5000 })
+      const reply = await nc!.request(`agentvisor.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(payload)), { timeout: 60_000 })
       return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>
     }
     const pending = await ask('pending', { v: 1 })

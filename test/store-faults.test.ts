@@ -188,7 +188,7 @@ describe('a PostgreSQL outage mid-run', () => {
     onTestFinished(() => nc.close())
     const runId = randomUUID()
     const submission = new TextEncoder().encode(JSON.stringify({ v: 1, runId, contract: { goal: 'Write DONE into out.txt' } }))
-    const reply = JSON.parse(new TextDecoder().decode((await nc.request(`${env['AGENTVISOR_NATS_PREFIX']}.runs.submit`, submission, { timeout: 5000 })).data))
+    const reply = JSON.parse(new TextDecoder().decode((await nc.request(`${env['AGENTVISOR_NATS_PREFIX']}.runs.submit`, submission, { timeout: 60_000 })).data))
     expect(reply).toEqual({ v: 1, ok: true, runId })
 
     await waitFor(() => (existsSync(path.join(dir, 'ready')) ? true : undefined), 'the verification to start')

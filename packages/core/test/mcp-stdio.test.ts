@@ -133,10 +133,10 @@ describe('the tools of a stdio MCP server', () => {
 
   it('are cancelled on the server when the call is interrupted, and the server goes on answering', async () => {
     const fiber = Effect.runFork(runToolCall(catalogue, catalogue.get('docs__slow'), { name: 'docs__slow', arguments: '{}' }, ctx))
-    await vi.waitFor(() => expect(serverLog()).toContain('slow started'), { timeout: 10_000 })
+    await vi.waitFor(() => expect(serverLog()).toContain('slow started'), { timeout: 60_000 })
     const exit = await Effect.runPromise(Fiber.interrupt(fiber))
     expect(Exit.isInterrupted(exit)).toBe(true)
-    await vi.waitFor(() => expect(serverLog()).toContain('slow cancelled: cancelled by agentvisor: the run was cancelled or timed out'), { timeout: 10_000 })
+    await vi.waitFor(() => expect(serverLog()).toContain('slow cancelled: cancelled by agentvisor: the run was cancelled or timed out'), { timeout: 60_000 })
     expect(await call('docs__lookup', { query: 'after' })).toEqual({ ok: true, output: 'found after' })
   })
 
