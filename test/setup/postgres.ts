@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import pg from 'pg'
 import type { TestProject } from 'vitest/node'
+import { spawnTethered } from '@agentvisor/cli'
 import { freePort } from '../support/free-port.js'
 
 declare module 'vitest' {
@@ -117,7 +118,8 @@ export async function setup(project: TestProject): Promise<void> {
   const log = path.join(folder, 'postgres.log')
   const logFd = openSync(log, 'a')
   if (user !== undefined) chownSync(log, user.uid, user.gid)
-  const child = spawn(
+  // Tethered: the server and its backends end with the test run, even a killed one.
+  const child = spawnTethered(
     postgres,
     [
       '-D',
