@@ -6,7 +6,7 @@ import { spawnTethered, startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { migrationProvider } from '@agentvisor/store'
 import { Kysely, Migrator, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest'
 import { type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase, gaplessTransitions } from './support/pg.js'
 import { accepts } from './support/free-port.js'
@@ -294,28 +294,26 @@ describe('the examples on PostgreSQL, chosen by AGENTVISOR_DB alone', () => {
     let stderr = ''
     demo.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     let started: ReturnType<typeof descendants> = []
-    try {
-      // Mid-run: a worker has taken a child (each child's first answer takes 400 ms).
-      await waitFor(() => (/worker-\d: agentvisor worker: run \S+ started/.test(stderr) ? true : undefined), 'a worker to start a child', 60_000)
-      started = descendants(demo.pid!)
-      const alive = started.map((p) => p.command)
-      expect(alive.filter((c) => /^\S*nats-server /.test(c))).toHaveLength(1)
-      expect(alive.filter((c) => / worker --nats /.test(c))).toHaveLength(2)
-      expect(alive.filter((c) => / run \S+task\.json --nats /.test(c))).toHaveLength(1)
-      expect(await accepts(4011)).toBe(true) // the mock LLM, in the demo's own process
-      demo.kill('SIGKILL')
-      // The verdict is whether they end: the deadline is only how long to wait for it.
-      await waitFor(() => (started.every((p) => isGone(p.pid)) ? true : undefined), 'every process of the demo to end', 30_000).catch(() => {
-        throw new Error(
-          `still running: ${started
-            .filter((p) => !isGone(p.pid))
-            .map((p) => `${p.pid} ${p.command}`)
-            .join('; ')}`
-        )
-      })
-      expect(await accepts(4011)).toBe(false)
-    } finally {
-      killAll([demo.pid!, ...started.map((p) => p.pid)])
-    }
-  })
+    // Whatever the verdict, nothing of it outlives the test (a timed-out test runs no finally).
+    onTestFinished(() => killAll([demo.pid!, ...started.map((p) => p.pid)]))
+    // Mid-run: a worker has taken a child (each child's first answer takes 400 ms).
+    await waitFor(() => (/worker-\d: agentvisor worker: run \S+ started/.test(stderr) ? true : undefined), 'a worker to start a child', 60_000)
+    started = descendants(demo.pid!)
+    const alive = started.map((p) => p.command)
+    expect(alive.filter((c) => /^\S*nats-server /.test(c))).toHaveLength(1)
+    expect(alive.filter((c) => / worker --nats /.test(c))).toHaveLength(2)
+    expect(alive.filter((c) => / run \S+task\.json --nats /.test(c))).toHaveLength(1)
+    expect(await accepts(4011)).toBe(true) // the mock LLM, in the demo's own process
+    demo.kill('SIGKILL')
+    // The verdict is whether they end: the deadline is only how long to wait for it.
+    await waitFor(() => (started.every((p) => isGone(p.pid)) ? true : undefined), 'every process of the demo to end', 30_000).catch(() => {
+      throw new Error(
+        `still running: ${started
+          .filter((p) => !isGone(p.pid))
+          .map((p) => `${p.pid} ${p.command.replace(/:[^:@/]+@/g, ':***@')}`)
+          .join('; ')}`
+      )
+    })
+    expect(await accepts(4011)).toBe(false)
+  }, 120_000)
 })
