@@ -69,7 +69,13 @@ export const spawnTethered = (command: string, args: ReadonlyArray<string>, opti
       stdio: [stdin, stdout, stderr, 'pipe']
     })
   } else if (!findable(command, env, options.cwd)) {
-    return spawn(command, [...args], { ...rest, env, stdio: [stdin, stdout, stderr] })
+    return spawn(command, [...args], {
+      ...rest,
+      ...(uid !== undefined ? { uid } : {}),
+      ...(gid !== undefined ? { gid } : {}),
+      env,
+      stdio: [stdin, stdout, stderr]
+    })
   } else {
     // The watchdog runs as this process's user, so it can always signal the program's group.
     const settings = JSON.stringify({ uid, gid, graceMs: GRACE_MS })
