@@ -1,11 +1,10 @@
 // The README's first command: runs examples/single-agent (or the example named as its argument:
 // `node examples/demo.mjs agents`) against the bundled mock LLM on the embedded defaults (SQLite
 // under .agentvisor/, in-process, no API key), then prints its trace.
-import { spawn } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import * as path from 'node:path'
-import { loadScenarios, startMockLlm } from '@agentvisor/cli'
+import { loadScenarios, spawnTethered, startMockLlm } from '@agentvisor/cli'
 import { redactPassword } from '@agentvisor/store'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -21,10 +20,11 @@ const mock = await startMockLlm({ scenarios: await loadScenarios(path.join(examp
 try {
   // A fresh workspace each time, so the run visibly creates its files.
   rmSync(path.join(example, 'ws'), { recursive: true, force: true })
-  // Asynchronous on purpose: the mock LLM answers from this very process.
+  // Asynchronous on purpose: the mock LLM answers from this very process. Tethered: the command
+  // ends with this script, even a SIGKILLed one (docs/cli.md, "Ending with the parent").
   const agentvisor = (...args) =>
     new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const child = spawnTethered(process.execPath, [bin, ...args], { watchesTether: true, stdio: ['ignore', 'pipe', 'inherit'] })
       let stdout = ''
       child.stdout.on('data', (chunk) => (stdout += chunk))
       child.once('error', reject)

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, tempDir } from './support/cli.js'
 import { natsEnv, serving, workersPerTest } from './support/workers.js'
@@ -275,12 +274,12 @@ describe('examples/agents', () => {
   it('runs on the mock LLM with no API key: the lead delegates, the researcher uses its module tool and MCP server, the typed result comes back', async () => {
     const dir = tempDir()
     const demo = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [path.join(import.meta.dirname, '..', 'examples', 'demo.mjs'), 'agents'], {
+      const child = spawnTethered(process.execPath, [path.join(import.meta.dirname, '..', 'examples', 'demo.mjs'), 'agents'], {
         env: { ...process.env, AGENTVISOR_DB: path.join(dir, 'av.db') },
         stdio: ['ignore', 'pipe', 'pipe']
       })
       let stdout = ''
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
       child.once('error', reject)
       child.once('close', (code) => resolve({ code, stdout }))
     })

@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { natsEnv, serving, workersPerTest } from './support/workers.js'
@@ -35,7 +35,7 @@ describe('the supervising service of examples/supervisor', () => {
     const db = path.join(dir, 'av.db')
     const env = natsEnv()
     await serving([startWorker(db, env)])
-    bot = spawn(process.execPath, [BOT, env['AGENTVISOR_NATS_URL']!], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    bot = spawnTethered(process.execPath, [BOT, env['AGENTVISOR_NATS_URL']!], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let log = ''
     bot.stdout!.on('data', (d: Buffer) => (log += d.toString()))
     bot.stderr!.on('data', (d: Buffer) => (log += d.toString()))

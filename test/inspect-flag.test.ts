@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { WebSocketServer } from 'ws'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
@@ -185,9 +185,10 @@ describe('agentvisor worker --inspect', () => {
     const receiver = await startReceiver()
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--inspect', receiver.url], {
+    const child = spawnTethered(process.execPath, [BIN, 'worker', '--db', db, '--inspect', receiver.url], {
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe']
+      stdio: ['ignore', 'ignore', 'pipe'],
+      watchesTether: true
     })
     worker = child
     let log = ''

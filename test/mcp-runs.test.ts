@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, tempDir, waitFor } from './support/cli.js'
 import { processesMatching } from './support/processes.js'
@@ -263,13 +262,13 @@ describe('a resumed run whose tools changed', () => {
 describe('an MCP server over Streamable HTTP in a run', () => {
   it('lists and calls its tools with the fromEnv header, feeds back text and structured results, and stores no secret', async () => {
     const auth = `Bearer tickets-${Math.random().toString(36).slice(2)}`
-    const server = spawn(process.execPath, [path.join(import.meta.dirname, 'fixtures', 'mcp', 'http-tickets-server.mjs')], {
+    const server = spawnTethered(process.execPath, [path.join(import.meta.dirname, 'fixtures', 'mcp', 'http-tickets-server.mjs')], {
       env: { ...process.env, TICKETS_AUTH: auth },
       stdio: ['ignore', 'pipe', 'inherit']
     })
     try {
       const port = await new Promise<string>((resolve, reject) => {
-        server.stdout.on('data', (d: Buffer) => {
+        server.stdout!.on('data', (d: Buffer) => {
           const found = /listening (\d+)/.exec(d.toString())?.[1]
           if (found !== undefined) resolve(found)
         })

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { Agentvisor, type ChildDelivery, childRunRow, handleChildDelivery, makeLeaseOwner, PROTOCOL_VERSION } from '@agentvisor/actors'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { spawnTethered, startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { insertRun, openStore } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { afterEach, describe, expect, inject, it, onTestFinished } from 'vitest'
@@ -51,7 +51,8 @@ interface Worker {
 /** `agentvisor worker --nats URL --db postgres://...` on simulated host `index` (see support/hosts.ts). */
 const startWorker = (index: number, nats: string, db: string, env: Record<string, string>): Worker => {
   const [command, args] = hosts!.command(index, [process.execPath, BIN, 'worker', '--nats', nats, '--db', db, '--concurrency', '2'])
-  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+  // `ip netns exec` execs the worker, which watches the tether itself: it ends with the test process.
+  const child = spawnTethered(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'], watchesTether: true })
   processes.push(child)
   let log = ''
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()))

@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 // Only the plain NATS client: this is what a service in any language does, no agentvisor code.
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { AgentvisorClient } from '@agentvisor/actors'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 
@@ -33,7 +33,7 @@ const ask = async (subject: string, payload: string | object): Promise<Record<st
 const startWorker = async (db: string) => {
   // The default subjects, stream and consumer: what a service in another language talks to.
   const env = { ...process.env, AGENTVISOR_NATS_URL: inject('natsUrl') }
-  worker = spawn(process.execPath, [BIN, 'worker', '--db', db], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+  worker = spawnTethered(process.execPath, [BIN, 'worker', '--db', db], { env, stdio: ['ignore', 'ignore', 'pipe'], watchesTether: true })
   let log = ''
   worker.stderr!.on('data', (d: Buffer) => (log += d.toString()))
   await waitFor(() => (log.includes('serving') ? true : undefined), 'the worker')

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -6,7 +6,7 @@ import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { AgentvisorClient } from '@agentvisor/actors'
 import BetterSqlite3 from 'better-sqlite3'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -39,7 +39,7 @@ const startServer = async (attempt = 1): Promise<{ url: string; passwords: Recor
   // such as `12e6f…` would read as a number (docs/nats.md).
   const password = () => `p${randomBytes(12).toString('hex')}`
   const passwords: Record<Role, string> = { worker: password(), submitter: password(), supervisor: password(), observer: password() }
-  const child = spawn('nats-server', ['-c', CONFIG, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+  const child = spawnTethered('nats-server', ['-c', CONFIG, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
     env: {
       ...process.env,
       AGENTVISOR_NATS_WORKER_PASS: passwords.worker,
@@ -94,9 +94,10 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
       { goal: 'template', workspace: 'submitted', providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }], approval: 'auto' },
       'template.json'
     )
-    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1', '--submit-template', template], {
+    const worker = spawnTethered(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1', '--submit-template', template], {
       env: { ...process.env, ...asWorker },
-      stdio: ['ignore', 'ignore', 'pipe']
+      stdio: ['ignore', 'ignore', 'pipe'],
+      watchesTether: true
     })
     let workerLog = ''
     worker.stderr!.on('data', (d: Buffer) => (workerLog += d.toString()))

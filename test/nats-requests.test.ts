@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { accepts, freePort } from './support/free-port.js'
@@ -189,7 +189,7 @@ describe('a worker that cannot serve', () => {
 
     // A real nats-server, started without JetStream (-js).
     const port = await freePort()
-    const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' })
+    const server = spawnTethered('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' })
     try {
       await waitFor(async () => ((await accepts(port)) ? true : undefined), 'the nats-server without JetStream')
       const plain = await runCli(['worker', '--nats', `nats://127.0.0.1:${port}`, '--db', db])

@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import * as path from 'node:path'
 import { childContract, childRunRow } from '@agentvisor/actors'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
 import type { TaskContract } from '@agentvisor/core'
 import { getRun, insertRun, openStore } from '@agentvisor/store'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
@@ -33,9 +33,10 @@ const STOLEN_ENV = 'AGENTVISOR_TEST_WORKER_SECRET'
 const STOLEN_VALUE = 'sk-worker-only-4b1d'
 
 const startWorker = async (db: string, env: Record<string, string>) => {
-  const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
+  const child = spawnTethered(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
     env: { ...process.env, ...env, [STOLEN_ENV]: STOLEN_VALUE },
-    stdio: ['ignore', 'ignore', 'pipe']
+    stdio: ['ignore', 'ignore', 'pipe'],
+    watchesTether: true
   })
   let log = ''
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()))

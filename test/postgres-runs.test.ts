@@ -2,13 +2,15 @@ import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { spawnTethered, startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { migrationProvider } from '@agentvisor/store'
 import { Kysely, Migrator, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest'
 import { type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase, gaplessTransitions } from './support/pg.js'
+import { accepts } from './support/free-port.js'
+import { descendants, isGone, killAll } from './support/processes.js'
 
 let mock: MockLlm | undefined
 afterEach(async () => {
@@ -215,15 +217,16 @@ const runExample = (script: string, db: string, nodeArgs: ReadonlyArray<string> 
   new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, AGENTVISOR_DB: db }
     for (const key of Object.keys(env)) if (key.startsWith('AGENTVISOR_NATS')) delete env[key]
-    const child = spawn(process.execPath, [...nodeArgs, path.join(repo, script)], {
+    // Tethered: the example, and through it every process it starts, ends with the test process.
+    const child = spawnTethered(process.execPath, [...nodeArgs, path.join(repo, script)], {
       cwd: tempDir('agentvisor-example-'),
       env,
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
     child.once('error', reject)
     child.once('close', (code) => resolve({ code, stdout, stderr }))
   })
@@ -277,4 +280,40 @@ describe('the examples on PostgreSQL, chosen by AGENTVISOR_DB alone', () => {
     await gaplessTransitions(db)
     expect(demo.stderr.match(/agentvisor worker: run \S+ succeeded/g)).toHaveLength(3)
   })
+
+  it('examples/parent-children/demo.mjs killed with SIGKILL mid-run leaves none of its processes running', async () => {
+    const db = await freshDatabase()
+    const env: NodeJS.ProcessEnv = { ...process.env, AGENTVISOR_DB: db.url }
+    for (const key of Object.keys(env)) if (key.startsWith('AGENTVISOR_NATS')) delete env[key]
+    // Not tethered itself: the test kills it as a user's terminal would, and SIGKILL runs no handler.
+    const demo = spawn(process.execPath, [path.join(repo, 'examples/parent-children/demo.mjs')], {
+      cwd: tempDir('agentvisor-example-'),
+      env,
+      stdio: ['ignore', 'ignore', 'pipe']
+    })
+    let stderr = ''
+    demo.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    let started: ReturnType<typeof descendants> = []
+    // Whatever the verdict, nothing of it outlives the test (a timed-out test runs no finally).
+    onTestFinished(() => killAll([demo.pid!, ...started.map((p) => p.pid)]))
+    // Mid-run: a worker has taken a child (each child's first answer takes 400 ms).
+    await waitFor(() => (/worker-\d: agentvisor worker: run \S+ started/.test(stderr) ? true : undefined), 'a worker to start a child', 60_000)
+    started = descendants(demo.pid!)
+    const alive = started.map((p) => p.command)
+    expect(alive.filter((c) => /^\S*nats-server /.test(c))).toHaveLength(1)
+    expect(alive.filter((c) => / worker --nats /.test(c))).toHaveLength(2)
+    expect(alive.filter((c) => / run \S+task\.json --nats /.test(c))).toHaveLength(1)
+    expect(await accepts(4011)).toBe(true) // the mock LLM, in the demo's own process
+    demo.kill('SIGKILL')
+    // The verdict is whether they end: the deadline is only how long to wait for it.
+    await waitFor(() => (started.every((p) => isGone(p.pid)) ? true : undefined), 'every process of the demo to end', 30_000).catch(() => {
+      throw new Error(
+        `still running: ${started
+          .filter((p) => !isGone(p.pid))
+          .map((p) => `${p.pid} ${p.command.replace(/:[^:@/]+@/g, ':***@')}`)
+          .join('; ')}`
+      )
+    })
+    expect(await accepts(4011)).toBe(false)
+  }, 120_000)
 })

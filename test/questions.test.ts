@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Agentvisor, AgentvisorClient, type RunStreamEvent } from '@agentvisor/actors'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { startInspector } from '../packages/cli/src/inspector/server.js'
 import { waitForLeaseHolderGone } from './support/processes.js'
@@ -132,7 +132,7 @@ describe('questions', () => {
     const db = path.join(dir, 'av.db')
     const { runId } = lastJson<{ runId: string }>(await runCli(['run', task(dir, mock.url), '--json', '--db', db]))
     const env = { ...process.env, AGENTVISOR_NATS_URL: inject('natsUrl') }
-    worker = spawn(process.execPath, [BIN, 'worker', '--db', db], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+    worker = spawnTethered(process.execPath, [BIN, 'worker', '--db', db], { env, stdio: ['ignore', 'ignore', 'pipe'], watchesTether: true })
     let log = ''
     worker.stderr!.on('data', (d: Buffer) => (log += d.toString()))
     await waitFor(() => (log.includes('serving') ? true : undefined), 'the worker')

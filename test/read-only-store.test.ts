@@ -1,4 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
+import { spawnTethered } from '@agentvisor/cli'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
@@ -49,11 +50,11 @@ const runTask = async (dir: string, db: string, goal: string): Promise<string> =
 
 /** The inspector of the real CLI on `db`, queried over HTTP: its run list and one run's view. */
 const inspect = async (db: string, runId: string): Promise<{ runs: Array<{ id: string }>; run: { status: number; body: unknown } }> => {
-  const child = spawn(process.execPath, [BIN, 'inspect', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawnTethered(process.execPath, [BIN, 'inspect', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'], watchesTether: true })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   const exited = new Promise<number | null>((resolve) => child.once('close', resolve))
   try {
     const url = await waitFor(() => {

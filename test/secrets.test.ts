@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawnTethered } from '@agentvisor/cli'
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
@@ -97,7 +97,7 @@ describe('URLs with credentials', () => {
 describe('NATS credentials in the URL', () => {
   it('authenticate a worker to a server that requires them, and its log line masks the password', async () => {
     const port = await freePort()
-    const server = spawn(
+    const server = spawnTethered(
       'nats-server',
       ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', tempDir('agentvisor-nats-auth-'), '--user', 'svc', '--pass', 's3cretpw'],
       { stdio: 'ignore' }

@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import type { TestProject } from 'vitest/node'
+import { spawnTethered } from '@agentvisor/cli'
 import { accepts, freePort } from '../support/free-port.js'
 
 declare module 'vitest' {
@@ -21,7 +22,8 @@ let storeDir: string | undefined
 export async function setup(project: TestProject): Promise<void> {
   const port = await freePort()
   storeDir = mkdtempSync(path.join(tmpdir(), 'agentvisor-nats-'))
-  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' })
+  // Tethered: it ends with the test run, even a killed one (docs/cli.md, "Ending with the parent").
+  const child = spawnTethered('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir])
   server = child
   const failed = new Promise<never>((_, reject) => {
     child.once('error', (error) => reject(new Error(`cannot start nats-server (is it installed?): ${error.message}`)))

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawnTethered } from '@agentvisor/cli'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
@@ -13,21 +13,22 @@ export interface CliResult {
   readonly stderr: string
 }
 
-/** Runs the real CLI in a child process. */
+/** Runs the real CLI in a child process, which ends with the test process even if that is killed. */
 export const runCli = (
   args: ReadonlyArray<string>,
   options: { cwd?: string; env?: NodeJS.ProcessEnv; onSpawn?: (pid: number) => void; onStderr?: (text: string) => void } = {}
 ): Promise<CliResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawnTethered(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? process.cwd(),
       env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe']
+      stdio: ['ignore', 'pipe', 'pipe'],
+      watchesTether: true
     })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => {
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => {
       stderr += d.toString()
       options.onStderr?.(stderr)
     })

@@ -1,9 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import pg from 'pg'
+import { spawnTethered } from '@agentvisor/cli'
 import { freePort } from './free-port.js'
 
 const onPath = (command: string): boolean => {
@@ -128,7 +129,8 @@ export async function startPostgresServer(options: { readonly maxConnections?: n
   const start = async (): Promise<void> => {
     const logFd = openSync(log, 'a')
     if (user !== undefined) chownSync(log, user.uid, user.gid)
-    const child = spawn(
+    // Tethered: the server and its backends end with the test run, even a killed one (docs/cli.md, "Ending with the parent").
+    const child = spawnTethered(
       postgres,
       [
         '-D',

@@ -1,4 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { spawnTethered } from '@agentvisor/cli'
 import { afterEach, inject } from 'vitest'
 import { BIN, waitFor } from './cli.js'
 
@@ -36,9 +37,11 @@ export const workersPerTest = (): ((db: string, env: Record<string, string>, ext
     }
   })
   return (db, env, extraArgs = []) => {
-    const child = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1', ...extraArgs], {
+    // Tethered: a worker ends with the test process, even a killed one.
+    const child = spawnTethered(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1', ...extraArgs], {
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe']
+      stdio: ['ignore', 'ignore', 'pipe'],
+      watchesTether: true
     })
     let log = ''
     child.stderr!.on('data', (d: Buffer) => (log += d.toString()))

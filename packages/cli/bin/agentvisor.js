@@ -8,6 +8,16 @@ process.stdout.on('error', (error) => {
   throw error
 })
 
+// Started by a parent that holds the other end of a pipe (docs/cli.md, "Ending with the parent"):
+// ends with that parent, however it ends. Loaded only then, so other starts pay nothing for it.
+if (process.env.AGENTVISOR_EXIT_WITH_PARENT !== undefined) {
+  const problem = (await import('../dist/process/tether.js')).exitWithParent()
+  if (problem !== undefined) {
+    process.stderr.write(`agentvisor: ${problem}\n`)
+    process.exit(2)
+  }
+}
+
 const argv = process.argv.slice(2)
 main(argv).then(
   (code) => {

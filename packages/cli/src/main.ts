@@ -8,20 +8,20 @@ import { ExitCode, UsageError } from './usage-error.js'
 const HELP = `agentvisor: a durable, supervised orchestrator for LLM agent runs
 
 usage:
-  agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto] [--nats URL]
-  agentvisor resume RUN [--json] [--db PATH]
-  agentvisor resume --all [--db PATH]
+  agentvisor run TASK [--json] [--db PATH] [--approval prompt|defer|auto] [--nats URL] [--inspect [URL]]
+  agentvisor resume RUN [--json] [--db PATH] [--nats URL] [--inspect [URL]]
+  agentvisor resume --all [--json] [--db PATH] [--nats URL] [--inspect [URL]]
   agentvisor runs [--json] [--status S] [--db PATH]
   agentvisor show RUN [--json] [--db PATH]
   agentvisor watch RUN [--json] [--from SEQ] [--db PATH]
-  agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH]
+  agentvisor approve RUN [REQUEST] [--deny] [--remember] [--edit JSON] [--db PATH] [--json]
   agentvisor approve RUN [REQUEST] --retry | --completed TEXT | --abort   (an interrupted exec)
-  agentvisor answer RUN [REQUEST] TEXT [--db PATH]
-  agentvisor send RUN TEXT [--json] [--db PATH]
-  agentvisor fork RUN --at SEQ [--json] [--db PATH]
+  agentvisor answer RUN [REQUEST] TEXT [--db PATH] [--json]
+  agentvisor send RUN TEXT [--json] [--db PATH] [--nats URL]
+  agentvisor fork RUN --at SEQ [--json] [--db PATH] [--nats URL]
   agentvisor replay RUN|--all [--status S] [--task FILE] [--workspace DIR] [--keep] [--json] [--db PATH]
-  agentvisor cancel RUN [--db PATH]
-  agentvisor worker --nats URL [--db PATH] [--concurrency N]
+  agentvisor cancel RUN [--json] [--db PATH]
+  agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--inspect [URL]]
   agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 

@@ -1,4 +1,5 @@
-import { existsSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, statSync } from 'node:fs'
+import * as path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import BetterSqlite3 from 'better-sqlite3'
 import { isCurrentSchema } from '../migrations/names.js'
@@ -55,11 +56,37 @@ export function openReadOnlySqlite(file: string): BetterSqlite3.Database {
       throw error
     }
   }
+  // A store left by a clean close has no -wal or -shm. A read-only connection to a WAL file would
+  // create both and, unable to checkpoint, leave them behind; a read-write connection that never
+  // writes (query_only) removes them again when it closes last, as SQLite does for any writer.
+  // It still takes part in SQLite's locking, so it reads what a writer beside it commits.
+  if (!existsSync(`${file}-wal`) && !existsSync(`${file}-shm`) && writable(file)) {
+    const sqlite = new BetterSqlite3(file, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS })
+    try {
+      sqlite.pragma('query_only = ON')
+      sqlite.pragma('schema_version')
+      return sqlite
+    } catch (error) {
+      sqlite.close()
+      throw error
+    }
+  }
   try {
     return open(file)
   } catch (error) {
     if ((error as { code?: unknown }).code !== 'SQLITE_CANTOPEN' || !existsSync(file) || hasWal(file)) throw error
     return open(`${pathToFileURL(file).href}?immutable=1`)
+  }
+}
+
+/** Whether this process may write `file` and create files beside it. */
+const writable = (file: string): boolean => {
+  try {
+    accessSync(file, constants.W_OK)
+    accessSync(path.dirname(file), constants.W_OK)
+    return true
+  } catch {
+    return false
   }
 }
 
