@@ -191,9 +191,10 @@ describe('the shipped NATS users and permissions (docs/nats-auth.conf)', () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const asWorker = { AGENTVISOR_NATS_URL: server.url, AGENTVISOR_NATS_USER: 'worker', AGENTVISOR_NATS_PASS: server.passwords.worker }
-    const worker = spawn(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
+    const worker = spawnTethered(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
       env: { ...process.env, ...asWorker },
-      stdio: ['ignore', 'ignore', 'pipe']
+      stdio: ['ignore', 'ignore', 'pipe'],
+      watchesTether: true
     })
     let workerLog = ''
     worker.stderr!.on('data', (d: Buffer) => (workerLog += d.toString()))
