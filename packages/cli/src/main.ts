@@ -21,7 +21,7 @@ usage:
   agentvisor fork RUN --at SEQ [--json] [--db PATH] [--nats URL]
   agentvisor replay RUN|--all [--status S] [--task FILE] [--workspace DIR] [--keep] [--json] [--db PATH]
   agentvisor cancel RUN [--json] [--db PATH]
-  agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--inspect [URL]]
+  agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--store-outage-ms N] [--inspect [URL]]
   agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 
