@@ -10,6 +10,7 @@ import { inspectCommand } from '../packages/cli/src/commands/inspect.js'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
 import { startMockLlm } from '@agentvisor/cli'
 import { launchChromium } from './support/chromium.js'
+import { inspectorFetch, inspectorPost } from './support/inspector.js'
 import { lastJson, runCli, startRunInBackground, tempDir, waitFor, writeTask } from './support/cli.js'
 
 const ARTIFACTS = path.join(import.meta.dirname, '..', 'test-artifacts')
@@ -45,7 +46,8 @@ const cliRun = async (file: string, db: string, expectedCode: number): Promise<s
   return lastJson<{ runId: string }>(result).runId
 }
 
-const post = (url: string, body: string, contentType = 'application/json') => fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body })
+const post = (path: string, body: string, contentType = 'application/json') => inspectorPost(inspector!, path, body, { 'content-type': contentType })
+const get = (path: string, init?: RequestInit) => inspectorFetch(inspector!, path, init)
 
 let inspector: Inspector | undefined
 afterEach(async () => {
@@ -57,14 +59,14 @@ describe('the inspector API', () => {
   it('answers an unknown run id with 404 and a JSON error, and keeps serving', async () => {
     const dir = tempDir()
     inspector = await startInspector({ db: path.join(dir, 'av.db'), port: 0 })
-    const missing = await fetch(`${inspector.url}api/runs/no-such-run`)
+    const missing = await get('/api/runs/no-such-run')
     expect(missing.status).toBe(404)
     expect(missing.headers.get('content-type')).toContain('application/json')
     expect(await missing.json()).toEqual({ error: 'no run with id no-such-run' })
-    const approval = await post(`${inspector.url}api/runs/no-such-run/approvals/r1`, '{"decision":"approve"}')
+    const approval = await post('/api/runs/no-such-run/approvals/r1', '{"decision":"approve"}')
     expect(approval.status).toBe(404)
-    expect(await (await fetch(`${inspector.url}api/runs?status=lost`)).json()).toEqual({ error: expect.stringContaining('status must be one of') })
-    expect((await fetch(`${inspector.url}api/runs`)).status).toBe(200)
+    expect(await (await get('/api/runs?status=lost')).json()).toEqual({ error: expect.stringContaining('status must be one of') })
+    expect((await get('/api/runs')).status).toBe(200)
   })
 
   it('refuses a malformed approval body with 400 and leaves the request pending', async () => {
@@ -72,9 +74,9 @@ describe('the inspector API', () => {
     const db = path.join(dir, 'av.db')
     const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: false }), db, 3)
     inspector = await startInspector({ db, port: 0 })
-    const view = (await (await fetch(`${inspector.url}api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; status: string }> }
+    const view = (await (await get(`/api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; status: string }> }
     const requestId = view.approvals[0]!.id
-    const url = `${inspector.url}api/runs/${runId}/approvals/${requestId}`
+    const url = `/api/runs/${runId}/approvals/${requestId}`
 
     for (const body of ['{not json', '[]', '{"decision":"maybe"}', '{"decision":"approve","remember":"yes"}']) {
       const res = await post(url, body)
@@ -82,11 +84,8 @@ describe('the inspector API', () => {
       expect(await res.json(), body).toEqual({ error: expect.any(String) })
     }
     expect((await post(url, 'decision=approve', 'application/x-www-form-urlencoded')).status).toBe(415)
-    expect(
-      (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body: '{"decision":"approve"}' }))
-        .status
-    ).toBe(403)
-    expect((await fetch(url)).status).toBe(405)
+    expect((await inspectorPost(inspector, url, '{"decision":"approve"}', { origin: 'http://evil.example' })).status).toBe(403)
+    expect((await get(url)).status).toBe(405)
 
     const store = await openStore(db)
     try {
@@ -99,7 +98,7 @@ describe('the inspector API', () => {
 
   it('derives the chart from the run machine itself, with every state and the root-level events', async () => {
     inspector = await startInspector({ db: path.join(tempDir(), 'av.db'), port: 0 })
-    const graph = (await (await fetch(`${inspector.url}api/machine`)).json()) as {
+    const graph = (await (await get('/api/machine')).json()) as {
       initial: string
       nodes: Array<{ id: string; children: string[] }>
       edges: Array<{ from: string; event: string; to: string; guard?: string }>
@@ -142,7 +141,7 @@ describe('the inspector API', () => {
     const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: false }), db, 3)
     inspector = await startInspector({ db, port: 0, pollMs: 50 })
     const controller = new AbortController()
-    const events = await fetch(`${inspector.url}api/events`, { signal: controller.signal })
+    const events = await get('/api/events', { signal: controller.signal })
     expect(events.headers.get('content-type')).toContain('text/event-stream')
     const reader = events.body!.getReader()
     let received = ''
@@ -667,7 +666,7 @@ describe('agentvisor inspect', () => {
     const lines: string[] = []
     const exit = inspectCommand([runId, '--db', db, '--port', '0'], { stop: stopped, print: (line) => lines.push(line), log: () => {} })
     const line = await waitFor(() => lines[0], 'the URL line')
-    expect(line).toMatch(new RegExp(`^inspector on http://127\\.0\\.0\\.1:\\d+/#/runs/${runId}$`))
+    expect(line).toMatch(new RegExp(`^inspector on http://127\\.0\\.0\\.1:\\d+/\\?token=[\\w-]{32}#/runs/${runId}$`))
     const url = line.slice('inspector on '.length).split('#')[0]!
     const page = await fetch(url)
     expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")

@@ -31,7 +31,20 @@ async function getJson(url, options) {
   var res = await fetch(url, options);
   var body = null;
   try { body = await res.json(); } catch (e) { body = null; }
+  if (res.status === 401) locked(body && body.error);
   return { ok: res.ok, status: res.status, body: body };
+}
+
+/**
+ * The server no longer knows this page's cookie (it was restarted, and makes a new token each
+ * time, or the cookie was cleared): said once at the top, since nothing on the page can work.
+ */
+function locked(message) {
+  var banner = $('locked');
+  banner.textContent = message || 'this inspector needs its token: open the URL it printed';
+  banner.hidden = false;
+  var live = $('live');
+  live.dataset.live = 'false'; live.textContent = 'locked';
 }
 
 // ---- runs list --------------------------------------------------------------------------
@@ -485,7 +498,11 @@ function connect() {
     loadRuns();
     if (S.runId) loadRun(S.runId);
   };
-  events.onerror = function () { live.dataset.live = 'false'; live.textContent = 'reconnecting...'; };
+  events.onerror = function () {
+    live.dataset.live = 'false'; live.textContent = 'reconnecting...';
+    // Refused (a 401 closes the stream for good): ask the API why, which shows the banner.
+    if (events.readyState === EventSource.CLOSED) getJson('/api/info');
+  };
   events.onmessage = function (m) {
     var msg;
     try { msg = JSON.parse(m.data); } catch (e) { return; }
@@ -494,6 +511,8 @@ function connect() {
 }
 
 async function start() {
+  // The token was for the first load only (it set the cookie): off the address bar and the history.
+  if (/[?&]token=/.test(location.search)) history.replaceState(null, '', location.pathname + location.hash);
   var select = $('status-filter');
   STATUSES.forEach(function (s) { select.appendChild(h('option', { value: s, text: s.replace(/_/g, ' ') })); });
   select.addEventListener('change', function () { S.status = select.value; loadRuns(); });

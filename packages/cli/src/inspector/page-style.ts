@@ -29,6 +29,8 @@ header.top .db { color: #98a2b3; font-family: var(--mono); font-size: 12px; over
 .live[data-live="true"] { color: #b7f0cd; }
 .live[data-live="true"]::before { background: #36c275; }
 
+.locked { padding: 8px 18px; background: var(--bad-bg); color: var(--bad); font-size: 13px; }
+.locked[hidden] { display: none; }
 .layout { display: grid; grid-template-columns: 330px 1fr; height: calc(100% - 46px); }
 aside.runs { border-right: 1px solid var(--line); background: #fff; display: flex; flex-direction: column; min-height: 0; }
 .filters { display: flex; gap: 8px; padding: 12px; border-bottom: 1px solid var(--line); }
