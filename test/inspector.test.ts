@@ -425,6 +425,110 @@ describe('the inspector page in headless Chromium', () => {
     expect(errors).toEqual([])
   })
 
+  it('at 1400 px: no chart label overlaps another or a state, a pending call shows its arguments before Edit, and an answered question reads answered, inside its card', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const longPath = `reports/${'quarterly-export-'.repeat(6)}final.txt`
+    const pendingId = await cliRun(
+      writeTask(
+        dir,
+        {
+          goal: 'Write the long report, once approved',
+          workspace: 'ws-long',
+          providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [write(longPath)] }] }],
+          policy: { layers: [{ name: 'team', ask: { write: ['**'] } }] },
+          approval: 'defer'
+        },
+        'long.json'
+      ),
+      db,
+      3
+    )
+    const question = 'Which bucket should the export go to?'
+    const answer = `s3://${'company-exports-staging-'.repeat(4)}bucket`
+    const mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [{ name: 'ask_human', arguments: { question } }] }, { toolCalls: [write('out.txt')] }, { text: 'done' }] }
+      } as never,
+      port: 0
+    })
+    try {
+      const askingId = await cliRun(
+        writeTask(
+          dir,
+          {
+            goal: 'Ask where the export goes',
+            workspace: 'ws-ask',
+            providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+            tools: ['ask_human', 'write_file'],
+            verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+            policy: { layers: [{ name: 'team', allow: { write: ['out.txt'] } }] },
+            approval: 'defer'
+          },
+          'ask.json'
+        ),
+        db,
+        3
+      )
+      inspector = await startInspector({ db, port: 0 })
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1300 } })
+      const errors: string[] = []
+      page.on('pageerror', (error) => errors.push(error.message))
+
+      // The pending call's arguments, as JSON, without a click on Edit.
+      await page.goto(`${inspector.url}#/runs/${pendingId}`)
+      const shown = page.locator('[data-testid=approval-row] [data-testid=approval-arguments]')
+      await shown.waitFor()
+      expect(await shown.isVisible()).toBe(true)
+      expect(JSON.parse((await shown.textContent())!)).toEqual({ path: longPath, content: 'DONE' })
+      // Measured in the page (its DOM types are not the tests' own).
+      const measure = `(() => {
+        const box = (e) => { const r = e.getBoundingClientRect(); return { x0: r.left, y0: r.top, x1: r.right, y1: r.bottom } }
+        const hit = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1
+        const labels = Array.from(document.querySelectorAll('[data-testid=chart] .edge-label text')).map((e) => ({ text: e.textContent, ...box(e) }))
+        const states = Array.from(document.querySelectorAll('[data-testid=chart] .state-node rect')).map(box)
+        const overlaps = []
+        labels.forEach((a, i) => {
+          labels.slice(i + 1).forEach((b) => { if (hit(a, b)) overlaps.push(a.text + ' / ' + b.text) })
+          if (states.some((s) => hit(a, s))) overlaps.push(a.text + ' / a state')
+        })
+        const table = document.querySelector('[data-testid=approvals]')
+        const card = box(table.closest('.card'))
+        const cells = Array.from(table.querySelectorAll('td')).map((td) => ({ text: td.textContent, overflow: td.scrollWidth - td.clientWidth, inside: ((b) => b.x0 >= card.x0 && b.x1 <= card.x1)(box(td)) }))
+        return { labels: labels.length, overlaps, tableOverflow: table.scrollWidth - table.closest('.card').clientWidth, outside: cells.filter((c) => c.overflow > 0 || !c.inside).map((c) => c.text) }
+      })()`
+      type Measured = { labels: number; overlaps: string[]; tableOverflow: number; outside: string[] }
+      const pendingView = (await page.evaluate(measure)) as Measured
+      expect(pendingView.labels).toBeGreaterThan(15)
+      expect(pendingView.overlaps).toEqual([])
+      expect(pendingView.outside).toEqual([])
+
+      // A question answered on the page: labelled answered, its column inside the card.
+      await page.goto(`${inspector.url}#/runs/${askingId}`)
+      const row = page.locator('[data-testid=approval-row]')
+      await row.getByTestId('answer-text').fill(answer)
+      await row.getByTestId('answer').click()
+      await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+      expect(await row.getByTestId('request-status').textContent()).toBe('answered')
+      expect(await row.textContent()).toContain('answered by inspector')
+      const answeredView = (await page.evaluate(measure)) as Measured
+      expect(answeredView.overlaps).toEqual([])
+      expect(answeredView.tableOverflow).toBeLessThanOrEqual(0)
+      expect(answeredView.outside).toEqual([])
+      await screenshot(page, 'inspector-question.png')
+      await page.close()
+      expect(errors).toEqual([])
+      const store = await openStore(db)
+      try {
+        expect(await listApprovals(store.db, askingId)).toEqual([expect.objectContaining({ status: 'approved', account: answer, source: 'inspector' })])
+      } finally {
+        await store.close()
+      }
+    } finally {
+      await mock.close()
+    }
+  })
+
   it('time travel shows the whole run as it stood: steps, results, attempts and requests as of the seq shown', async () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

@@ -25,6 +25,15 @@ function when(iso) {
   return (today ? '' : d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ') + clock(iso);
 }
 function badge(status, extra) { return h('span', { class: 'badge ' + status + (extra ? ' ' + extra : ''), text: status.replace(/_/g, ' ') }); }
+/**
+ * What a request's status means for its kind: a question is answered, not approved; an
+ * interrupted exec is retried, completed or aborted (the store keeps approved or denied).
+ */
+var RESOLVED = { answered: 'answered', retry: 'retried', completed: 'completed', abort: 'aborted' };
+function requestBadge(a) {
+  var label = a.status !== 'pending' && a.resolution && RESOLVED[a.resolution] ? RESOLVED[a.resolution] : a.status;
+  return h('span', { class: 'badge ' + a.status, 'data-testid': 'request-status', text: label });
+}
 function json(value) { return typeof value === 'string' ? value : JSON.stringify(value); }
 
 async function getJson(url, options) {
@@ -135,6 +144,8 @@ function renderDetail() {
     stepsCard(then),
     policyCard(then)
   ]));
+  var svg = root.querySelector('svg.chart');
+  if (svg) untangleLabels(svg);
   var scroller = root.querySelector('.timeline-scroll');
   if (scroller) {
     if (S.seq === null) scroller.scrollTop = scroller.scrollHeight;
@@ -388,13 +399,14 @@ function approvalsCard(run) {
       var editing = pending && S.editing[a.id] !== undefined ? editRow(run, a, busy || pastView()) : null;
       return [h('tr', { 'data-testid': 'approval-row', 'data-request-id': a.id, 'data-status': a.status }, [
         h('td', { class: 'num', text: a.step }),
-        h('td', {}, [h('code', { text: a.kind === 'input' ? 'asks: ' + a.target : a.act + ' ' + a.target }),
+        h('td', { class: 'request' }, [h('code', { text: a.kind === 'input' ? 'asks: ' + a.target : a.act + ' ' + a.target }),
           a.kind === 'input' ? (a.account ? h('div', { class: 'approval-note', text: 'answer: ' + a.account }) : null)
             : h('div', { class: 'approval-note', text: 'rule ' + a.rule + ' in layer ' + a.layer + (a.remember ? ', remembered' : '') }),
+          pending && a.arguments !== undefined && S.editing[a.id] === undefined ? h('code', { class: 'request-args', 'data-testid': 'approval-arguments', text: json(a.arguments) }) : null,
           a.editedArguments !== undefined ? h('div', { class: 'approval-note', text: 'edited: ' + json(a.editedArguments) }) : null,
           S.errors[a.id] ? h('div', { class: 'approval-error', 'data-testid': 'approval-error', text: S.errors[a.id] }) : null,
           S.notes[a.id] ? h('div', { class: 'approval-note', text: S.notes[a.id] }) : null]),
-        h('td', {}, [badge(a.status)]),
+        h('td', {}, [requestBadge(a)]),
         h('td', {}, [actions])
       ]), editing];
     }))

@@ -119,7 +119,12 @@ tr.timeline-row.viewing td { background: #e8f0ff; }
 tr.timeline-row.future td { color: #a7afbd; }
 td.time { color: var(--muted); font-size: 12px; white-space: nowrap; }
 .none { color: var(--muted); font-size: 13px; }
-.actions { display: flex; flex-wrap: wrap; gap: 6px; white-space: nowrap; }
+.actions { display: flex; flex-wrap: wrap; gap: 6px; }
+.actions input { flex: 1 1 8em; min-width: 0; }
+/* The request (its target, arguments, answer) may wrap anywhere; the other columns wrap at
+   spaces only: the table never grows past its card. */
+table[data-testid=approvals] td.request { overflow-wrap: anywhere; }
+.request-args { display: block; margin-top: 4px; max-height: 9em; overflow: auto; white-space: pre-wrap; color: #475467; }
 .approval-error { color: var(--bad); font-size: 12px; margin-top: 4px; }
 .approval-note { color: var(--muted); font-size: 12px; margin-top: 4px; }
 
