@@ -445,7 +445,7 @@ describe('the inspector page in headless Chromium', () => {
       3
     )
     const question = 'Which bucket should the export go to?'
-    const answer = `s3://${'company-exports-staging-'.repeat(4)}bucket`
+    const answer = `s3://${'companyexportsstaging'.repeat(4)}/bucket`
     const mock = await startMockLlm({
       scenarios: {
         models: { m: [{ toolCalls: [{ name: 'ask_human', arguments: { question } }] }, { toolCalls: [write('out.txt')] }, { text: 'done' }] }
