@@ -505,10 +505,13 @@ describe('the inspector page in headless Chromium', () => {
 
       // A question answered on the page: labelled answered, its column inside the card.
       await page.goto(`${inspector.url}#/runs/${askingId}`)
+      // Once live: the stream's first load re-renders the run view (and would empty a field typed into before).
+      await expect.poll(() => page.getByTestId('live-status').getAttribute('data-live')).toBe('true')
+      await page.locator(`[data-testid=run-view][data-run-id="${askingId}"]`).waitFor()
       const row = page.locator('[data-testid=approval-row]')
       await row.getByTestId('answer-text').fill(answer)
       await row.getByTestId('answer').click()
-      await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+      await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 40_000 }).toBe('succeeded')
       expect(await row.getByTestId('request-status').textContent()).toBe('answered')
       expect(await row.textContent()).toContain('answered by inspector')
       const answeredView = (await page.evaluate(measure)) as Measured
@@ -527,7 +530,7 @@ describe('the inspector page in headless Chromium', () => {
     } finally {
       await mock.close()
     }
-  })
+  }, 60_000)
 
   it('time travel shows the whole run as it stood: steps, results, attempts and requests as of the seq shown', async () => {
     const dir = tempDir()
