@@ -4,6 +4,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { inspectorFetch } from './support/inspector.js'
 
 /** A real run through the built CLI: one step that writes out.txt, then one that says it is done. */
 const realRun = async (dir: string, db: string): Promise<string> => {
@@ -100,10 +101,10 @@ describe('a stored row whose JSON does not decode (docs/durability.md, "Corrupt 
     corruptResults(db, runId)
 
     inspector = await startInspector({ db, port: 0 })
-    const view = await fetch(`${inspector.url}api/runs/${runId}`)
+    const view = await inspectorFetch(inspector, `/api/runs/${runId}`)
     expect(view.status).toBe(500)
     expect(await view.json()).toEqual({ error: messageOf(runId) })
-    const list = await fetch(`${inspector.url}api/runs`)
+    const list = await inspectorFetch(inspector, '/api/runs')
     expect(list.status).toBe(200)
     expect(((await list.json()) as Array<{ id: string }>).map((r) => r.id)).toEqual([runId])
   })

@@ -10,6 +10,7 @@ import { inspectCommand } from '../packages/cli/src/commands/inspect.js'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
 import { startMockLlm } from '@agentvisor/cli'
 import { launchChromium } from './support/chromium.js'
+import { inspectorFetch, inspectorPost } from './support/inspector.js'
 import { lastJson, runCli, startRunInBackground, tempDir, waitFor, writeTask } from './support/cli.js'
 
 const ARTIFACTS = path.join(import.meta.dirname, '..', 'test-artifacts')
@@ -45,7 +46,8 @@ const cliRun = async (file: string, db: string, expectedCode: number): Promise<s
   return lastJson<{ runId: string }>(result).runId
 }
 
-const post = (url: string, body: string, contentType = 'application/json') => fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body })
+const post = (path: string, body: string, contentType = 'application/json') => inspectorPost(inspector!, path, body, { 'content-type': contentType })
+const get = (path: string, init?: RequestInit) => inspectorFetch(inspector!, path, init)
 
 let inspector: Inspector | undefined
 afterEach(async () => {
@@ -57,14 +59,14 @@ describe('the inspector API', () => {
   it('answers an unknown run id with 404 and a JSON error, and keeps serving', async () => {
     const dir = tempDir()
     inspector = await startInspector({ db: path.join(dir, 'av.db'), port: 0 })
-    const missing = await fetch(`${inspector.url}api/runs/no-such-run`)
+    const missing = await get('/api/runs/no-such-run')
     expect(missing.status).toBe(404)
     expect(missing.headers.get('content-type')).toContain('application/json')
     expect(await missing.json()).toEqual({ error: 'no run with id no-such-run' })
-    const approval = await post(`${inspector.url}api/runs/no-such-run/approvals/r1`, '{"decision":"approve"}')
+    const approval = await post('/api/runs/no-such-run/approvals/r1', '{"decision":"approve"}')
     expect(approval.status).toBe(404)
-    expect(await (await fetch(`${inspector.url}api/runs?status=lost`)).json()).toEqual({ error: expect.stringContaining('status must be one of') })
-    expect((await fetch(`${inspector.url}api/runs`)).status).toBe(200)
+    expect(await (await get('/api/runs?status=lost')).json()).toEqual({ error: expect.stringContaining('status must be one of') })
+    expect((await get('/api/runs')).status).toBe(200)
   })
 
   it('refuses a malformed approval body with 400 and leaves the request pending', async () => {
@@ -72,9 +74,9 @@ describe('the inspector API', () => {
     const db = path.join(dir, 'av.db')
     const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: false }), db, 3)
     inspector = await startInspector({ db, port: 0 })
-    const view = (await (await fetch(`${inspector.url}api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; status: string }> }
+    const view = (await (await get(`/api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; status: string }> }
     const requestId = view.approvals[0]!.id
-    const url = `${inspector.url}api/runs/${runId}/approvals/${requestId}`
+    const url = `/api/runs/${runId}/approvals/${requestId}`
 
     for (const body of ['{not json', '[]', '{"decision":"maybe"}', '{"decision":"approve","remember":"yes"}']) {
       const res = await post(url, body)
@@ -82,11 +84,8 @@ describe('the inspector API', () => {
       expect(await res.json(), body).toEqual({ error: expect.any(String) })
     }
     expect((await post(url, 'decision=approve', 'application/x-www-form-urlencoded')).status).toBe(415)
-    expect(
-      (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body: '{"decision":"approve"}' }))
-        .status
-    ).toBe(403)
-    expect((await fetch(url)).status).toBe(405)
+    expect((await inspectorPost(inspector, url, '{"decision":"approve"}', { origin: 'http://evil.example' })).status).toBe(403)
+    expect((await get(url)).status).toBe(405)
 
     const store = await openStore(db)
     try {
@@ -99,7 +98,7 @@ describe('the inspector API', () => {
 
   it('derives the chart from the run machine itself, with every state and the root-level events', async () => {
     inspector = await startInspector({ db: path.join(tempDir(), 'av.db'), port: 0 })
-    const graph = (await (await fetch(`${inspector.url}api/machine`)).json()) as {
+    const graph = (await (await get('/api/machine')).json()) as {
       initial: string
       nodes: Array<{ id: string; children: string[] }>
       edges: Array<{ from: string; event: string; to: string; guard?: string }>
@@ -142,7 +141,7 @@ describe('the inspector API', () => {
     const runId = await cliRun(scriptedTask(dir, { goal: 'Write DONE into out.txt', allowWrite: false }), db, 3)
     inspector = await startInspector({ db, port: 0, pollMs: 50 })
     const controller = new AbortController()
-    const events = await fetch(`${inspector.url}api/events`, { signal: controller.signal })
+    const events = await get('/api/events', { signal: controller.signal })
     expect(events.headers.get('content-type')).toContain('text/event-stream')
     const reader = events.body!.getReader()
     let received = ''
@@ -426,6 +425,113 @@ describe('the inspector page in headless Chromium', () => {
     expect(errors).toEqual([])
   })
 
+  it('at 1400 px: no chart label overlaps another or a state, a pending call shows its arguments before Edit, and an answered question reads answered, inside its card', async () => {
+    const dir = tempDir()
+    const db = path.join(dir, 'av.db')
+    const longPath = `reports/${'quarterly-export-'.repeat(6)}final.txt`
+    const pendingId = await cliRun(
+      writeTask(
+        dir,
+        {
+          goal: 'Write the long report, once approved',
+          workspace: 'ws-long',
+          providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [write(longPath)] }] }],
+          policy: { layers: [{ name: 'team', ask: { write: ['**'] } }] },
+          approval: 'defer'
+        },
+        'long.json'
+      ),
+      db,
+      3
+    )
+    const question = 'Which bucket should the export go to?'
+    const answer = `s3://${'companyexportsstaging'.repeat(4)}/bucket`
+    const mock = await startMockLlm({
+      scenarios: {
+        models: { m: [{ toolCalls: [{ name: 'ask_human', arguments: { question } }] }, { toolCalls: [write('out.txt')] }, { text: 'done' }] }
+      } as never,
+      port: 0
+    })
+    try {
+      const askingId = await cliRun(
+        writeTask(
+          dir,
+          {
+            goal: 'Ask where the export goes',
+            workspace: 'ws-ask',
+            providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
+            tools: ['ask_human', 'write_file'],
+            verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+            policy: { layers: [{ name: 'team', allow: { write: ['out.txt'] } }] },
+            approval: 'defer'
+          },
+          'ask.json'
+        ),
+        db,
+        3
+      )
+      inspector = await startInspector({ db, port: 0 })
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1300 } })
+      const errors: string[] = []
+      page.on('pageerror', (error) => errors.push(error.message))
+
+      // The pending call's arguments, as JSON, without a click on Edit.
+      await page.goto(`${inspector.url}#/runs/${pendingId}`)
+      const shown = page.locator('[data-testid=approval-row] [data-testid=approval-arguments]')
+      await shown.waitFor()
+      expect(await shown.isVisible()).toBe(true)
+      expect(JSON.parse((await shown.textContent())!)).toEqual({ path: longPath, content: 'DONE' })
+      // Measured in the page (its DOM types are not the tests' own).
+      const measure = `(() => {
+        const box = (e) => { const r = e.getBoundingClientRect(); return { x0: r.left, y0: r.top, x1: r.right, y1: r.bottom } }
+        const hit = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1
+        const labels = Array.from(document.querySelectorAll('[data-testid=chart] .edge-label text')).map((e) => ({ text: e.textContent, ...box(e) }))
+        const states = Array.from(document.querySelectorAll('[data-testid=chart] .state-node rect')).map(box)
+        const overlaps = []
+        labels.forEach((a, i) => {
+          labels.slice(i + 1).forEach((b) => { if (hit(a, b)) overlaps.push(a.text + ' / ' + b.text) })
+          if (states.some((s) => hit(a, s))) overlaps.push(a.text + ' / a state')
+        })
+        const table = document.querySelector('[data-testid=approvals]')
+        const card = box(table.closest('.card'))
+        const cells = Array.from(table.querySelectorAll('td')).map((td) => ({ text: td.textContent, overflow: td.scrollWidth - td.clientWidth, inside: ((b) => b.x0 >= card.x0 && b.x1 <= card.x1)(box(td)) }))
+        return { labels: labels.length, overlaps, tableOverflow: table.scrollWidth - table.closest('.card').clientWidth, outside: cells.filter((c) => c.overflow > 0 || !c.inside).map((c) => c.text) }
+      })()`
+      type Measured = { labels: number; overlaps: string[]; tableOverflow: number; outside: string[] }
+      const pendingView = (await page.evaluate(measure)) as Measured
+      expect(pendingView.labels).toBeGreaterThan(15)
+      expect(pendingView.overlaps).toEqual([])
+      expect(pendingView.outside).toEqual([])
+
+      // A question answered on the page: labelled answered, its column inside the card.
+      await page.goto(`${inspector.url}#/runs/${askingId}`)
+      // Once live: the stream's first load re-renders the run view (and would empty a field typed into before).
+      await expect.poll(() => page.getByTestId('live-status').getAttribute('data-live')).toBe('true')
+      await page.locator(`[data-testid=run-view][data-run-id="${askingId}"]`).waitFor()
+      const row = page.locator('[data-testid=approval-row]')
+      await row.getByTestId('answer-text').fill(answer)
+      await row.getByTestId('answer').click()
+      await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 40_000 }).toBe('succeeded')
+      expect(await row.getByTestId('request-status').textContent()).toBe('answered')
+      expect(await row.textContent()).toContain('answered by inspector')
+      const answeredView = (await page.evaluate(measure)) as Measured
+      expect(answeredView.overlaps).toEqual([])
+      expect(answeredView.tableOverflow).toBeLessThanOrEqual(0)
+      expect(answeredView.outside).toEqual([])
+      await screenshot(page, 'inspector-question.png')
+      await page.close()
+      expect(errors).toEqual([])
+      const store = await openStore(db)
+      try {
+        expect(await listApprovals(store.db, askingId)).toEqual([expect.objectContaining({ status: 'approved', account: answer, source: 'inspector' })])
+      } finally {
+        await store.close()
+      }
+    } finally {
+      await mock.close()
+    }
+  }, 60_000)
+
   it('time travel shows the whole run as it stood: steps, results, attempts and requests as of the seq shown', async () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -667,7 +773,7 @@ describe('agentvisor inspect', () => {
     const lines: string[] = []
     const exit = inspectCommand([runId, '--db', db, '--port', '0'], { stop: stopped, print: (line) => lines.push(line), log: () => {} })
     const line = await waitFor(() => lines[0], 'the URL line')
-    expect(line).toMatch(new RegExp(`^inspector on http://127\\.0\\.0\\.1:\\d+/#/runs/${runId}$`))
+    expect(line).toMatch(new RegExp(`^inspector on http://127\\.0\\.0\\.1:\\d+/\\?token=[\\w-]{32}#/runs/${runId}$`))
     const url = line.slice('inspector on '.length).split('#')[0]!
     const page = await fetch(url)
     expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")

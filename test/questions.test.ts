@@ -8,6 +8,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest'
 import { startInspector } from '../packages/cli/src/inspector/server.js'
 import { waitForLeaseHolderGone } from './support/processes.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { inspectorFetch, inspectorPost } from './support/inspector.js'
 
 // Questions (docs/policy.md, "Questions"): a model asks a person with ask_human, the run pauses
 // (awaiting_input, exit 3), anyone answers from another process, and the run goes on with the
@@ -194,16 +195,15 @@ describe('questions', () => {
     const { runId } = lastJson<{ runId: string }>(await runCli(['run', task(dir, mock.url), '--json', '--db', db]))
     const inspector = await startInspector({ db, port: 0 })
     try {
-      const view = (await (await fetch(`${inspector.url}api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; kind?: string; target: string }> }
+      const view = (await (await inspectorFetch(inspector, `/api/runs/${runId}`)).json()) as { approvals: Array<{ id: string; kind?: string; target: string }> }
       expect(view.approvals).toEqual([expect.objectContaining({ kind: 'input', target: QUESTION })])
-      const url = `${inspector.url}api/runs/${runId}/answers/${view.approvals[0]!.id}`
-      const post = (body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      const post = (body: string) => inspectorPost(inspector, `/api/runs/${runId}/answers/${view.approvals[0]!.id}`, body)
       expect((await post('{"text":"  "}')).status).toBe(400)
       const answered = await post(JSON.stringify({ text: ANSWER }))
       expect(await answered.json()).toMatchObject({ resumed: true, pending: 0 })
       expect((await post(JSON.stringify({ text: 'again' }))).status).toBe(409)
       await waitFor(async () => {
-        const now = (await (await fetch(`${inspector.url}api/runs/${runId}`)).json()) as { run: { status: string } }
+        const now = (await (await inspectorFetch(inspector, `/api/runs/${runId}`)).json()) as { run: { status: string } }
         return now.run.status === 'succeeded' ? true : undefined
       }, 'the answered run to finish')
       expect(toolAnswers(1)).toEqual([ANSWER])

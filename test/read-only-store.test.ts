@@ -61,8 +61,11 @@ const inspect = async (db: string, runId: string): Promise<{ runs: Array<{ id: s
       if (child.exitCode !== null) throw new Error(`inspect exited ${child.exitCode}: ${stderr}`)
       return /inspector on (\S+)/.exec(stdout)?.[1]
     }, 'the inspector URL')
-    const runs = (await (await fetch(`${url}api/runs`)).json()) as Array<{ id: string }>
-    const res = await fetch(`${url}api/runs/${runId}`)
+    // The URL's token goes as a bearer token, as a script sends it (docs/inspector.md, "The JSON API").
+    const printed = new URL(url)
+    const headers = { authorization: `Bearer ${printed.searchParams.get('token')}` }
+    const runs = (await (await fetch(new URL('/api/runs', printed), { headers })).json()) as Array<{ id: string }>
+    const res = await fetch(new URL(`/api/runs/${runId}`, printed), { headers })
     return { runs, run: { status: res.status, body: await res.json() } }
   } finally {
     child.kill('SIGTERM')

@@ -146,11 +146,18 @@ examples:
   agentvisor worker --nats nats://127.0.0.1:4222 --db /shared/agentvisor.db --concurrency 4
   agentvisor worker --nats nats://127.0.0.1:4222 --db postgres://... --submit-template team.json
 `,
-  inspect: `agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
+  inspect: `agentvisor inspect [RUN] [--port N] [--host H] [--no-token] [--db PATH]
 
 Serves the web inspector: runs, the state chart with the current state lit, the timeline
 (step back through it), receipts, policy events, approvals with Approve/Deny, child runs.
-Listens on 127.0.0.1:4380 by default (--port 0 picks a free port); no authentication.
+Listens on 127.0.0.1:4380 by default (--port 0 picks a free port) and prints the one URL to
+open, http://127.0.0.1:PORT/?token=...: a secret token made at start, required of every page
+load, API call and event stream (as the page's cookie or Authorization: Bearer TOKEN).
+
+  --port N      the port (default 4380; 0 picks a free one)
+  --host H      the address to listen on (default 127.0.0.1)
+  --no-token    no token: anyone who reaches the port can read runs and decide approvals
+  --db PATH     the store to read
 
 examples:
   agentvisor inspect

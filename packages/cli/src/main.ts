@@ -22,7 +22,7 @@ usage:
   agentvisor replay RUN|--all [--status S] [--task FILE] [--workspace DIR] [--keep] [--json] [--db PATH]
   agentvisor cancel RUN [--json] [--db PATH]
   agentvisor worker --nats URL [--db PATH] [--concurrency N] [--tools MODULES] [--submit-template FILE] [--store-outage-ms N] [--inspect [URL]]
-  agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]
+  agentvisor inspect [RUN] [--port N] [--host H] [--no-token] [--db PATH]
   agentvisor mock-llm --scenarios FILE [--port N] [--record FILE]
 
 The store is --db PATH, else $AGENTVISOR_DB, else .agentvisor/agentvisor.db under the current folder.

@@ -34,13 +34,14 @@ const untilSignal = (): Promise<void> =>
   })
 
 /**
- * `agentvisor inspect [RUN] [--port N] [--host H] [--db PATH]`: serves the web inspector until
- * SIGINT or SIGTERM. Prints one line on stdout, the URL (of RUN's page when given).
+ * `agentvisor inspect [RUN] [--port N] [--host H] [--no-token] [--db PATH]`: serves the web
+ * inspector until SIGINT or SIGTERM. Prints one line on stdout, the URL (of RUN's page when
+ * given) with the token, the only place the token ever appears (docs/inspector.md, "Security").
  */
 export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promise<number> => {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { port: { type: 'string' }, host: { type: 'string' }, db: { type: 'string' } },
+    { port: { type: 'string' }, host: { type: 'string' }, 'no-token': { type: 'boolean' }, db: { type: 'string' } },
     { min: 0, max: 1, names: '' }
   )
   const port = parsePort(values.port)
@@ -59,7 +60,7 @@ export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promis
   // Listen first so the signal handlers are in place only once there is something to stop.
   let inspector
   try {
-    inspector = await startInspector({ db, port, host })
+    inspector = await startInspector({ db, port, host, token: values['no-token'] !== true })
   } catch (error) {
     const code = (error as { code?: unknown }).code
     if (code === 'EADDRINUSE') throw new UsageError(`port ${port} on ${host} is in use (try --port 0 for a free one)`)
@@ -70,7 +71,12 @@ export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promis
   const url = `${inspector.url}${runId === undefined ? '' : `#/runs/${encodeURIComponent(runId)}`}`
   ;(io.print ?? ((line: string) => process.stdout.write(`${terminalSafe(line)}\n`)))(`inspector on ${url}`)
   const log = io.log ?? say
-  if (!['127.0.0.1', 'localhost', '::1'].includes(host)) log(`agentvisor: the inspector has no authentication and answers anyone who can reach ${host}`)
+  const where = new URL(inspector.url).host
+  if (inspector.token === undefined) {
+    log(`agentvisor: --no-token: the inspector has no authentication; any process or person that reaches ${where} can read every run and decide its approvals`)
+  } else if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
+    log(`agentvisor: the inspector speaks plain HTTP on ${where}: its token crosses the network unencrypted`)
+  }
   log(`reading ${inspector.db}; Ctrl-C stops`)
   try {
     await stop

@@ -25,13 +25,35 @@ function when(iso) {
   return (today ? '' : d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ') + clock(iso);
 }
 function badge(status, extra) { return h('span', { class: 'badge ' + status + (extra ? ' ' + extra : ''), text: status.replace(/_/g, ' ') }); }
+/**
+ * What a request's status means for its kind: a question is answered, not approved; an
+ * interrupted exec is retried, completed or aborted (the store keeps approved or denied).
+ */
+var RESOLVED = { answered: 'answered', retry: 'retried', completed: 'completed', abort: 'aborted' };
+function requestBadge(a) {
+  var label = a.status !== 'pending' && a.resolution && RESOLVED[a.resolution] ? RESOLVED[a.resolution] : a.status;
+  return h('span', { class: 'badge ' + a.status, 'data-testid': 'request-status', text: label });
+}
 function json(value) { return typeof value === 'string' ? value : JSON.stringify(value); }
 
 async function getJson(url, options) {
   var res = await fetch(url, options);
   var body = null;
   try { body = await res.json(); } catch (e) { body = null; }
+  if (res.status === 401) locked(body && body.error);
   return { ok: res.ok, status: res.status, body: body };
+}
+
+/**
+ * The server no longer knows this page's cookie (it was restarted, and makes a new token each
+ * time, or the cookie was cleared): said once at the top, since nothing on the page can work.
+ */
+function locked(message) {
+  var banner = $('locked');
+  banner.textContent = message || 'this inspector needs its token: open the URL it printed';
+  banner.hidden = false;
+  var live = $('live');
+  live.dataset.live = 'false'; live.textContent = 'locked';
 }
 
 // ---- runs list --------------------------------------------------------------------------
@@ -122,6 +144,8 @@ function renderDetail() {
     stepsCard(then),
     policyCard(then)
   ]));
+  var svg = root.querySelector('svg.chart');
+  if (svg) untangleLabels(svg);
   var scroller = root.querySelector('.timeline-scroll');
   if (scroller) {
     if (S.seq === null) scroller.scrollTop = scroller.scrollHeight;
@@ -375,13 +399,14 @@ function approvalsCard(run) {
       var editing = pending && S.editing[a.id] !== undefined ? editRow(run, a, busy || pastView()) : null;
       return [h('tr', { 'data-testid': 'approval-row', 'data-request-id': a.id, 'data-status': a.status }, [
         h('td', { class: 'num', text: a.step }),
-        h('td', {}, [h('code', { text: a.kind === 'input' ? 'asks: ' + a.target : a.act + ' ' + a.target }),
+        h('td', { class: 'request' }, [h('code', { text: a.kind === 'input' ? 'asks: ' + a.target : a.act + ' ' + a.target }),
           a.kind === 'input' ? (a.account ? h('div', { class: 'approval-note', text: 'answer: ' + a.account }) : null)
             : h('div', { class: 'approval-note', text: 'rule ' + a.rule + ' in layer ' + a.layer + (a.remember ? ', remembered' : '') }),
+          pending && a.arguments !== undefined && S.editing[a.id] === undefined ? h('code', { class: 'request-args', 'data-testid': 'approval-arguments', text: json(a.arguments) }) : null,
           a.editedArguments !== undefined ? h('div', { class: 'approval-note', text: 'edited: ' + json(a.editedArguments) }) : null,
           S.errors[a.id] ? h('div', { class: 'approval-error', 'data-testid': 'approval-error', text: S.errors[a.id] }) : null,
           S.notes[a.id] ? h('div', { class: 'approval-note', text: S.notes[a.id] }) : null]),
-        h('td', {}, [badge(a.status)]),
+        h('td', {}, [requestBadge(a)]),
         h('td', {}, [actions])
       ]), editing];
     }))
@@ -485,7 +510,11 @@ function connect() {
     loadRuns();
     if (S.runId) loadRun(S.runId);
   };
-  events.onerror = function () { live.dataset.live = 'false'; live.textContent = 'reconnecting...'; };
+  events.onerror = function () {
+    live.dataset.live = 'false'; live.textContent = 'reconnecting...';
+    // Refused (a 401 closes the stream for good): ask the API why, which shows the banner.
+    if (events.readyState === EventSource.CLOSED) getJson('/api/info');
+  };
   events.onmessage = function (m) {
     var msg;
     try { msg = JSON.parse(m.data); } catch (e) { return; }
@@ -494,6 +523,8 @@ function connect() {
 }
 
 async function start() {
+  // The token was for the first load only (it set the cookie): off the address bar and the history.
+  if (/[?&]token=/.test(location.search)) history.replaceState(null, '', location.pathname + location.hash);
   var select = $('status-filter');
   STATUSES.forEach(function (s) { select.appendChild(h('option', { value: s, text: s.replace(/_/g, ' ') })); });
   select.addEventListener('change', function () { S.status = select.value; loadRuns(); });

@@ -262,7 +262,7 @@ function drawChart(L, lit, visited, taken) {
       h('svg:title', { text: e.detail.join('\n') }),
       h('svg:path', { d: d, 'marker-end': isTaken ? 'url(#arrow-taken)' : 'url(#arrow)' })
     ]));
-    labels.push(h('svg:g', { class: 'edge' + (isTaken ? ' taken' : '') }, [h('svg:title', { text: e.detail.join('\n') }), label]));
+    labels.push(h('svg:g', { class: 'edge edge-label' + (isTaken ? ' taken' : ''), 'data-slide': e.lane !== undefined ? 'x' : 'y' }, [h('svg:title', { text: e.detail.join('\n') }), label]));
   });
   var start = P(L.initial);
   parts.push(h('svg:circle', { class: 'start-dot', cx: start.x - 20, cy: start.y + H / 2, r: 5 }));
@@ -277,5 +277,46 @@ function drawChart(L, lit, visited, taken) {
     ]));
   });
   return h('svg:svg', { class: 'chart', 'data-testid': 'chart', 'data-current': lit, viewBox: '0 0 ' + L.width + ' ' + L.height, width: L.width, height: L.height, role: 'img', 'aria-label': 'state chart of the run machine' }, parts.concat(labels));
+}
+
+/**
+ * Moves edge labels off each other and off the states once the chart is in the page (where
+ * their real text boxes can be measured): each label in turn, the first place near its own
+ * that hits nothing placed before it. A lane's label slides along its lane, any other up or
+ * down; the chart grows if a label moved past its edge.
+ */
+function untangleLabels(svg) {
+  var pad = 2;
+  var boxOf = function (el) { var b = el.getBBox(); return { x0: b.x - pad, y0: b.y - pad, x1: b.x + b.width + pad, y1: b.y + b.height + pad }; };
+  var hits = function (a, b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; };
+  var placed = Array.prototype.map.call(svg.querySelectorAll('.state-node rect'), boxOf);
+  var all = [];
+  svg.querySelectorAll('.edge-label').forEach(function (g) {
+    var text = g.querySelector('text');
+    if (!text) return;
+    var box = boxOf(text), along = g.getAttribute('data-slide') === 'x', chosen = null;
+    var step = along ? 12 : 4;
+    for (var i = 0; i <= 60 && chosen === null; i++) {
+      var d = (i % 2 === 0 ? 1 : -1) * Math.ceil(i / 2) * step;
+      var dx = along ? d : 0, dy = along ? 0 : d;
+      var moved = { x0: box.x0 + dx, y0: box.y0 + dy, x1: box.x1 + dx, y1: box.y1 + dy };
+      if (!placed.some(function (p) { return hits(moved, p); })) chosen = { dx: dx, dy: dy, box: moved };
+    }
+    // Nowhere free near its lane: off to the side it is on, below everything placed so far.
+    if (chosen === null) {
+      var low = Math.max.apply(null, placed.map(function (p) { return p.y1; }));
+      chosen = { dx: 0, dy: low - box.y0, box: { x0: box.x0, y0: low, x1: box.x1, y1: low + box.y1 - box.y0 } };
+    }
+    if (chosen.dx !== 0 || chosen.dy !== 0) g.setAttribute('transform', 'translate(' + chosen.dx + ' ' + chosen.dy + ')');
+    placed.push(chosen.box);
+    all.push(chosen.box);
+  });
+  var vb = svg.viewBox.baseVal, x0 = vb.x, y0 = vb.y, x1 = vb.x + vb.width, y1 = vb.y + vb.height;
+  all.forEach(function (b) { x0 = Math.min(x0, b.x0); y0 = Math.min(y0, b.y0); x1 = Math.max(x1, b.x1); y1 = Math.max(y1, b.y1); });
+  if (x0 !== vb.x || y0 !== vb.y || x1 !== vb.x + vb.width || y1 !== vb.y + vb.height) {
+    svg.setAttribute('viewBox', x0 + ' ' + y0 + ' ' + (x1 - x0) + ' ' + (y1 - y0));
+    svg.setAttribute('width', x1 - x0);
+    svg.setAttribute('height', y1 - y0);
+  }
 }
 `

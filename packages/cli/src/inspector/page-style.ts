@@ -29,6 +29,8 @@ header.top .db { color: #98a2b3; font-family: var(--mono); font-size: 12px; over
 .live[data-live="true"] { color: #b7f0cd; }
 .live[data-live="true"]::before { background: #36c275; }
 
+.locked { padding: 8px 18px; background: var(--bad-bg); color: var(--bad); font-size: 13px; }
+.locked[hidden] { display: none; }
 .layout { display: grid; grid-template-columns: 330px 1fr; height: calc(100% - 46px); }
 aside.runs { border-right: 1px solid var(--line); background: #fff; display: flex; flex-direction: column; min-height: 0; }
 .filters { display: flex; gap: 8px; padding: 12px; border-bottom: 1px solid var(--line); }
@@ -117,7 +119,12 @@ tr.timeline-row.viewing td { background: #e8f0ff; }
 tr.timeline-row.future td { color: #a7afbd; }
 td.time { color: var(--muted); font-size: 12px; white-space: nowrap; }
 .none { color: var(--muted); font-size: 13px; }
-.actions { display: flex; flex-wrap: wrap; gap: 6px; white-space: nowrap; }
+.actions { display: flex; flex-wrap: wrap; gap: 6px; }
+.actions input { flex: 1 1 8em; min-width: 0; }
+/* The request (its target, arguments, answer) may wrap anywhere; the other columns wrap at
+   spaces only: the table never grows past its card. */
+table[data-testid=approvals] td.request { overflow-wrap: anywhere; }
+.request-args { display: block; margin-top: 4px; max-height: 9em; overflow: auto; white-space: pre-wrap; color: #475467; }
 .approval-error { color: var(--bad); font-size: 12px; margin-top: 4px; }
 .approval-note { color: var(--muted); font-size: 12px; margin-top: 4px; }
 

@@ -21,6 +21,7 @@ const HTML = `<!doctype html>
   <span class="db" id="db"></span>
   <span class="live" id="live" data-testid="live-status" data-live="false">connecting...</span>
 </header>
+<div class="locked" id="locked" data-testid="locked" role="alert" hidden></div>
 <div class="layout">
   <aside class="runs">
     <div class="filters">

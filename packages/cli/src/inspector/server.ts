@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { Agentvisor } from '@agentvisor/actors'
 import { openStore, RunStatus, type Store, StoreError } from '@agentvisor/store'
 import { decideFromInspector, parseApprovalBody } from './approval-action.js'
+import { makeInspectorAuth, refuseForeignPages } from './auth.js'
 import { makeChangeFeed } from './change-feed.js'
 import { HttpError, readJsonBody, sendJson } from './http.js'
 import { runMachineGraph } from './machine-graph.js'
@@ -19,16 +20,26 @@ export interface InspectorOptions {
   readonly db: string
   /** 0 picks a free port (default 4380). */
   readonly port?: number
-  /** The address to bind (default 127.0.0.1: the inspector has no authentication). */
+  /** The address to bind (default 127.0.0.1). */
   readonly host?: string
+  /**
+   * Whether every request must prove it holds the secret token made at start (default true;
+   * docs/inspector.md, "Security"). `false` opens the inspector to whoever reaches its port.
+   */
+  readonly token?: boolean
   /** How often the store is polled for changes pushed to open pages (default 300 ms). */
   readonly pollMs?: number
 }
 
 /** A running inspector. */
 export interface Inspector {
-  /** Where the page is, e.g. `http://127.0.0.1:4380/`. */
+  /**
+   * Where to open the page: `http://127.0.0.1:4380/?token=...` (`http://127.0.0.1:4380/`
+   * without a token). Secret while it holds the token: print it only to whom may decide.
+   */
   readonly url: string
+  /** The token API calls send as `Authorization: Bearer TOKEN`; undefined with `token: false`. */
+  readonly token: string | undefined
   /** The store file it reads. */
   readonly db: string
   /**
@@ -53,11 +64,12 @@ const hostnameOf = (header: string | undefined): string | undefined => {
 
 /**
  * Serves the inspector: one self-contained page and a small JSON API over the store, with
- * Server-Sent Events telling open pages which runs changed. Bound to 127.0.0.1 by default.
+ * Server-Sent Events telling open pages which runs changed. Bound to 127.0.0.1 by default, and
+ * answering only the holder of the token it makes at start.
  *
  * @example
  * const inspector = await startInspector({ db: '.agentvisor/agentvisor.db', port: 0 })
- * console.log(inspector.url) // http://127.0.0.1:41327/
+ * console.log(inspector.url) // http://127.0.0.1:41327/?token=...
  * await inspector.close()
  */
 export const startInspector = async (options: InspectorOptions): Promise<Inspector> => {
@@ -70,6 +82,7 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
   const store: Store = await openStore(options.db, { readOnly: 'if-unwritable' })
   const feed = makeChangeFeed(store.db, options.pollMs ?? 300)
   const streams = new Set<ServerResponse>()
+  const auth = makeInspectorAuth({ token: options.token ?? true, port: () => (server.address() as AddressInfo).port })
 
   // Opened on the first action that drives or cancels a run, and kept for the server's life.
   let agentvisor: Promise<Agentvisor> | undefined
@@ -132,22 +145,29 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
       }
     }
 
-    if (parts.length === 0) {
-      only('GET')
-      res.writeHead(200, {
-        'content-type': 'text/html; charset=utf-8',
-        'content-security-policy': inspectorPage.csp,
-        'cache-control': 'no-store',
-        'x-content-type-options': 'nosniff'
-      })
-      res.end(inspectorPage.html)
-      return
-    }
     if (parts.length === 1 && parts[0] === 'favicon.ico') {
       res.writeHead(204).end()
       return
     }
+    if (parts.length === 0) {
+      only('GET')
+      // The page itself holds nothing, but it is shown only to the token's holder, who gets the
+      // cookie here; the page then takes `?token=` out of the address bar. A redirect would
+      // lose the SameSite=Strict cookie when the link was followed from another site's page.
+      const cookie = auth.admitPage(req, url.searchParams)
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': inspectorPage.csp,
+        'cache-control': 'no-store',
+        'referrer-policy': 'no-referrer',
+        'x-content-type-options': 'nosniff',
+        ...(cookie === undefined ? {} : { 'set-cookie': cookie })
+      })
+      res.end(inspectorPage.html)
+      return
+    }
     if (parts[0] !== 'api') throw new HttpError({ status: 404, message: `nothing at ${url.pathname}` })
+    auth.admitApi(req)
     const [, resource, runId, sub, requestId, ...extra] = parts
 
     if (resource === 'info' && runId === undefined) {
@@ -176,13 +196,7 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
       if (view === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
       return sendJson(res, 200, view)
     }
-    // A browser always names the page's origin on a POST; another site's page is refused.
-    const fromThePage = (): void => {
-      const origin = req.headers.origin
-      if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) {
-        throw new HttpError({ status: 403, message: 'decisions are accepted only from the inspector page itself' })
-      }
-    }
+    const fromThePage = (): void => refuseForeignPages(req)
     if (resource === 'runs' && runId !== undefined && sub === 'fork' && requestId === undefined) {
       only('POST')
       fromThePage()
@@ -222,6 +236,7 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
         return
       }
       if (error instanceof HttpError) {
+        if (error.status === 401) res.setHeader('www-authenticate', 'Bearer realm="agentvisor inspector"')
         sendJson(res, error.status, { error: error.message })
         return
       }
@@ -253,7 +268,8 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
 
   let closing: Promise<void> | undefined
   return {
-    url: `http://${urlHost}:${port}/`,
+    url: `http://${urlHost}:${port}/${auth.token === undefined ? '' : `?token=${auth.token}`}`,
+    token: auth.token,
     db: store.file,
     close: () => {
       closing ??= (async () => {
