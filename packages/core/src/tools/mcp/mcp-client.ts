@@ -331,11 +331,16 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
         goDown(problem.text)
         void client.close().catch(() => undefined)
       }
-      if (down !== undefined) return outcome(`${mcpServerLabel(server)} is not running (${down})`)
+      // The call was written to a server that then stopped: it may have done its work before it
+      // died, so the model is told so instead of reading a plain "not running" as "not done"
+      // (docs/tools.md, "Failures"). An HTTP server that could not be reached never got it.
+      const stoppedDuring = (): ToolOutcome =>
+        outcome(`${mcpServerLabel(server)} stopped during the call of tool ${quoteName(tool)} (${down}): the call may have taken effect; it is not sent again`)
+      if (down !== undefined) return problem === undefined ? stoppedDuring() : outcome(`${mcpServerLabel(server)} is not running (${down})`)
       if (problem !== undefined) return outcome(`${mcpServerLabel(server)}: tool ${quoteName(tool)} failed: ${problem.text}`)
       if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
         goDown('its connection closed')
-        return outcome(`${mcpServerLabel(server)} is not running (${down})`)
+        return stoppedDuring()
       }
       return outcome(`${mcpServerLabel(server)}: tool ${quoteName(tool)} failed: ${messageOf(error)}`)
     } finally {
