@@ -269,7 +269,7 @@ describe('the inspector page in headless Chromium', () => {
     await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }))
 
     await request.getByTestId('approve').click()
-    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 60_000 }).toBe('succeeded')
     await expect.poll(() => litState(page).getAttribute('data-state')).toBe('finished.succeeded')
     expect(await page.locator('[data-testid=approval-row]').getAttribute('data-status')).toBe('approved')
     expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true)
@@ -304,7 +304,8 @@ describe('the inspector page in headless Chromium', () => {
         {
           goal,
           workspace: `ws-${file}`,
-          providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [write(file)] }] }],
+          // Two steps: a run resumed after its write plays the second (one per dispatch of the run), which asks again.
+          providers: [{ name: 'primary', kind: 'scripted', steps: [{ toolCalls: [write(file)] }, { toolCalls: [write(file)] }] }],
           verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
           policy: { layers: [{ name: 'team', ask: { write: ['**'] } }] },
           approval: 'defer'
@@ -333,14 +334,14 @@ describe('the inspector page in headless Chromium', () => {
     await page.getByTestId('edit-arguments').fill('{"path": "out.txt", "content": "DONE"}')
     await screenshot(page, 'inspector-edit.png')
     await page.getByTestId('approve-edited').click()
-    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 60_000 }).toBe('succeeded')
     expect(readFileSync(path.join(dir, 'ws-draft.txt', 'out.txt'), 'utf8')).toBe('DONE')
     expect(existsSync(path.join(dir, 'ws-draft.txt', 'draft.txt'))).toBe(false)
 
     // Cancel a paused run from the page.
     await page.goto(`${inspector.url}#/runs/${cancelled}`)
     await page.getByTestId('run-cancel').click()
-    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('cancelled')
+    await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 60_000 }).toBe('cancelled')
     expect(await page.getByTestId('run-cancel').isDisabled()).toBe(true)
 
     // A run whose request was decided on the command line, not resumed: Resume drives it on here.
@@ -349,7 +350,7 @@ describe('the inspector page in headless Chromium', () => {
     await expect.poll(() => page.getByTestId('run-resume').isDisabled()).toBe(false)
     await page.getByTestId('run-resume').click()
     // It performs the approved write, fails its verify, and asks again at its next step.
-    await expect.poll(() => page.locator('[data-testid=approval-row]').count(), { timeout: 20_000 }).toBe(2)
+    await expect.poll(() => page.locator('[data-testid=approval-row]').count(), { timeout: 60_000 }).toBe(2)
     expect(await page.getByTestId('run-status').getAttribute('data-status')).toBe('awaiting_approval')
     await page.close()
     expect(errors).toEqual([])
@@ -394,7 +395,7 @@ describe('the inspector page in headless Chromium', () => {
     process.kill(run.pid(), 'SIGKILL')
     await run.done
     // Its driver wrote nothing more: the page learns it from the lease the dead process left.
-    await expect.poll(() => page.locator('.run-head .badge.interrupted').count(), { timeout: 20_000 }).toBe(1)
+    await expect.poll(() => page.locator('.run-head .badge.interrupted').count(), { timeout: 60_000 }).toBe(1)
     await expect.poll(() => page.locator(`[data-testid=run-row][data-run-id="${runId}"] .badge.interrupted`).count()).toBe(1)
     expect(await page.getByTestId('run-resume').isDisabled()).toBe(false)
     await page.close()
@@ -592,7 +593,7 @@ describe('the inspector page in headless Chromium', () => {
       await page.getByTestId('fork-here').click()
       await page.locator(`[data-testid=run-view]:not([data-run-id="${runId}"])`).waitFor()
       const forkId = (await page.getByTestId('run-view').getAttribute('data-run-id'))!
-      await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 20_000 }).toBe('succeeded')
+      await expect.poll(() => page.getByTestId('run-status').getAttribute('data-status'), { timeout: 60_000 }).toBe('succeeded')
       expect(await page.getByTestId('forked-from').textContent()).toBe(`forked from ${runId.slice(0, 8)} at seq 6`)
       await screenshot(page, 'inspector-fork.png')
       await page.getByTestId('forked-from').locator('a').click()
@@ -648,7 +649,7 @@ describe('the inspector page in headless Chromium', () => {
 
       answer()
       expect(await run.result).toMatchObject({ status: 'succeeded' })
-      await expect.poll(() => litState(page).getAttribute('data-state'), { timeout: 10_000 }).toBe('finished.succeeded')
+      await expect.poll(() => litState(page).getAttribute('data-state'), { timeout: 60_000 }).toBe('finished.succeeded')
       expect(await page.getByTestId('run-status').getAttribute('data-status')).toBe('succeeded')
       expect(await page.locator('[data-testid=timeline-row]').count()).toBe(4)
       expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true)
