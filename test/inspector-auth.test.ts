@@ -126,7 +126,7 @@ describe('the inspector token', () => {
       [`POST /api/runs/${runId}/fork`]: 200
     }
     for (const route of routes(runId, requestId)) {
-      if (route.path.endsWith('/approvals/' + requestId) || route.path.endsWith('/cancel')) continue
+      if (route.path.endsWith(`/approvals/${requestId}`) || route.path.endsWith('/cancel')) continue
       const key = `${route.method} ${route.path}`
       const controller = new AbortController()
       const res =

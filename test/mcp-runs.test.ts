@@ -166,12 +166,16 @@ describe('MCP servers in a run', () => {
     const pid = charged[0]!.split(' ')[1]
     // The second process performed b and c: it was not killed after answering b.
     expect(charged).toEqual([`b ${pid}`, `c ${pid}`])
-    expect(toolMessages(bodies()[1])).toEqual(['MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again'])
+    expect(toolMessages(bodies()[1])).toEqual([
+      'MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again'
+    ])
     expect(toolMessages(bodies()[2]).at(-1)).toBe(`charged b by ${pid}`)
     expect(toolMessages(bodies()[3]).at(-1)).toBe(`charged c by ${pid}`)
     const shown = lastJson<{ steps: Array<{ results: string[] }> }>(await runCli(['show', lastJson<{ runId: string }>(result).runId, '--json', '--db', db]))
     expect(shown.steps.slice(0, 3).map((step) => step.results)).toEqual([
-      ['MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again'],
+      [
+        'MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again'
+      ],
       [`charged b by ${pid}`],
       [`charged c by ${pid}`]
     ])

@@ -144,7 +144,8 @@ describe('the tools of a stdio MCP server', () => {
     const crashed = await call('flaky__crash')
     expect(crashed).toEqual({
       ok: false,
-      output: 'MCP server "flaky" stopped during the call of tool "crash" (exited with code 1; stderr: test server starting | fatal: crashing on purpose): the call may have taken effect; it is not sent again'
+      output:
+        'MCP server "flaky" stopped during the call of tool "crash" (exited with code 1; stderr: test server starting | fatal: crashing on purpose): the call may have taken effect; it is not sent again'
     })
     expect(await call('docs__lookup', { query: 'still' })).toEqual({ ok: true, output: 'found still' })
     expect(await call('flaky__lookup', { query: 'again' })).toEqual({ ok: true, output: 'found again' })
@@ -160,7 +161,11 @@ describe('a pool of MCP servers', () => {
         local.start('shop', { command: process.execPath, args: [path.join(FIXTURES, 'crash-once-server.mjs')], env: { MCP_TEST_DIR: dir } })
       )
       const charge = (id: string) => Effect.runPromise(handle.tools[0]!.run({ id }, ctx) as Effect.Effect<ToolOutcome>)
-      expect(await charge('a')).toEqual({ ok: false, output: 'MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again' })
+      expect(await charge('a')).toEqual({
+        ok: false,
+        output:
+          'MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again'
+      })
       const second = await charge('b')
       const charged = () => readFileSync(path.join(dir, 'charged'), 'utf8').trim().split('\n')
       const [, pid] = charged()[0]!.split(' ')
