@@ -39,6 +39,16 @@ const mcpTask = (baseUrl: string, log: string, extra: Record<string, unknown> = 
   ...extra
 })
 
+/** `run` refuses the task with exit 2 and one line matching `message`, and no run row exists. */
+const expectRefusedBeforeAnyRun = async (task: string, db: string, message: RegExp): Promise<void> => {
+  const result = await runCli(['run', task, '--json', '--db', db])
+  expect(result.code, result.stderr).toBe(2)
+  expect(result.stderr.trim().split('\n')).toHaveLength(1)
+  expect(result.stderr).not.toContain('    at ')
+  expect(lastJson<{ error: { message: string } }>(result).error.message).toMatch(message)
+  expect(lastJson(await runCli(['runs', '--json', '--db', db]))).toEqual([])
+}
+
 describe('MCP servers in a run', () => {
   it('offers the server tools, feeds back text, structured and error results, and never stores a fromEnv secret', async () => {
     const token = `docs-token-${Math.random().toString(36).slice(2)}`
@@ -193,12 +203,7 @@ describe('MCP servers in a run', () => {
       ['empty-name', /^MCP server "evil": it lists a tool with an empty name, which MCP does not allow$/]
     ] as const) {
       const { db, task } = taskInTempDir({ ...mcpTask('http://127.0.0.1:9/v1', '/dev/null'), tools: ['evil__*'], mcpServers: hostile(kind) })
-      const result = await runCli(['run', task, '--json', '--db', db])
-      expect(result.code, result.stderr).toBe(2)
-      expect(result.stderr.trim().split('\n')).toHaveLength(1)
-      expect(result.stderr).not.toContain('    at ')
-      expect(lastJson<{ error: { message: string } }>(result).error.message).toMatch(message)
-      expect(lastJson(await runCli(['runs', '--json', '--db', db]))).toEqual([])
+      await expectRefusedBeforeAnyRun(task, db, message)
     }
   })
 
@@ -207,12 +212,7 @@ describe('MCP servers in a run', () => {
     ['an unreachable URL', { docs: { url: 'http://127.0.0.1:9/mcp' } }, /MCP server "docs"/]
   ])('stops a run whose MCP server is %s: exit 2, one line, no run', async (_what, servers, message) => {
     const { db, task } = taskInTempDir({ ...mcpTask('http://127.0.0.1:9/v1', '/dev/null'), mcpServers: servers })
-    const result = await runCli(['run', task, '--json', '--db', db])
-    expect(result.code, result.stderr).toBe(2)
-    expect(result.stderr.trim().split('\n')).toHaveLength(1)
-    expect(result.stderr).not.toContain('    at ')
-    expect(lastJson<{ error: { message: string } }>(result).error.message).toMatch(message)
-    expect(lastJson(await runCli(['runs', '--json', '--db', db]))).toEqual([])
+    await expectRefusedBeforeAnyRun(task, db, message)
   })
 
   it("calls server-everything's echo over stdio, its tools' annotations giving their effect classes", async () => {
