@@ -179,6 +179,41 @@ describe('a pool of MCP servers', () => {
     }
   })
 
+  it('sends a call made after a server exited, while a helper it left still holds its pipes, to the server started again, and that answer is the outcome', async () => {
+    const dir = mkdtempSync(path.join(base, 'crash-held-'))
+    const local = makeMcpPool({ killGraceMs: 300 })
+    try {
+      const spec = { command: process.execPath, args: [path.join(FIXTURES, 'crash-once-server.mjs')], env: { MCP_TEST_DIR: dir, MCP_TEST_HOLD_PIPES: '1' } }
+      const handle = await Effect.runPromise(local.start('shop', spec))
+      const charge = (id: string) => Effect.runPromise(handle.tools[0]!.run({ id }, ctx) as Effect.Effect<ToolOutcome>)
+      const first = charge('a')
+      // The crashed process is gone (reaped), but its pipes stay open for the helper's 3 s.
+      const crashedPid = await vi.waitFor(
+        () => {
+          const pid = Number(readFileSync(path.join(dir, 'crashed'), 'utf8'))
+          expect(() => process.kill(pid, 0)).toThrow()
+          return pid
+        },
+        { timeout: 60_000, interval: 10 }
+      )
+      const second = await charge('b')
+      const charged = readFileSync(path.join(dir, 'charged'), 'utf8').trim().split('\n')
+      expect(charged).toHaveLength(1)
+      const [id, pid] = charged[0]!.split(' ')
+      expect(id).toBe('b')
+      expect(Number(pid)).not.toBe(crashedPid)
+      expect(second).toEqual({ ok: true, output: `charged b by ${pid}` })
+      expect(await first).toEqual({
+        ok: false,
+        output:
+          'MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again'
+      })
+      expect(processGroupAlive(Number(pid))).toBe(true)
+    } finally {
+      await local.close()
+    }
+  })
+
   it('starts a dead server again on each next call until it starts, failing the calls it cannot serve with why', async () => {
     const refuse = path.join(base, 'refuse-start')
     const phoenix = await Effect.runPromise(pool.start('phoenix', testServer({ MCP_TEST_REFUSE_IF: refuse }), { env: env() }))

@@ -279,14 +279,17 @@ export const openMcpSession = async (server: string, launch: ResolvedStdioServer
     }
     exited = transport.exit !== undefined
   }
+  const exitReason = (): string | undefined => (exited && stdio !== undefined ? oneLine(options.redact(describeExit(stdio))) : undefined)
   const session: McpSession = {
     tools,
-    downReason: () => down ?? (exited && stdio !== undefined ? oneLine(options.redact(describeExit(stdio))) : undefined),
+    downReason: () => down ?? exitReason(),
     onDown: undefined,
     call: (tool, args, signal) => call(tool, args, signal),
     close: async () => {
       closing = true
-      down ??= 'it was stopped'
+      // A process that exited before the pool ended its session (a call after the exit retires
+      // it) is said to have exited, so a call it died during names why.
+      down ??= exitReason() ?? 'it was stopped'
       if (http !== undefined) {
         // Tells the server the session is over; a server that is gone or slow does not hold the close up.
         await Promise.race([http.terminateSession().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, options.killGraceMs).unref())])
