@@ -73,6 +73,7 @@ const hostnameOf = (header: string | undefined): string | undefined => {
  * await inspector.close()
  */
 export const startInspector = async (options: InspectorOptions): Promise<Inspector> => {
+  const page = inspectorPage()
   const host = options.host ?? '127.0.0.1'
   const loopback = LOOPBACK_NAMES.has(host)
   // Reads go through this store. Its one write (a decision) is a single transaction that runs
@@ -157,13 +158,22 @@ export const startInspector = async (options: InspectorOptions): Promise<Inspect
       const cookie = auth.admitPage(req, url.searchParams)
       res.writeHead(200, {
         'content-type': 'text/html; charset=utf-8',
-        'content-security-policy': inspectorPage.csp,
+        'content-security-policy': page.csp,
         'cache-control': 'no-store',
         'referrer-policy': 'no-referrer',
         'x-content-type-options': 'nosniff',
         ...(cookie === undefined ? {} : { 'set-cookie': cookie })
       })
-      res.end(inspectorPage.html)
+      res.end(page.html)
+      return
+    }
+    if (parts[0] === 'assets' && parts.length === 2) {
+      only('GET')
+      auth.admitApi(req)
+      const asset = page.assets.get(parts[1]!)
+      if (asset === undefined) throw new HttpError({ status: 404, message: `nothing at ${url.pathname}` })
+      res.writeHead(200, { 'content-type': asset.contentType, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+      res.end(asset.body)
       return
     }
     if (parts[0] !== 'api') throw new HttpError({ status: 404, message: `nothing at ${url.pathname}` })
