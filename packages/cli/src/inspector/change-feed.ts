@@ -20,12 +20,18 @@ const LOOKBACK_MS = 5_000
  * Remembers the stamp of every row seen inside the look-back window, so each poll reports only
  * rows that are new or whose stamp moved.
  */
-const makeWatermark = () => {
+interface Watermark {
+  /** The stamp from which the next poll reads: the newest seen, less the look-back window. */
+  since(): string
+  /** Returns the run ids of rows not seen with this stamp before. */
+  take(rows: ReadonlyArray<{ key: string; runId: string; at: string }>): string[]
+}
+
+const makeWatermark = (): Watermark => {
   const seen = new Map<string, string>()
   let newest = ''
   return {
     since: (): string => (newest === '' ? '' : new Date(Date.parse(newest) - LOOKBACK_MS).toISOString()),
-    /** Returns the run ids of rows not seen with this stamp before. */
     take(rows: ReadonlyArray<{ key: string; runId: string; at: string }>): string[] {
       const changed: string[] = []
       for (const row of rows) {

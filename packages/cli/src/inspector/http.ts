@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { StoreError } from '@agentvisor/store'
 import { Data } from 'effect'
+import type { ErrorBody } from './api-types.js'
 
 /** A request the inspector refuses: answered as JSON `{error}` with `status`, never a crash. */
 export class HttpError extends Data.TaggedError('HttpError')<{ readonly status: number; readonly message: string }> {}
@@ -38,4 +40,27 @@ export const readJsonBody = async (req: IncomingMessage): Promise<unknown> => {
   } catch {
     throw new HttpError({ status: 400, message: 'the body is not valid JSON' })
   }
+}
+
+/**
+ * Answers a request that failed: an HttpError as it says, a corrupt row as the store names it
+ * (docs/durability.md, "Corrupt rows"), anything else as an internal error in one line. The
+ * server goes on either way; a response already under way is ended as it is.
+ */
+export const sendError = (res: ServerResponse, error: unknown): void => {
+  if (res.headersSent) {
+    res.end()
+    return
+  }
+  if (error instanceof HttpError) {
+    if (error.status === 401) res.setHeader('www-authenticate', 'Bearer realm="agentvisor inspector"')
+    sendJson(res, error.status, { error: error.message } satisfies ErrorBody)
+    return
+  }
+  if (error instanceof StoreError && error.column !== undefined) {
+    sendJson(res, 500, { error: error.message } satisfies ErrorBody)
+    return
+  }
+  const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
+  sendJson(res, 500, { error: `internal error: ${message}` } satisfies ErrorBody)
 }
