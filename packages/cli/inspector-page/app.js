@@ -8,7 +8,7 @@
 import { changedOf, fetchInfo, fetchMachine, fetchRun, fetchRuns } from './api.js'
 import { layoutMachine } from './chart-layout.js'
 import { untangleLabels } from './chart.js'
-import { byId, h } from './dom.js'
+import { byId, byIdAs, h } from './dom.js'
 import { badge, runHref, short, when } from './format.js'
 import { approvalsCard } from './requests.js'
 import { chartCard, head, policyCard, stepsCard, timelineCard, treeCard } from './run-cards.js'
@@ -208,12 +208,12 @@ const start = async () => {
   page.loadRun = loadRun
   // The token was for the first load only (it set the cookie): off the address bar and the history.
   if (/[?&]token=/.test(location.search)) history.replaceState(null, '', location.pathname + location.hash)
-  const select = /** @type {HTMLSelectElement} */ (byId('status-filter'))
+  const select = byIdAs('status-filter', HTMLSelectElement)
   select.addEventListener('change', () => {
     S.status = select.value
     void loadRuns()
   })
-  const search = /** @type {HTMLInputElement} */ (byId('search'))
+  const search = byIdAs('search', HTMLInputElement)
   search.addEventListener('input', () => {
     S.text = search.value
     renderRuns()

@@ -31,9 +31,9 @@ const fill = (el, attrs, children) => {
   /** @param {Child} c @returns {void} */
   const add = (c) => {
     if (c === undefined || c === null || c === false) return
-    if (Array.isArray(c)) c.forEach(add)
+    if (c instanceof Node) el.appendChild(c)
     else if (typeof c === 'string' || typeof c === 'number') el.appendChild(document.createTextNode(String(c)))
-    else el.appendChild(/** @type {Node} */ (c))
+    else c.forEach(add)
   }
   children.forEach(add)
 }
@@ -67,12 +67,18 @@ export const svg = (tag, attrs = {}, children = []) => {
 }
 
 /**
- * An element of the page's own markup (packages/cli/src/inspector/page.ts), which is always there.
+ * An element of the page's own markup (packages/cli/src/inspector/page.ts), which is always
+ * there, of the kind the page's code takes it for.
+ * @template {HTMLElement} E
  * @param {string} id
- * @returns {HTMLElement}
+ * @param {new () => E} kind
+ * @returns {E}
  */
-export const byId = (id) => {
+export const byIdAs = (id, kind) => {
   const el = document.getElementById(id)
-  if (el === null) throw new Error(`the page has no element #${id}`)
+  if (!(el instanceof kind)) throw new Error(`the page has no ${kind.name} #${id}`)
   return el
 }
+
+/** @param {string} id */
+export const byId = (id) => byIdAs(id, HTMLElement)

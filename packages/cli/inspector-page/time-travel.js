@@ -19,8 +19,9 @@ export const asOf = (run, seq) => {
   if (seq === null) return run
   const at = seq === 0 ? '' : (run.transitions[seq - 1]?.at ?? '')
   const snap = seq === 0 ? undefined : run.snapshots[seq - 1]
-  const context = /** @type {{ completedSteps?: unknown } | null | undefined} */ (snap?.context)
-  const answered = typeof context?.completedSteps === 'number' ? context.completedSteps : 0
+  const context = snap?.context
+  const answered =
+    typeof context === 'object' && context !== null && 'completedSteps' in context && typeof context.completedSteps === 'number' ? context.completedSteps : 0
   const toolsPending = TOOLS_PENDING.test(snap ? snap.state : 'dispatching')
   const by = (/** @type {string} */ time) => seq > 0 && time <= at
   /** @param {RunTreeNode} node @returns {RunTreeNode} */

@@ -43,6 +43,7 @@ interface ApiCall {
 }
 
 const STATUSES: ReadonlyArray<string> = Object.values(RunStatus)
+const isRunStatus = (text: string): text is RunStatus => STATUSES.includes(text)
 const LOOPBACK_NAMES: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '[::1]', '::1'])
 
 /** Whether `host` is a loopback name, the only ones a loopback-bound inspector answers. */
@@ -85,6 +86,20 @@ const refuseMethod = (res: ServerResponse, method: string, allowed: string): nev
   throw new HttpError({ status: 405, message: `${method} is not allowed here (${allowed} is)` })
 }
 
+/** `POST /api/runs/:id/resume` or `/cancel`, through the use cases `agentvisor resume` and `cancel` use. */
+const runAction = (action: 'resume' | 'cancel', actions: RunActionDeps, feed: ChangeFeed): ApiRoute => ({
+  method: 'POST',
+  path: ['runs', ':runId', action],
+  handle: async ({ req, res, params }) => {
+    const runId = params['runId']!
+    // The body is not read (an action takes none), but a form posted from elsewhere is refused by type.
+    await readJsonBody(req)
+    const outcome = action === 'resume' ? await resumeFromInspector(actions, runId) : await cancelFromInspector(actions, runId)
+    feed.notify([runId])
+    sendJson(res, 200, outcome)
+  }
+})
+
 /** The JSON API (docs/inspector.md, "The JSON API"): each POST answers only the page itself, and tells open pages what it changed. */
 const apiRoutes = (deps: RouterDeps): ReadonlyArray<ApiRoute> => {
   const { store, feed } = deps
@@ -99,10 +114,10 @@ const apiRoutes = (deps: RouterDeps): ReadonlyArray<ApiRoute> => {
       path: ['runs'],
       handle: async ({ res, url }) => {
         const status = url.searchParams.get('status') ?? ''
-        if (status !== '' && !STATUSES.includes(status)) {
+        if (status !== '' && !isRunStatus(status)) {
           throw new HttpError({ status: 400, message: `status must be one of ${STATUSES.join(', ')} (got "${status}")` })
         }
-        sendJson(res, 200, await listRunItems(store.db, status === '' ? undefined : (status as RunStatus)))
+        sendJson(res, 200, await listRunItems(store.db, status === '' ? undefined : status))
       }
     },
     {
@@ -124,20 +139,8 @@ const apiRoutes = (deps: RouterDeps): ReadonlyArray<ApiRoute> => {
         sendJson(res, 200, fork)
       }
     },
-    ...(['resume', 'cancel'] as const).map(
-      (action): ApiRoute => ({
-        method: 'POST',
-        path: ['runs', ':runId', action],
-        handle: async ({ req, res, params }) => {
-          const runId = params['runId']!
-          // The body is not read (an action takes none), but a form posted from elsewhere is refused by type.
-          await readJsonBody(req)
-          const outcome = action === 'resume' ? await resumeFromInspector(actions, runId) : await cancelFromInspector(actions, runId)
-          feed.notify([runId])
-          sendJson(res, 200, outcome)
-        }
-      })
-    ),
+    runAction('resume', actions, feed),
+    runAction('cancel', actions, feed),
     {
       method: 'POST',
       path: ['runs', ':runId', 'approvals', ':requestId'],
