@@ -156,22 +156,12 @@ const rankLeaves = (leaves, edges, groups) => {
 }
 
 /**
- * Lays out a machine's graph: each leaf state's position (its column and row), the compound
- * states' boxes, each drawn edge's kind and, for an edge that skips a column, its lane.
+ * One drawn edge per (from, to) pair of leaf states (an edge to or from a compound state is drawn
+ * to or from its first leaf), and apart the transitions the root defines.
  * @param {MachineGraph} graph
- * @returns {MachineLayout}
+ * @param {(id: string) => string} leafOf
  */
-export const layoutMachine = (graph) => {
-  /** @type {Map<string, MachineNode>} */
-  const byId = new Map(graph.nodes.map((n) => [n.id, n]))
-  /** @param {string} id */
-  const leafOf = (id) => {
-    let n = byId.get(id)
-    while (n !== undefined && n.children.length > 0) n = byId.get(n.children[0] ?? '')
-    return n === undefined ? id : n.id
-  }
-  const leaves = graph.nodes.filter((n) => n.children.length === 0).map((n) => n.id)
-
+const drawnEdges = (graph, leafOf) => {
   /** @type {ChartEdge[]} */
   const edges = []
   /** @type {Map<string, ChartEdge>} */
@@ -195,24 +185,35 @@ export const layoutMachine = (graph) => {
     if (!drawn.events.includes(e.event)) drawn.events.push(e.event)
     drawn.detail.push(e.event + (e.guard ? ` [${e.guard}]` : '') + (e.reenter ? ' (re-enters)' : ''))
   }
-  /** @type {Map<string, ChartEdge[]>} */
-  const out = new Map(leaves.map((id) => [id, []]))
-  for (const e of edges) out.get(e.from)?.push(e)
+  return { edges, anyState }
+}
 
-  const initial = leafOf(graph.initial)
-  const order = classifyEdges(leaves, initial, out)
-  const groups = graph.nodes.filter((n) => n.children.length > 0 && n.children.every((c) => byId.get(c)?.children.length === 0))
-  const rank = rankLeaves(leaves, edges, groups)
-
-  // The happy path: the first forward way out of each state, from the initial one.
+/**
+ * The happy path: the first forward way out of each state, from the initial one.
+ * @param {string} initial
+ * @param {ReadonlyMap<string, ReadonlyArray<ChartEdge>>} out
+ * @returns {Set<string>}
+ */
+const happyPath = (initial, out) => {
   const spine = new Set()
   /** @type {string | undefined} */
   let s = initial
-  while (s !== undefined && !spine.has(s) && spine.size < leaves.length) {
+  while (s !== undefined && !spine.has(s) && spine.size < out.size) {
     spine.add(s)
     s = (out.get(s) ?? []).find((e) => e.kind === 'forward')?.to
   }
+  return spine
+}
 
+/**
+ * Each leaf's column (its rank) and row: in each column the state on the happy path in the
+ * middle row, the others alternately above and below it in the order first reached.
+ * @param {ReadonlyArray<string>} leaves
+ * @param {ReadonlyMap<string, number>} rank
+ * @param {ReadonlyMap<string, number>} order
+ * @param {ReadonlySet<string>} spine
+ */
+const placeColumns = (leaves, rank, order, spine) => {
   /** @type {string[][]} */
   const columns = []
   for (const id of leaves) {
@@ -237,35 +238,49 @@ export const layoutMachine = (graph) => {
       pos.set(id, { x: c * (CHART.nodeW + CHART.gap), y: (i - at) * CHART.rowH, col: c })
     })
   })
+  return { columns: columns.length, pos }
+}
 
-  /** @type {GroupBox[]} */
-  const groupBoxes = groups.map((g) => {
-    const ps = g.children.map((c) => get(pos, c))
-    const [y0, y1] = span(ps.map((p) => p.y))
-    const first = ps[0] ?? { x: 0, col: 0 }
-    return {
-      id: g.id,
-      key: g.key,
-      x: first.x - CHART.groupPad,
-      y: y0 - CHART.groupPad - CHART.groupHead,
-      w: CHART.nodeW + 2 * CHART.groupPad,
-      h: y1 - y0 + CHART.nodeH + 2 * CHART.groupPad + CHART.groupHead,
-      col: first.col
-    }
-  })
+/**
+ * The box around a compound state's children, with room for its name on top.
+ * @param {MachineNode} g
+ * @param {ReadonlyMap<string, NodePos>} pos
+ * @returns {GroupBox}
+ */
+const groupBoxOf = (g, pos) => {
+  const ps = g.children.map((c) => get(pos, c))
+  const [y0, y1] = span(ps.map((p) => p.y))
+  const first = ps[0] ?? { x: 0, col: 0 }
+  return {
+    id: g.id,
+    key: g.key,
+    x: first.x - CHART.groupPad,
+    y: y0 - CHART.groupPad - CHART.groupHead,
+    w: CHART.nodeW + 2 * CHART.groupPad,
+    h: y1 - y0 + CHART.nodeH + 2 * CHART.groupPad + CHART.groupHead,
+    col: first.col
+  }
+}
+
+/**
+ * Gives a lane to each edge that skips a column, or goes back more than one: above or below the
+ * columns it spans, shorter ones nearer the chart. Marks the edges drawn beside their way back.
+ * Returns how far up and down the chart reaches.
+ * @param {ReadonlyArray<ChartEdge>} edges
+ * @param {ReadonlyMap<string, NodePos>} pos
+ * @param {number} columns
+ * @param {ReadonlyArray<MachineNode>} groups
+ * @param {ReadonlyArray<GroupBox>} groupBoxes
+ */
+const assignLanes = (edges, pos, columns, groups, groupBoxes) => {
   // How far each column reaches up and down (a compound state's box included).
-  /** @type {number[]} */
-  const colTop = columns.map(() => Number.POSITIVE_INFINITY)
-  /** @type {number[]} */
-  const colBottom = columns.map(() => Number.NEGATIVE_INFINITY)
+  const colTop = Array.from({ length: columns }, () => Number.POSITIVE_INFINITY)
+  const colBottom = Array.from({ length: columns }, () => Number.NEGATIVE_INFINITY)
   const reach = (/** @type {number} */ c, /** @type {number} */ top, /** @type {number} */ bottom) => {
     colTop[c] = Math.min(colTop[c] ?? top, top)
     colBottom[c] = Math.max(colBottom[c] ?? bottom, bottom)
   }
-  for (const id of leaves) {
-    const p = get(pos, id)
-    reach(p.col, p.y, p.y + CHART.nodeH)
-  }
+  for (const p of pos.values()) reach(p.col, p.y, p.y + CHART.nodeH)
   for (const b of groupBoxes) reach(b.col, b.y, b.y + b.h)
   const inGroup = new Set(groups.flatMap((g) => g.children))
   /**
@@ -280,8 +295,6 @@ export const layoutMachine = (graph) => {
   }
   const colOf = (/** @type {string} */ id) => get(pos, id).col
 
-  // Edges that skip a column, or go back more than one, run in lanes above or below the
-  // columns they span; shorter ones run nearer the chart.
   const long = edges.filter((e) => {
     const cols = colOf(e.to) - colOf(e.from)
     return e.kind !== 'self' && ((e.kind === 'forward' && cols >= 2) || (e.kind !== 'forward' && cols !== -1))
@@ -305,8 +318,36 @@ export const layoutMachine = (graph) => {
   }
   const pairs = new Set(edges.map((e) => `${e.from}>${e.to}`))
   for (const e of edges) e.paired = e.lane === undefined && e.kind !== 'self' && pairs.has(`${e.to}>${e.from}`)
+  return { minY, maxY }
+}
 
-  const width = columns.length * CHART.nodeW + (columns.length - 1) * CHART.gap + 2 * CHART.pad + 20
+/**
+ * Lays out a machine's graph: each leaf state's position (its column and row), the compound
+ * states' boxes, each drawn edge's kind and, for an edge that skips a column, its lane.
+ * @param {MachineGraph} graph
+ * @returns {MachineLayout}
+ */
+export const layoutMachine = (graph) => {
+  /** @type {Map<string, MachineNode>} */
+  const byId = new Map(graph.nodes.map((n) => [n.id, n]))
+  /** @param {string} id */
+  const leafOf = (id) => {
+    let n = byId.get(id)
+    while (n !== undefined && n.children.length > 0) n = byId.get(n.children[0] ?? '')
+    return n === undefined ? id : n.id
+  }
+  const leaves = graph.nodes.filter((n) => n.children.length === 0).map((n) => n.id)
+  const { edges, anyState } = drawnEdges(graph, leafOf)
+  /** @type {Map<string, ChartEdge[]>} */
+  const out = new Map(leaves.map((id) => [id, []]))
+  for (const e of edges) out.get(e.from)?.push(e)
+
+  const initial = leafOf(graph.initial)
+  const order = classifyEdges(leaves, initial, out)
+  const groups = graph.nodes.filter((n) => n.children.length > 0 && n.children.every((c) => byId.get(c)?.children.length === 0))
+  const { columns, pos } = placeColumns(leaves, rankLeaves(leaves, edges, groups), order, happyPath(initial, out))
+  const groupBoxes = groups.map((g) => groupBoxOf(g, pos))
+  const { minY, maxY } = assignLanes(edges, pos, columns, groups, groupBoxes)
   return {
     leaves,
     byId,
@@ -316,7 +357,7 @@ export const layoutMachine = (graph) => {
     anyState,
     initial,
     minY: minY - CHART.pad / 2,
-    width,
+    width: columns * CHART.nodeW + (columns - 1) * CHART.gap + 2 * CHART.pad + 20,
     height: maxY - minY + CHART.pad,
     offsetX: CHART.pad + 16
   }
