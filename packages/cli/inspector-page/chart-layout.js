@@ -1,19 +1,14 @@
 // @ts-check
 /**
- * The state chart's geometry, with no DOM: where `GET /api/machine`'s states, compound boxes,
- * edges and edge labels go. States are ranked left to right by the longest path from the initial
- * state, ignoring back edges; the first way out of each state (the happy path) runs straight
- * through the middle row; compound states are boxes around their children; edges that skip a
- * column run in lanes above or below the chart. Labels are moved off each other and off the
- * states by `placeLabels`, given their measured boxes (the page measures the rendered text).
+ * The state chart's layout, with no DOM: where `GET /api/machine`'s states and compound boxes go,
+ * and which way each edge runs. States are ranked left to right by the longest path from the
+ * initial state, ignoring back edges; the first way out of each state (the happy path) runs
+ * straight through the middle row; compound states are boxes around their children; edges that
+ * skip a column run in lanes above or below the chart (chart-geometry.js draws them).
  */
 
 /** @import { MachineEdge, MachineGraph, MachineNode } from '../src/inspector/machine-graph.js' */
 
-/**
- * @typedef {{ readonly x0: number, readonly y0: number, readonly x1: number, readonly y1: number }} Box
- * A rectangle by its corners (x0 < x1, y0 < y1), in the chart's SVG coordinates.
- */
 /** @typedef {{ readonly x: number, readonly y: number, readonly col: number }} NodePos */
 /**
  * @typedef {object} Lane
@@ -48,26 +43,6 @@
  * @property {number} width
  * @property {number} height
  * @property {number} offsetX
- */
-/**
- * Where an edge's label is anchored: its lines stack up from (x, y), or down from it when below.
- * @typedef {{ readonly x: number, readonly y: number, readonly below: boolean, readonly anchor: 'middle' | 'end' }} LabelAnchor
- */
-/**
- * @typedef {object} DrawnEdge
- * @property {ChartEdge} edge
- * @property {string} d The SVG path.
- * @property {LabelAnchor} label
- * @property {'x' | 'y'} slide A lane's label slides along its lane, any other up or down.
- */
-/**
- * @typedef {object} ChartGeometry
- * @property {number} width
- * @property {number} height
- * @property {ReadonlyArray<{ readonly id: string, readonly node: MachineNode, readonly x: number, readonly y: number }>} nodes
- * @property {ReadonlyArray<GroupBox>} groups
- * @property {ReadonlyArray<DrawnEdge>} edges
- * @property {{ readonly x: number, readonly y: number }} start The initial state's left middle.
  */
 
 /** The chart's sizes, in SVG units. */
@@ -361,187 +336,4 @@ export const layoutMachine = (graph) => {
     height: maxY - minY + CHART.pad,
     offsetX: CHART.pad + 16
   }
-}
-
-/**
- * A path through points with rounded corners.
- * @param {ReadonlyArray<readonly [number, number]>} points
- */
-const rounded = (points) => {
-  const [first] = points
-  const last = points[points.length - 1]
-  if (first === undefined || last === undefined) return ''
-  let d = `M${first[0]} ${first[1]}`
-  for (let i = 1; i < points.length - 1; i++) {
-    const [p, q, n] = [points[i - 1] ?? first, points[i] ?? first, points[i + 1] ?? last]
-    const r = Math.min(8, (Math.abs(q[0] - p[0]) + Math.abs(q[1] - p[1])) / 2, (Math.abs(n[0] - q[0]) + Math.abs(n[1] - q[1])) / 2)
-    const a = [q[0] - Math.sign(q[0] - p[0]) * r, q[1] - Math.sign(q[1] - p[1]) * r]
-    const b = [q[0] + Math.sign(n[0] - q[0]) * r, q[1] + Math.sign(n[1] - q[1]) * r]
-    d += ` L${a[0]} ${a[1]} Q${q[0]} ${q[1]} ${b[0]} ${b[1]}`
-  }
-  return `${d} L${last[0]} ${last[1]}`
-}
-
-/**
- * The route of an edge in a lane: out of the source's top or bottom when nothing is in the way,
- * else out of its side into the gap beside it; along the lane; into the target the same way.
- * @param {Lane} lane
- * @param {{ x: number, y: number }} a
- * @param {{ x: number, y: number }} b
- * @param {number} oy
- * @returns {{ d: string, label: LabelAnchor }}
- */
-const laneRoute = (lane, a, b, oy) => {
-  const W = CHART.nodeW
-  const H = CHART.nodeH
-  const { up, depth: k } = lane
-  const laneY = lane.y + oy
-  const dir = b.x >= a.x ? 1 : -1
-  /** @type {Array<[number, number]>} */
-  const pts = []
-  const capX = (/** @type {{ x: number }} */ p, /** @type {{ x: number }} */ other) => p.x + W / 2 - Math.sign(other.x - p.x || 1) * k * 12
-  if (lane.fromCap) {
-    const sx = capX(a, b)
-    pts.push([sx, up ? a.y : a.y + H], [sx, laneY])
-  } else {
-    const side = dir > 0 ? a.x + W : a.x
-    const gx = side + dir * (12 + k * 6)
-    const sy = a.y + H / 2 + (up ? -6 : 6)
-    pts.push([side, sy], [gx, sy], [gx, laneY])
-  }
-  if (lane.toCap) {
-    const tx = capX(b, a)
-    pts.push([tx, laneY], [tx, up ? b.y : b.y + H])
-  } else {
-    const side = dir > 0 ? b.x : b.x + W
-    const gx = side - dir * (12 + k * 6)
-    const ty = b.y + H / 2 + (up ? -6 : 6)
-    pts.push([gx, laneY], [gx, ty], [side, ty])
-  }
-  const along = pts.filter((p) => p[1] === laneY)
-  const lx = ((along[0]?.[0] ?? 0) + (along[along.length - 1]?.[0] ?? 0)) / 2
-  return { d: rounded(pts), label: { x: lx, y: up ? laneY + 2 : laneY - 2, below: !up, anchor: 'middle' } }
-}
-
-/**
- * Everything the chart draws, in its SVG coordinates: the states, the compound boxes, each
- * edge's path and its label's anchor, the initial state's entry.
- * @param {MachineLayout} L
- * @returns {ChartGeometry}
- */
-export const chartGeometry = (L) => {
-  const W = CHART.nodeW
-  const H = CHART.nodeH
-  const ox = L.offsetX
-  const oy = -L.minY
-  const P = (/** @type {string} */ id) => {
-    const p = get(L.pos, id)
-    return { x: p.x + ox, y: p.y + oy }
-  }
-  /** @type {DrawnEdge[]} */
-  const edges = L.edges.map((e) => {
-    const a = P(e.from)
-    const b = P(e.to)
-    if (e.kind === 'self') {
-      // On the left of the top side: the middle is where lanes leave upwards.
-      const cx = a.x + 34
-      return {
-        edge: e,
-        d: `M${cx - 16} ${a.y} C${cx - 24} ${a.y - 34} ${cx + 24} ${a.y - 34} ${cx + 16} ${a.y}`,
-        label: { x: cx, y: a.y - 28, below: false, anchor: 'middle' },
-        slide: 'y'
-      }
-    }
-    if (e.lane !== undefined) return { edge: e, ...laneRoute(e.lane, a, b, oy), slide: 'x' }
-    // Between neighbouring columns: a forward edge and its way back run side by side, the
-    // forward one above. Labels sit at the right end of the gap, where the curves fan out.
-    const back = e.kind !== 'forward'
-    const dy = back ? 7 : e.paired ? -7 : 0
-    const sx = back ? a.x : a.x + W
-    const tx = back ? b.x + W : b.x
-    const sy = a.y + H / 2 + dy
-    const ty = b.y + H / 2 + dy
-    const mx = (sx + tx) / 2
-    return {
-      edge: e,
-      d: `M${sx} ${sy} C${mx} ${sy} ${mx} ${ty} ${tx} ${ty}`,
-      label: back ? { x: sx - 12, y: sy, below: true, anchor: 'end' } : { x: tx - 12, y: ty, below: false, anchor: 'end' },
-      slide: 'y'
-    }
-  })
-  const start = P(L.initial)
-  return {
-    width: L.width,
-    height: L.height,
-    nodes: L.leaves.map((id) => ({ id, node: get(L.byId, id), ...P(id) })),
-    groups: L.groups.map((g) => ({ ...g, x: g.x + ox, y: g.y + oy })),
-    edges,
-    start: { x: start.x, y: start.y + H / 2 }
-  }
-}
-
-/**
- * The y of a label's first line: its lines stack up from the anchor, or hang below it.
- * @param {LabelAnchor} label
- * @param {number} lines
- */
-export const firstLineY = (label, lines) => (label.below ? label.y + 12 : label.y - 5 - (lines - 1) * CHART.lineH)
-
-/** @param {Box} a @param {Box} b */
-export const overlaps = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1
-
-/**
- * @typedef {object} Placement
- * @property {number} dx
- * @property {number} dy
- * @property {Box} box Where the label's box ends up.
- */
-
-/**
- * Moves edge labels off each other and off the states: each label in turn, the first place near
- * its own that hits nothing placed before it (a lane's label slides along its lane, any other up
- * or down). One with nowhere free near it goes below everything placed so far. Boxes are padded
- * by 2 units on each side before they are compared.
- * @param {ReadonlyArray<{ readonly box: Box, readonly slide: 'x' | 'y' }>} labels
- * @param {ReadonlyArray<Box>} states
- * @returns {Placement[]}
- */
-export const placeLabels = (labels, states) => {
-  const pad = 2
-  /** @param {Box} b @returns {Box} */
-  const padded = (b) => ({ x0: b.x0 - pad, y0: b.y0 - pad, x1: b.x1 + pad, y1: b.y1 + pad })
-  const placed = states.map(padded)
-  return labels.map(({ box: unpadded, slide }) => {
-    const box = padded(unpadded)
-    const along = slide === 'x'
-    const step = along ? 12 : 4
-    /** @type {Placement | undefined} */
-    let chosen
-    for (let i = 0; i <= 60 && chosen === undefined; i++) {
-      const d = (i % 2 === 0 ? 1 : -1) * Math.ceil(i / 2) * step
-      const dx = along ? d : 0
-      const dy = along ? 0 : d
-      const moved = { x0: box.x0 + dx, y0: box.y0 + dy, x1: box.x1 + dx, y1: box.y1 + dy }
-      if (!placed.some((p) => overlaps(moved, p))) chosen = { dx, dy, box: moved }
-    }
-    if (chosen === undefined) {
-      const low = Math.max(...placed.map((p) => p.y1))
-      chosen = { dx: 0, dy: low - box.y0, box: { x0: box.x0, y0: low, x1: box.x1, y1: low + box.y1 - box.y0 } }
-    }
-    placed.push(chosen.box)
-    return chosen
-  })
-}
-
-/**
- * The view box that holds `view` and every box: the chart grows if a label moved past its edge.
- * @param {{ readonly x: number, readonly y: number, readonly width: number, readonly height: number }} view
- * @param {ReadonlyArray<Box>} boxes
- */
-export const grownView = (view, boxes) => {
-  const x0 = Math.min(view.x, ...boxes.map((b) => b.x0))
-  const y0 = Math.min(view.y, ...boxes.map((b) => b.y0))
-  const x1 = Math.max(view.x + view.width, ...boxes.map((b) => b.x1))
-  const y1 = Math.max(view.y + view.height, ...boxes.map((b) => b.y1))
-  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 }
 }

@@ -1,10 +1,14 @@
 // @ts-check
-/** Draws the state chart from its geometry (chart-layout.js), then moves its labels apart as measured. */
+/** Draws the state chart from its geometry (chart-geometry.js), then moves its labels apart as measured (label-placement.js). */
 
-import { CHART, chartGeometry, firstLineY, grownView, placeLabels } from './chart-layout.js'
+import { chartGeometry, firstLineY } from './chart-geometry.js'
+import { CHART } from './chart-layout.js'
 import { svg } from './dom.js'
+import { grownView, placeLabels } from './label-placement.js'
 
-/** @import { DrawnEdge, MachineLayout } from './chart-layout.js' */
+/** @import { DrawnEdge } from './chart-geometry.js' */
+/** @import { MachineLayout } from './chart-layout.js' */
+/** @import { Box } from './label-placement.js' */
 
 /**
  * An edge's events, one per line, stacked up from its anchor or down from it.
@@ -101,7 +105,7 @@ export const drawChart = (layout, lit, visited, taken) => {
   )
 }
 
-/** @param {SVGGraphicsElement} el */
+/** @param {SVGGraphicsElement} el @returns {Box} */
 const boxOf = (el) => {
   const b = el.getBBox()
   return { x0: b.x, y0: b.y, x1: b.x + b.width, y1: b.y + b.height }
@@ -109,13 +113,13 @@ const boxOf = (el) => {
 
 /**
  * Moves the edge labels off each other and off the states once the chart is in the page, where
- * their real text boxes can be measured (placeLabels in chart-layout.js), and grows the chart if
+ * their real text boxes can be measured (label-placement.js), and grows the chart if
  * a label moved past its edge.
  * @param {SVGSVGElement} chart
  */
 export const untangleLabels = (chart) => {
   const states = [...chart.querySelectorAll('.state-node rect')].filter((el) => el instanceof SVGGraphicsElement).map(boxOf)
-  /** @type {Array<{ group: Element, box: ReturnType<typeof boxOf>, slide: 'x' | 'y' }>} */
+  /** @type {Array<{ group: Element, box: Box, slide: 'x' | 'y' }>} */
   const labels = []
   for (const group of chart.querySelectorAll('.edge-label')) {
     const text = group.querySelector('text')

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { type Box, CHART, type ChartGeometry, chartGeometry, firstLineY, layoutMachine, overlaps, placeLabels } from '../inspector-page/chart-layout.js'
+import { type ChartGeometry, chartGeometry, firstLineY } from '../inspector-page/chart-geometry.js'
+import { CHART, layoutMachine } from '../inspector-page/chart-layout.js'
+import { type Box, overlaps, placeLabels } from '../inspector-page/label-placement.js'
 import { type MachineGraph, runMachineGraph } from '../src/inspector/machine-graph.js'
 
 /**
