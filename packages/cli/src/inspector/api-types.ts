@@ -1,6 +1,6 @@
 /**
- * The shapes of the inspector API's answers that have no other home; the page (packages/cli/
- * inspector-page/) imports them, with the run view's and the machine graph's, as its types.
+ * The shapes of the inspector API's answers that have no other home. The page's modules
+ * (packages/cli/inspector-page/) import them as types, with the run view's and the machine graph's.
  */
 
 /** What `GET /api/info` answers. */
