@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
-import { type MockLlm, spawnTethered, startMockLlm } from '@agentvisor/cli'
+import { spawnTethered } from '@agentvisor/cli'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { afterEach } from 'vitest'
@@ -60,34 +60,30 @@ export const startNatsServer = async (
 /**
  * One test's world on the test run's NATS server (test/setup/nats-server.ts): its own subjects,
  * stream and consumer (`env`, for agentvisor processes), worker processes on them, plain NATS
- * connections, mock LLMs. All of it ends after the test: workers stopped, connections closed,
- * the stream deleted, mocks closed.
+ * connections. All of it ends after the test: workers stopped, connections closed, the stream
+ * deleted.
  */
 export interface NatsWorld {
   /** AGENTVISOR_NATS_* for this test (natsEnv of support/workers.ts). */
   readonly env: Record<string, string>
   /** The subjects' prefix. */
   readonly prefix: string
-  /** Starts `agentvisor worker --db DB` on this world's queue. */
-  readonly worker: (db: string, extraArgs?: ReadonlyArray<string>) => Worker
+  /** Starts `agentvisor worker --db DB` on this world's queue (`extraEnv` over its environment). */
+  readonly worker: (db: string, extraArgs?: ReadonlyArray<string>, extraEnv?: Record<string, string>) => Worker
   /** Starts `count` workers and waits until each serves. */
   readonly serving: (db: string, count?: number, extraArgs?: ReadonlyArray<string>) => Promise<Worker[]>
   /** A plain NATS connection to the server (what a service in any language has). */
   readonly connect: () => Promise<NatsConnection>
-  /** A mock LLM playing `scenarios` (docs/mock-llm.md). */
-  readonly mockLlm: (scenarios: unknown) => Promise<MockLlm>
 }
 
 /** Called once at the top of a test file: gives the function that makes a test's world. */
 export const natsWorldPerTest = (): (() => NatsWorld) => {
   const connections: NatsConnection[] = []
   const streams: Array<{ readonly url: string; readonly name: string }> = []
-  const mocks: MockLlm[] = []
   // Registered before the workers' hook, so it runs after it (vitest runs after-hooks as a stack):
   // no worker consumes the stream by the time it is deleted.
   afterEach(async () => {
     for (const nc of connections.splice(0)) await nc.close()
-    for (const mock of mocks.splice(0)) await mock.close()
     const gone = streams.splice(0)
     if (gone.length === 0) return
     const nc = await connect({ servers: gone[0]!.url })
@@ -104,7 +100,8 @@ export const natsWorldPerTest = (): (() => NatsWorld) => {
     const env = natsEnv()
     const url = env['AGENTVISOR_NATS_URL']!
     streams.push({ url, name: env['AGENTVISOR_NATS_STREAM']! })
-    const worker = (db: string, extraArgs: ReadonlyArray<string> = []) => startWorker(db, env, extraArgs)
+    const worker = (db: string, extraArgs: ReadonlyArray<string> = [], extraEnv: Record<string, string> = {}) =>
+      startWorker(db, { ...env, ...extraEnv }, extraArgs)
     return {
       env,
       prefix: env['AGENTVISOR_NATS_PREFIX']!,
@@ -118,11 +115,6 @@ export const natsWorldPerTest = (): (() => NatsWorld) => {
         const nc = await connect({ servers: url })
         connections.push(nc)
         return nc
-      },
-      mockLlm: async (scenarios) => {
-        const mock = await startMockLlm({ scenarios: scenarios as never, port: 0 })
-        mocks.push(mock)
-        return mock
       }
     }
   }
