@@ -13,6 +13,11 @@ export default defineConfig({
     testTimeout: 300_000,
     hookTimeout: 180_000,
     pool: 'forks',
+    // Vitest's default in a run is one worker fewer than the cores: one file at a time on a 2-core
+    // machine, where one file's worker and the CLI processes it spawns use ~1.2 cores. Two files at
+    // once took the heaviest 8 files from 206 s to 162 s on an idle 2-core machine, every test as
+    // green (docs/development.md, "A loaded machine").
+    maxWorkers: 2,
     globalSetup: ['test/setup/nats-server.ts', 'test/setup/postgres.ts']
   }
 })

@@ -3,7 +3,8 @@ import * as path from 'node:path'
 import { startMockLlm, type MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
-import { natsEnv, serving, type Worker, workersPerTest } from './support/workers.js'
+import { natsWorldPerTest } from './support/nats.js'
+import type { Worker } from './support/workers.js'
 import { processesMatching } from './support/processes.js'
 
 let mock: MockLlm | undefined
@@ -12,14 +13,7 @@ afterEach(async () => {
   mock = undefined
 })
 
-const startWorker = workersPerTest()
-
-/** Starts `count` workers on one store and waits until each serves. */
-const startWorkers = async (db: string, env: Record<string, string>, count: number) => {
-  const started = Array.from({ length: count }, () => startWorker(db, env))
-  await serving(started)
-  return started
-}
+const natsWorld = natsWorldPerTest()
 
 const spawnChild = (goal: string) => ({ name: 'spawn_child', arguments: { goal, verify: { fileContains: { path: 'part.txt', text: goal.slice(-1) } } } })
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
@@ -48,8 +42,9 @@ describe('child runs over NATS on worker processes', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
-    const [w1, w2] = (await startWorkers(db, env, 2)) as [Worker, Worker]
+    const world = natsWorld()
+    const env = world.env
+    const [w1, w2] = (await world.serving(db, 2)) as [Worker, Worker]
     const run = await runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], { env })
     expect(run.code, run.stderr).toBe(0)
     const parentId = String(lastJson(run)['runId'])
@@ -86,12 +81,13 @@ describe('child runs over NATS on worker processes', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
-    const [w1] = (await startWorkers(db, env, 1)) as [Worker]
+    const world = natsWorld()
+    const env = world.env
+    const [w1] = (await world.serving(db, 1)) as [Worker]
     const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], { env })
     await waitFor(() => (/run \S+ started \(child of/.test(w1.log()) && mock!.requests.length >= 2 ? true : undefined), 'the child on the first worker')
     w1.child.kill('SIGKILL')
-    const w2 = startWorker(db, env)
+    const w2 = world.worker(db)
     const result = await parent
     expect(result.code, result.stderr).toBe(0)
     expect(w2.log()).toMatch(/run \S+ started \(child of \S+, delivery 2\)/)
@@ -108,8 +104,9 @@ describe('child runs over NATS on worker processes', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
-    const [w1] = (await startWorkers(db, env, 1)) as [Worker]
+    const world = natsWorld()
+    const env = world.env
+    const [w1] = (await world.serving(db, 1)) as [Worker]
     let parentId: string | undefined
     let pid = 0
     const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], {
@@ -141,8 +138,9 @@ describe('child runs over NATS on worker processes', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
-    await startWorkers(db, env, 2)
+    const world = natsWorld()
+    const env = world.env
+    await world.serving(db, 2)
     let parentId: string | undefined
     const parent = runCli(['run', parentTask(dir, mock.url), '--json', '--db', db], { env, onStderr: (t) => (parentId ??= /run (\S+) started/.exec(t)?.[1]) })
     await waitFor(() => (processesMatching(`sleep ${marker}`).length >= 2 ? true : undefined), 'both children in their exec')

@@ -1,7 +1,6 @@
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { AgentvisorClient } from '@agentvisor/actors'
@@ -10,9 +9,8 @@ import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { afterEach, describe, expect, it } from 'vitest'
-import { freePort } from './support/free-port.js'
+import { startNatsServer } from './support/nats.js'
 import { BIN, lastJson, runCli, startRunInBackground, tempDir, waitFor, writeTask } from './support/cli.js'
-import { accepts } from './support/tcp.js'
 
 // The configuration docs/nats.md tells operators to use, exactly as shipped.
 const CONFIG = fileURLToPath(new URL('../docs/nats-auth.conf', import.meta.url))
@@ -32,38 +30,22 @@ const stopProcess = async (child: ChildProcess): Promise<void> => {
 /** A nats-server of this test's own on a free loopback port, with the shipped users and permissions. */
 type Role = 'worker' | 'submitter' | 'supervisor' | 'observer'
 
-const startServer = async (attempt = 1): Promise<{ url: string; passwords: Record<Role, string>; log: () => string }> => {
-  const port = await freePort()
-  const storeDir = mkdtempSync(path.join(tmpdir(), 'agentvisor-nats-auth-'))
+const startServer = async (): Promise<{ url: string; passwords: Record<Role, string>; log: () => string }> => {
   // A letter first: nats-server parses a variable's value as a config value, and a hex string
   // such as `12e6f…` would read as a number (docs/nats.md).
   const password = () => `p${randomBytes(12).toString('hex')}`
   const passwords: Record<Role, string> = { worker: password(), submitter: password(), supervisor: password(), observer: password() }
-  const child = spawnTethered('nats-server', ['-c', CONFIG, '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+  const server = await startNatsServer({
+    args: ['-c', CONFIG],
     env: {
-      ...process.env,
       AGENTVISOR_NATS_WORKER_PASS: passwords.worker,
       AGENTVISOR_NATS_SUBMITTER_PASS: passwords.submitter,
       AGENTVISOR_NATS_SUPERVISOR_PASS: passwords.supervisor,
       AGENTVISOR_NATS_OBSERVER_PASS: passwords.observer
-    },
-    stdio: ['ignore', 'ignore', 'pipe']
+    }
   })
-  let log = ''
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
-  const stop = async () => {
-    await stopProcess(child)
-    rmSync(storeDir, { recursive: true, force: true })
-  }
-  const up = await waitFor(async () => (child.exitCode !== null ? 'exited' : (await accepts(port)) ? 'up' : undefined), 'nats-server')
-  if (up === 'exited') {
-    await stop()
-    // The free port can be taken by another process before the server binds it: try another.
-    if (attempt < 3 && log.includes('address already in use')) return startServer(attempt + 1)
-    throw new Error(`nats-server exited at start: ${log}`)
-  }
-  stops.push(stop)
-  return { url: `nats://127.0.0.1:${port}`, passwords, log: () => log }
+  stops.push(server.stop)
+  return { url: server.url, passwords, log: server.log }
 }
 
 const spawnChild = { name: 'spawn_child', arguments: { goal: 'Write part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }

@@ -2,23 +2,23 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
-import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
+import type { NatsConnection } from '@nats-io/transport-node'
+import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
-import { accepts, freePort } from './support/free-port.js'
-import { natsEnv, serving, workersPerTest } from './support/workers.js'
+import { natsWorldPerTest, startNatsServer } from './support/nats.js'
+import { serving } from './support/workers.js'
 
 let mock: MockLlm | undefined
 let nc: NatsConnection | undefined
 afterEach(async () => {
-  await nc?.close()
+  // The world closes its connections itself.
   nc = undefined
   await mock?.close()
   mock = undefined
 })
 
-const startWorker = workersPerTest()
+const natsWorld = natsWorldPerTest()
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 const decode = (data: Uint8Array) => JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>
 
@@ -33,10 +33,11 @@ describe('supervising a tree from a raw NATS client', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
-    await serving([startWorker(db, env)])
-    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    await serving([world.worker(db)])
+    nc = await world.connect()
     const started: Record<string, unknown>[] = []
     const requests: Record<string, unknown>[] = []
     nc.subscribe(`${prefix}.runs.*.started`, {
@@ -97,9 +98,10 @@ describe('a run driven by agentvisor run --nats, with no worker running', () => 
     mock = await startMockLlm({ scenarios: { models: { m: [{ delayMs: 5000, ...write('out.txt', 'DONE') }] } } as never, port: 0 })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
-    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    nc = await world.connect()
     const started: Record<string, unknown>[] = []
     nc.subscribe(`${prefix}.runs.*.started`, {
       callback: (_error, msg) => {
@@ -134,9 +136,10 @@ describe('a run asking on its terminal under agentvisor run --nats, with no work
     mock = await startMockLlm({ scenarios: { models: { m: [write('docs/guide.md', 'G'), { text: 'written' }] } } as never, port: 0 })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
-    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    nc = await world.connect()
     const ask = async (runId: string, verb: string, body: object) =>
       decode((await nc!.request(`${prefix}.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 60_000 })).data)
     const file = writeTask(dir, {
@@ -188,17 +191,15 @@ describe('a worker that cannot serve', () => {
     expect(http.stderr.trim().split('\n')).toEqual(['agentvisor: --nats: http://127.0.0.1:4222 is not a NATS server address: use nats://host:4222 (or tls://)'])
 
     // A real nats-server, started without JetStream (-js).
-    const port = await freePort()
-    const server = spawnTethered('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' })
+    const server = await startNatsServer({ jetstream: false })
     try {
-      await waitFor(async () => ((await accepts(port)) ? true : undefined), 'the nats-server without JetStream')
-      const plain = await runCli(['worker', '--nats', `nats://127.0.0.1:${port}`, '--db', db])
+      const plain = await runCli(['worker', '--nats', server.url, '--db', db])
       expect(plain.code).toBe(2)
       const lines = plain.stderr.trim().split('\n')
       expect(lines).toHaveLength(1)
       expect(lines[0]).toMatch(/^agentvisor: the NATS server has no usable JetStream work queue AGENTVISOR_RUNS \(is JetStream enabled, -js\?\)/)
     } finally {
-      server.kill('SIGTERM')
+      await server.stop()
     }
   })
 })

@@ -5,10 +5,11 @@ import BetterSqlite3 from 'better-sqlite3'
 import { AgentvisorClient, ControlRefusedError, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import type { NatsConnection } from '@nats-io/transport-node'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
-import { natsEnv, serving, workersPerTest } from './support/workers.js'
+import { natsWorldPerTest } from './support/nats.js'
+import { serving } from './support/workers.js'
 
 let mock: MockLlm | undefined
 let nc: NatsConnection | undefined
@@ -16,13 +17,13 @@ let client: AgentvisorClient | undefined
 afterEach(async () => {
   await client?.close()
   client = undefined
-  await nc?.close()
+  // The world closes its connections itself.
   nc = undefined
   await mock?.close()
   mock = undefined
 })
 
-const startWorker = workersPerTest()
+const natsWorld = natsWorldPerTest()
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 const decode = (data: Uint8Array) => JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>
 const encode = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value))
@@ -54,11 +55,12 @@ describe('a root run submitted over NATS', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
-    const worker = startWorker(db, env, ['--submit-template', template(dir, mock.url)])
+    const worker = world.worker(db, ['--submit-template', template(dir, mock.url)])
     await serving([worker])
-    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    nc = await world.connect()
     const runId = randomUUID()
     const heard: Record<string, unknown[]> = { started: [], stream: [], done: [] }
     for (const kind of ['started', 'stream', 'done'] as const)
@@ -101,11 +103,12 @@ describe('a root run submitted over NATS', () => {
     mock = await startMockLlm({ scenarios: { models: { m: [{ text: 'never asked' }] } } as never, port: 0 })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
-    const worker = startWorker(db, env, ['--submit-template', template(dir, mock.url)])
+    const worker = world.worker(db, ['--submit-template', template(dir, mock.url)])
     await serving([worker])
-    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    nc = await world.connect()
     const submit = async (payload: unknown) => decode((await nc!.request(`${prefix}.runs.submit`, encode(payload), { timeout: 60_000 })).data)
     const goal = 'Write the weekly report'
 
@@ -179,13 +182,14 @@ describe('a root run submitted over NATS', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
     // Two workers on one SQLite file: the submissions race within each and between the two.
     const args = ['--submit-template', template(dir, mock.url)]
-    const workers = [startWorker(db, env, args), startWorker(db, env, args)]
+    const workers = [world.worker(db, args), world.worker(db, args)]
     await serving(workers)
-    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    nc = await world.connect()
     const done = new Map<string, Record<string, unknown>>()
     nc.subscribe(`${prefix}.runs.*.done`, {
       callback: (_error, msg) => {
@@ -235,16 +239,17 @@ describe('a root run submitted over NATS', () => {
     mock = await startMockLlm({ scenarios: { models: { m: [{ text: 'never asked' }] } } as never, port: 0 })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const prefix = env['AGENTVISOR_NATS_PREFIX']!
-    const worker = startWorker(db, env, ['--submit-template', template(dir, mock.url)])
+    const worker = world.worker(db, ['--submit-template', template(dir, mock.url)])
     await serving([worker])
     // The store fails behind the worker's back: the tables it reads and writes are gone.
     const sqlite = new BetterSqlite3(db)
     sqlite.pragma('foreign_keys = OFF')
     sqlite.exec('drop table run_contracts; drop table runs')
     sqlite.close()
-    nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
+    nc = await world.connect()
     const ask = async (subject: string, payload: unknown) => decode((await nc!.request(subject, encode(payload), { timeout: 60_000 })).data)
 
     const runId = randomUUID()
@@ -275,19 +280,20 @@ describe('a root run submitted over NATS', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     // The same connection options as the workers': this test's server, prefix, stream and consumer.
     client = await AgentvisorClient.connect(natsBusOptionsFromEnv({}, env)!)
     const task = { goal: 'Write the weekly report' }
 
     // A worker without a template takes no submissions: the client is told so, in one line.
-    const plain = startWorker(db, env)
+    const plain = world.worker(db)
     await serving([plain])
     const refused = await client.submit(task).catch((error: unknown) => error)
     expect(refused).toBeInstanceOf(Error)
     expect((refused as Error).message).toBe('no worker takes submitted runs: start one with --submit-template FILE (docs/nats.md, "Submitting runs")')
 
-    await serving([startWorker(db, env, ['--submit-template', template(dir, mock.url)])])
+    await serving([world.worker(db, ['--submit-template', template(dir, mock.url)])])
     const runId = randomUUID()
     const done = client.done(runId, 60_000)
     expect(await client.submit(task, { runId })).toBe(runId)

@@ -6,7 +6,8 @@ import { AgentvisorClient, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { type MockLlm, startMockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
-import { natsEnv, serving, workersPerTest } from './support/workers.js'
+import { natsWorldPerTest } from './support/nats.js'
+import { serving } from './support/workers.js'
 
 // Registers an OpenTelemetry SDK in each agentvisor process, as docs/telemetry.md shows, writing its spans to a file.
 const SPANS_TO_FILE = fileURLToPath(new URL('./fixtures/otel/spans-to-file.mjs', import.meta.url))
@@ -29,7 +30,7 @@ afterEach(async () => {
   mock = undefined
 })
 
-const startWorker = workersPerTest()
+const natsWorld = natsWorldPerTest()
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 const traced = (file: string) => ({ NODE_OPTIONS: `--import=${SPANS_TO_FILE}`, AGENTVISOR_TEST_SPANS: file })
 const spansIn = (file: string): SpanLine[] =>
@@ -67,9 +68,10 @@ describe('OpenTelemetry across processes', () => {
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const files = { parent: path.join(dir, 'parent.jsonl'), one: path.join(dir, 'worker-1.jsonl'), two: path.join(dir, 'worker-2.jsonl') }
-    await serving([startWorker(db, { ...env, ...traced(files.one) }), startWorker(db, { ...env, ...traced(files.two) })])
+    await serving([world.worker(db, [], traced(files.one)), world.worker(db, [], traced(files.two))])
     const task = writeTask(dir, {
       goal: 'Split the work, then write DONE into out.txt',
       workspace: 'ws',
@@ -104,14 +106,15 @@ describe('OpenTelemetry across processes', () => {
     mock = await startMockLlm({ scenarios: { models: { m: [write('reports/r.txt', 'R'), { text: 'written' }] } } as never, port: 0 })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
+    const world = natsWorld()
+    const env = world.env
     const spans = path.join(dir, 'worker.jsonl')
     const template = writeTask(
       dir,
       { goal: 'template', workspace: 'ws', providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }], approval: 'auto' },
       'template.json'
     )
-    await serving([startWorker(db, { ...env, ...traced(spans) }, ['--submit-template', template])])
+    await serving([world.worker(db, ['--submit-template', template], traced(spans))])
     client = await AgentvisorClient.connect(natsBusOptionsFromEnv({}, env)!)
     const traceId = randomBytes(16).toString('hex')
     const spanId = randomBytes(8).toString('hex')

@@ -1,56 +1,25 @@
 import { existsSync, readFileSync } from 'node:fs'
 import type { TaskInput } from '@agentvisor/core'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import * as path from 'node:path'
-import { Effect } from 'effect'
-import { afterEach, describe, expect, it } from 'vitest'
-import { Agentvisor, loadRunTrace } from '@agentvisor/actors'
+import { describe, expect, it } from 'vitest'
 import { openStore } from '@agentvisor/store'
 import { processGroupAlive } from '@agentvisor/core'
 import { makeScriptedProvider } from '@agentvisor/core/testing'
+import { scriptedRunsPerTest, writeStep as write } from '../../../test/support/scripted-runs.js'
 
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'av-supervisor-'))
-  dirs.push(dir)
-  return dir
-}
-let av: Agentvisor | undefined
-afterEach(async () => {
-  await av?.close()
-  av = undefined
-})
-
-const open = async (dir: string) => {
-  av = await Agentvisor.open({ db: path.join(dir, 'av.db'), retryPolicy: { baseDelayMs: 1, maxDelayMs: 5, jitter: 0 } })
-  return av
-}
-
-const trace = async (dir: string, runId: string) => {
-  const store = await openStore(path.join(dir, 'av.db'))
-  try {
-    return (await Effect.runPromise(loadRunTrace(store.db, runId)))!
-  } finally {
-    await store.close()
-  }
-}
-
-const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
+const { folder: tempDir, open: openAgentvisor, task, trace } = scriptedRunsPerTest()
+const open = (dir: string) => openAgentvisor(dir, { retryPolicy: { baseDelayMs: 1, maxDelayMs: 5, jitter: 0 } })
 
 describe('the supervisor', () => {
   it('falls over to the secondary on a 503 and records both attempts in one receipt', async () => {
     const dir = tempDir()
-    const result = await (await open(dir)).run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [
-        { name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }] },
-        { name: 'secondary', kind: 'scripted', steps: [write('out.txt', 'DONE')] }
-      ],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
-    })
+    const result = await (await open(dir)).run(
+      task(
+        dir,
+        { primary: [{ error: { status: 503 } }], secondary: [write('out.txt', 'DONE')] },
+        { verify: { fileContains: { path: 'out.txt', text: 'DONE' } } }
+      )
+    )
     expect(result).toMatchObject({ status: 'succeeded', steps: 1 })
     const t = await trace(dir, result.runId)
     expect(t.receipts).toEqual([
@@ -77,18 +46,7 @@ describe('the supervisor', () => {
     const atToolResult: Array<{ name: string; transitions: number; receipts: number }> = []
     try {
       const result = await (await open(dir)).run(
-        {
-          goal: 'g',
-          workspace: path.join(dir, 'ws'),
-          approval: 'auto',
-          providers: [
-            {
-              name: 'primary',
-              kind: 'scripted',
-              steps: [{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, write('a.txt', 'x'), { text: 'finished' }]
-            }
-          ]
-        },
+        task(dir, [{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, write('a.txt', 'x'), { text: 'finished' }]),
         {
           observers: [
             {
@@ -131,15 +89,7 @@ describe('the supervisor', () => {
 
   it('never falls over on a 401 and reports the primary kind, status and provider', async () => {
     const dir = tempDir()
-    const result = await (await open(dir)).run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [
-        { name: 'primary', kind: 'scripted', steps: [{ error: { status: 401 } }] },
-        { name: 'secondary', kind: 'scripted', steps: [write('out.txt', 'DONE')] }
-      ]
-    })
+    const result = await (await open(dir)).run(task(dir, { primary: [{ error: { status: 401 } }], secondary: [write('out.txt', 'DONE')] }))
     expect(result).toMatchObject({ status: 'failed', steps: 0, error: { kind: 'auth', httpStatus: 401, provider: 'primary' } })
     expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
     const t = await trace(dir, result.runId)
@@ -148,13 +98,9 @@ describe('the supervisor', () => {
 
   it('retries the step from the primary after the chain is exhausted, up to maxRetries', async () => {
     const dir = tempDir()
-    const result = await (await open(dir)).run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [{ name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }, { error: { status: 429 } }, { disconnect: true }] }],
-      limits: { maxRetries: 2 }
-    })
+    const result = await (await open(dir)).run(
+      task(dir, [{ error: { status: 503 } }, { error: { status: 429 } }, { disconnect: true }], { limits: { maxRetries: 2 } })
+    )
     expect(result).toMatchObject({ status: 'failed', error: { kind: 'transient' } })
     const t = await trace(dir, result.runId)
     expect(t.receipts[0]!.attempts.map((a) => [a.reason, a.outcome])).toEqual([
@@ -166,25 +112,16 @@ describe('the supervisor', () => {
 
   it('stops before the dispatch that would pass the ceiling', async () => {
     const dir = tempDir()
-    const result = await (await open(dir)).run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [{ name: 'primary', kind: 'scripted', steps: [{ error: { status: 503 } }, { error: { status: 503 } }, { error: { status: 503 } }] }],
-      limits: { maxRetries: 5, dispatchCeiling: 2 }
-    })
+    const result = await (await open(dir)).run(
+      task(dir, [{ error: { status: 503 } }, { error: { status: 503 } }, { error: { status: 503 } }], { limits: { maxRetries: 5, dispatchCeiling: 2 } })
+    )
     expect(result).toMatchObject({ status: 'failed', error: { kind: 'ceiling', message: 'dispatch ceiling of 2 exhausted' } })
     expect((await trace(dir, result.runId)).receipts[0]!.attempts).toHaveLength(2)
   })
 
   it('succeeds without a verify contract when the model answers without tool calls', async () => {
     const dir = tempDir()
-    const result = await (await open(dir)).run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [{ name: 'primary', kind: 'scripted', steps: [write('a.txt', 'x'), { text: 'finished' }] }]
-    })
+    const result = await (await open(dir)).run(task(dir, [write('a.txt', 'x'), { text: 'finished' }]))
     expect(result).toMatchObject({ status: 'succeeded', steps: 2 })
     expect(readFileSync(path.join(dir, 'ws', 'a.txt'), 'utf8')).toBe('x')
   })
@@ -194,15 +131,7 @@ describe('the supervisor', () => {
     const agentvisor = await open(dir)
     let dispatched!: () => void
     const inFlight = new Promise<void>((resolve) => (dispatched = resolve))
-    const run = await agentvisor.start(
-      {
-        goal: 'g',
-        workspace: path.join(dir, 'ws'),
-        approval: 'auto',
-        providers: [{ name: 'primary', kind: 'scripted', steps: [{ delayMs: 60_000, text: 'late' }] }]
-      },
-      { observers: [{ onDispatch: () => dispatched() }] }
-    )
+    const run = await agentvisor.start(task(dir, [{ delayMs: 60_000, text: 'late' }]), { observers: [{ onDispatch: () => dispatched() }] })
     await inFlight
     await run.cancel()
     const result = await run.result
@@ -214,19 +143,9 @@ describe('the supervisor', () => {
 
   it('ends timed_out when the run passes its wall-clock timeout', async () => {
     const dir = tempDir()
-    const result = await (await open(dir)).run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [
-        {
-          name: 'primary',
-          kind: 'scripted',
-          steps: [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' } }] }]
-        }
-      ],
-      limits: { timeoutMs: 800 }
-    })
+    const result = await (await open(dir)).run(
+      task(dir, [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' } }] }], { limits: { timeoutMs: 800 } })
+    )
     expect(result).toMatchObject({ status: 'timed_out', error: { kind: 'timeout' } })
     // The tool's whole process group is gone by the time the run reports its end.
     const pid = Number(readFileSync(path.join(dir, 'ws', 'pid.txt'), 'utf8'))
@@ -240,15 +159,10 @@ describe('the rows of runs started from code', () => {
   it('name no root for a root run, and the root of the parent tree for a run started under a parent', async () => {
     const dir = tempDir()
     const agentvisor = await open(dir)
-    const task = (goal: string): TaskInput => ({
-      goal,
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [{ name: 'p', kind: 'scripted', steps: [{ text: 'ok' }] }]
-    })
-    const root = await agentvisor.run(task('root'))
-    const child = await agentvisor.run(task('child'), { parentId: root.runId })
-    const grandchild = await agentvisor.run(task('grandchild'), { parentId: child.runId })
+    const saying = (goal: string): TaskInput => task(dir, [{ text: 'ok' }], { goal })
+    const root = await agentvisor.run(saying('root'))
+    const child = await agentvisor.run(saying('child'), { parentId: root.runId })
+    const grandchild = await agentvisor.run(saying('grandchild'), { parentId: child.runId })
     const store = await openStore(path.join(dir, 'av.db'))
     try {
       const rows = await store.db.selectFrom('runs').select(['id', 'parent_id', 'root_id']).execute()
@@ -266,8 +180,7 @@ describe('approvals from the TypeScript API', () => {
   it('asks a programmatic approver and performs exactly what it approved', async () => {
     const dir = tempDir()
     const asked: string[] = []
-    av = await Agentvisor.open({
-      db: path.join(dir, 'av.db'),
+    const av = await openAgentvisor(dir, {
       approver: {
         source: 'api',
         decide: async (request) => {
@@ -276,26 +189,20 @@ describe('approvals from the TypeScript API', () => {
         }
       }
     })
-    const result = await av.run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'prompt',
-      providers: [
-        {
-          name: 'p',
-          kind: 'scripted',
-          steps: [
-            {
-              toolCalls: [
-                { name: 'write_file', arguments: { path: 'other.txt', content: 'x' } },
-                { name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }
-              ]
-            }
-          ]
-        }
-      ],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
-    })
+    const result = await av.run(
+      task(
+        dir,
+        [
+          {
+            toolCalls: [
+              { name: 'write_file', arguments: { path: 'other.txt', content: 'x' } },
+              { name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }
+            ]
+          }
+        ],
+        { approval: 'prompt', verify: { fileContains: { path: 'out.txt', text: 'DONE' } } }
+      )
+    )
     expect(result).toMatchObject({ status: 'succeeded' })
     expect(asked).toEqual(['write other.txt', 'write out.txt'])
     expect(existsSync(path.join(dir, 'ws', 'other.txt'))).toBe(false)
@@ -311,8 +218,7 @@ describe('approvals from the TypeScript API', () => {
     const logged: string[] = []
     let failing = true
     const asked: string[] = []
-    const options = {
-      db: path.join(dir, 'av.db'),
+    const av = await openAgentvisor(dir, {
       log: (line: string) => logged.push(line),
       approver: {
         source: 'api' as const,
@@ -322,15 +228,8 @@ describe('approvals from the TypeScript API', () => {
           return { decision: 'approve' as const }
         }
       }
-    }
-    av = await Agentvisor.open(options)
-    const result = await av.run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'prompt',
-      providers: [{ name: 'p', kind: 'scripted', steps: [write('out.txt', 'DONE')] }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
     })
+    const result = await av.run(task(dir, [write('out.txt', 'DONE')], { approval: 'prompt', verify: { fileContains: { path: 'out.txt', text: 'DONE' } } }))
     expect(result).toMatchObject({ status: 'awaiting_approval' })
     expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
     const paused = await trace(dir, result.runId)
@@ -350,18 +249,13 @@ describe('approvals from the TypeScript API', () => {
   it("keeps the request pending when the approver's edit crosses a deny, and writes nothing", async () => {
     const dir = tempDir()
     const logged: string[] = []
-    av = await Agentvisor.open({
-      db: path.join(dir, 'av.db'),
+    const av = await openAgentvisor(dir, {
       log: (line) => logged.push(line),
       approver: { source: 'api', decide: async () => ({ decision: 'approve', edit: { path: 'secret.txt', content: 'x' } }) }
     })
-    const result = await av.run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'prompt',
-      policy: { layers: [{ name: 'base', deny: { write: ['secret*'] } }] },
-      providers: [{ name: 'p', kind: 'scripted', steps: [write('out.txt', 'DONE')] }]
-    })
+    const result = await av.run(
+      task(dir, [write('out.txt', 'DONE')], { approval: 'prompt', policy: { layers: [{ name: 'base', deny: { write: ['secret*'] } }] } })
+    )
     expect(result).toMatchObject({ status: 'awaiting_approval' })
     const paused = await trace(dir, result.runId)
     expect(paused.approvals.map((a) => [a.target, a.status])).toEqual([['out.txt', 'pending']])
@@ -375,12 +269,7 @@ describe('approvals from the TypeScript API', () => {
   it('refuses to resume a run whose stored policy cannot be read instead of running permissively', async () => {
     const dir = tempDir()
     const agentvisor = await open(dir)
-    const paused = await agentvisor.run({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'defer',
-      providers: [{ name: 'p', kind: 'scripted', steps: [write('out.txt', 'DONE')] }]
-    })
+    const paused = await agentvisor.run(task(dir, [write('out.txt', 'DONE')], { approval: 'defer' }))
     expect(paused.status).toBe('awaiting_approval')
     await agentvisor.close()
     const store = await openStore(path.join(dir, 'av.db'))
@@ -400,13 +289,9 @@ describe('approvals from the TypeScript API', () => {
   it('resumes a run shut down in the middle of a dispatch with a new attempt, the old one settled cancelled', async () => {
     const dir = tempDir()
     const first = await open(dir)
-    const started = await first.start({
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto',
-      providers: [{ name: 'p', kind: 'scripted', steps: [{ ...write('out.txt', 'DONE'), delayMs: 60_000 }] }],
-      verify: { fileContains: { path: 'out.txt', text: 'DONE' } }
-    })
+    const started = await first.start(
+      task(dir, [{ ...write('out.txt', 'DONE'), delayMs: 60_000 }], { verify: { fileContains: { path: 'out.txt', text: 'DONE' } } })
+    )
     const store = await openStore(path.join(dir, 'av.db'))
     try {
       for (let i = 0; i < 200; i++) {
@@ -418,8 +303,7 @@ describe('approvals from the TypeScript API', () => {
     }
     // A graceful shutdown (not a cancel of the run): the call is aborted, the run stays resumable.
     await first.close()
-    av = await Agentvisor.open({
-      db: path.join(dir, 'av.db'),
+    const av = await openAgentvisor(dir, {
       // The aborted call was the provider's first dispatch: the new attempt is its second (docs/task-file.md, "Providers").
       makeProvider: (config) => makeScriptedProvider({ name: config.name, steps: [{ text: 'the aborted call: never played' }, write('out.txt', 'DONE')] })
     })
@@ -440,13 +324,8 @@ describe('approvals from the TypeScript API', () => {
     const dir = tempDir()
     const first = await open(dir)
     const runs = 8
-    const task = {
-      goal: 'g',
-      workspace: path.join(dir, 'ws'),
-      approval: 'auto' as const,
-      providers: [{ name: 'p', kind: 'scripted' as const, steps: [{ text: 'late', delayMs: 60_000 }] }]
-    }
-    const started = await Promise.all(Array.from({ length: runs }, () => first.start(task)))
+    const late = task(dir, [{ text: 'late', delayMs: 60_000 }])
+    const started = await Promise.all(Array.from({ length: runs }, () => first.start(late)))
     const ids = started.map((r) => r.runId)
     const store = await openStore(path.join(dir, 'av.db'))
     try {
@@ -465,15 +344,11 @@ describe('approvals from the TypeScript API', () => {
       await store.close()
     }
     await first.close()
-    av = await Agentvisor.open({
-      db: path.join(dir, 'av.db'),
-      makeProvider: (config) => makeScriptedProvider({ name: config.name, steps: [{ text: 'done' }] })
-    })
-    const resumed = await Promise.all(ids.map((id) => av!.resume(id)))
+    const av = await openAgentvisor(dir, { makeProvider: (config) => makeScriptedProvider({ name: config.name, steps: [{ text: 'done' }] }) })
+    const resumed = await Promise.all(ids.map((id) => av.resume(id)))
     const results = await Promise.all(resumed.map((r) => r.result))
     expect(results.map((r) => r.status)).toEqual(Array.from({ length: runs }, () => 'succeeded'))
     await av.close()
-    av = undefined
     const after = await openStore(path.join(dir, 'av.db'))
     try {
       const rows = await after.db.selectFrom('runs').select(['lease_token', 'lease_owner', 'status']).execute()

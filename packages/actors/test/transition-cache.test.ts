@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createActor } from 'xstate'
 import { type RunEvent, runMachine } from '@agentvisor/actors'
 import { persistRunSnapshot, type RunSnapshot, runScopeOf, runStep } from '../src/machine/run-snapshot.js'
@@ -101,5 +101,48 @@ describe("the run machine's transition cache", () => {
       }
     }
     expect(snapshot.context).toMatchObject({ step: 3, completedSteps: 2, dispatches: 2 })
+  })
+
+  it("takes the run's loop from the cache: once a (transition, state) pair is known, XState's transition is not computed again", () => {
+    const input = { maxSteps: 100, maxRetries: 1, dispatchCeiling: 100, providerCount: 1, timeoutMs: 1000 }
+    const loop = [{ type: 'PROVIDER_OK', hasToolCalls: true }, { type: 'TOOLS_DONE' }, { type: 'VERIFY_FAILED' }] as const
+    // What XState's own actor takes, three times round the loop; computed first, as the actor
+    // too calls the machine's `transition`.
+    const reference = createActor(runMachine, { input }).start()
+    const expected = [0, 1, 2].flatMap(() =>
+      loop.map((event) => {
+        reference.send(event)
+        return persisted(reference.getSnapshot())
+      })
+    )
+    reference.stop()
+    const actor = createActor(runMachine, { input })
+    const scope = runScopeOf(actor)!
+    // The cache calls the machine's `transition` for whatever it does not hold (a first sight, a
+    // pair it does not cover): counting those calls shows what came from the cache.
+    const computed = vi.spyOn(runMachine, 'transition')
+    try {
+      let snapshot = actor.getSnapshot()
+      const perRound: number[] = []
+      for (let round = 0; round < 3; round++) {
+        const before = computed.mock.calls.length
+        for (const [i, event] of loop.entries()) {
+          snapshot = runStep(snapshot, event, scope)
+          expect(persisted(snapshot)).toEqual(expected[3 * round + i])
+        }
+        perRound.push(computed.mock.calls.length - before)
+      }
+      // The first round may have been computed by XState (or by an earlier test of this file: the
+      // cache lives as long as the machine); the next ones never are.
+      expect(perRound.slice(1)).toEqual([0, 0])
+      // What the cache does not cover still goes through XState, every time: an ignored event.
+      const ignored = { type: 'APPROVALS_DECIDED' } as const
+      const before = computed.mock.calls.length
+      expect(runStep(snapshot, ignored, scope)).toBe(snapshot)
+      expect(runStep(snapshot, ignored, scope)).toBe(snapshot)
+      expect(computed.mock.calls.length - before).toBe(2)
+    } finally {
+      computed.mockRestore()
+    }
   })
 })

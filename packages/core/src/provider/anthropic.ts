@@ -1,4 +1,5 @@
-import Anthropic from '@anthropic-ai/sdk'
+import type Anthropic from '@anthropic-ai/sdk'
+import { createRequire } from 'node:module'
 import type {
   ContentBlockParam,
   Message,
@@ -49,6 +50,15 @@ const NO_SDK_TIMEOUT_MS = 2_147_483_647
 /** The `max_tokens` sent when none is configured: room for a tool call with a file's content. */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 
+const requireSdk = createRequire(import.meta.url)
+let sdk: typeof Anthropic | undefined
+/**
+ * The SDK, loaded when the first such provider is made: a few hundred modules that a process
+ * which never calls this kind of model (`show`, `approve`, another provider's run) would load for
+ * nothing at every start.
+ */
+const anthropicSdk = (): typeof Anthropic => (sdk ??= (requireSdk('@anthropic-ai/sdk') as { default: typeof Anthropic }).default)
+
 /**
  * A provider for the Anthropic Messages API through the official SDK, retries off. System messages
  * become the `system` parameter, tool calls `tool_use` blocks and tool results `tool_result` blocks.
@@ -56,7 +66,7 @@ export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
  */
 export const makeAnthropicProvider = (given: AnthropicProviderOptions): Provider => {
   const options = withSecrets(given)
-  const client = new Anthropic({
+  const client = new (anthropicSdk())({
     apiKey: options.apiKey ?? 'unused',
     baseURL: options.baseUrl === undefined ? undefined : withoutVersion(options.baseUrl),
     maxRetries: 0,
@@ -279,12 +289,12 @@ const fromMessage = (message: Message): ChatReply => {
 /** Maps whatever the SDK threw to our typed error (docs/cli.md), never echoing the key. */
 const toProviderError = (provider: string, error: unknown, secrets: SecretSet): ProviderError => {
   if (error instanceof ProviderError) return error
-  if (error instanceof Anthropic.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })
-  if (error instanceof Anthropic.APIUserAbortError) {
+  if (error instanceof anthropicSdk().APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })
+  if (error instanceof anthropicSdk().APIUserAbortError) {
     return new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'request aborted', cause: error })
   }
-  if (error instanceof Anthropic.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secrets })
-  if (error instanceof Anthropic.APIError && error.status !== undefined) {
+  if (error instanceof anthropicSdk().APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secrets })
+  if (error instanceof anthropicSdk().APIError && error.status !== undefined) {
     return providerErrorFromStatus(
       provider,
       {

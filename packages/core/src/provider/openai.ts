@@ -1,5 +1,6 @@
 import { Effect } from 'effect'
-import OpenAI from 'openai'
+import type OpenAI from 'openai'
+import { createRequire } from 'node:module'
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -39,6 +40,15 @@ export interface OpenAIProviderOptions {
 // which aborts the request), so the SDK must never race them with a timer of its own.
 const NO_SDK_TIMEOUT_MS = 2_147_483_647
 
+const requireSdk = createRequire(import.meta.url)
+let sdk: typeof OpenAI | undefined
+/**
+ * The SDK, loaded when the first such provider is made: a few hundred modules that a process
+ * which never calls this kind of model (`show`, `approve`, another provider's run) would load for
+ * nothing at every start.
+ */
+const openAISdk = (): typeof OpenAI => (sdk ??= (requireSdk('openai') as { default: typeof OpenAI }).default)
+
 /**
  * A provider for any OpenAI-compatible chat-completions server, through the official SDK with its
  * retries off (retries and fall-over are the run machine's). Interrupting `chat` aborts the request.
@@ -49,7 +59,7 @@ const NO_SDK_TIMEOUT_MS = 2_147_483_647
  */
 export const makeOpenAIProvider = (given: OpenAIProviderOptions): Provider => {
   const options = withSecrets(given)
-  const client = new OpenAI({
+  const client = new (openAISdk())({
     apiKey: options.apiKey ?? 'unused',
     baseURL: options.baseUrl,
     maxRetries: 0,
@@ -215,13 +225,13 @@ const fromCompletion = (provider: string, completion: ChatCompletion): ChatReply
 /** Maps whatever the SDK threw to our typed error (docs/cli.md), never echoing the key. */
 const toProviderError = (provider: string, error: unknown, secrets: SecretSet): ProviderError => {
   if (error instanceof ProviderError) return error
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })
-  if (error instanceof OpenAI.APIUserAbortError) {
+  if (error instanceof openAISdk().APIConnectionTimeoutError) return providerErrorFromConnection(provider, error, { timedOut: true, secrets })
+  if (error instanceof openAISdk().APIUserAbortError) {
     // Only seen when the caller aborted; the interrupted Effect discards it, but keep it honest.
     return new ProviderError({ kind: 'transient', provider, possiblyDelivered: true, message: 'request aborted', cause: error })
   }
-  if (error instanceof OpenAI.APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secrets })
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+  if (error instanceof openAISdk().APIConnectionError) return providerErrorFromConnection(provider, error.cause ?? error, { secrets })
+  if (error instanceof openAISdk().APIError && error.status !== undefined) {
     return providerErrorFromStatus(provider, { status: error.status, headers: error.headers, message: error.message, code: error.code, cause: error }, secrets)
   }
   const detail = error instanceof Error ? error.message : String(error)
