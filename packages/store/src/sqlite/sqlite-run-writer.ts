@@ -18,7 +18,7 @@ import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
 import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, totalsOf } from '../repositories/run-usage.repository.js'
 import { startCheckpointer } from './checkpointer.js'
-import { type CommitThread, startCommitThread } from './commit-thread.js'
+import { type CommitThread, commitThreadScript, startCommitThread } from './commit-thread.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
 import { encodeGroup } from './commit-wire.js'
 import { BUSY_TIMEOUT_MS } from './sqlite-reader.js'
@@ -62,15 +62,17 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   // a process that drives one run at a time never has one, nor one whose runs were created at once
   // and then wait (creations alone do not pay for a thread's memory, ~20 MB: docs/durability.md,
   // "Group commit").
+  // Found now, so that a store whose thread could not start fails at once (CommitThreadMissing).
+  const script = onDisk ? commitThreadScript() : undefined
   let thread: CommitThread | undefined
-  let threadTried = !onDisk
+  let threadTried = script === undefined
   /** Transitions' commits in `queue` (the rest are runs' creations). */
   let queuedCommits = 0
   const threadFor = (): CommitThread | undefined => {
     if (thread !== undefined && !thread.alive()) thread = undefined
     if (thread === undefined && !threadTried && queuedCommits >= THREAD_MIN_BATCH) {
       threadTried = true
-      thread = startCommitThread({ file: sqlite.name, busyTimeoutMs: BUSY_TIMEOUT_MS })
+      thread = startCommitThread(script!, { file: sqlite.name, busyTimeoutMs: BUSY_TIMEOUT_MS })
     }
     return thread
   }
