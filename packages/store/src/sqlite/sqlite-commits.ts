@@ -25,7 +25,26 @@ type Params = ReadonlyArray<string | number | bigint | null>
 export type CommitOutcome = { readonly error: unknown } | undefined
 
 /** The statements of a run's writes on one connection, and the transactions made of them (`sqliteCommits`). */
-export type SqliteCommits = ReturnType<typeof sqliteCommits>
+export interface SqliteCommits {
+  /** A statement prepared once on the connection and cached by its SQL. */
+  readonly statement: (sql: string) => BetterSqlite3.Statement
+  /** `UPDATE table SET (set's columns) WHERE where`, `params` bound after them; the rows it changed. */
+  readonly update: (table: string, set: object, where: string, params: Params) => number
+  /** A write the hot path never makes (an approval, policy events, a run's creation), outside any transaction of its own. */
+  readonly apply: (write: OtherWrite) => void
+  /** The run's head, fenced by its token, outside any transaction of its own; the rows it changed (0: the lease is lost). */
+  readonly writeHead: (commit: Pick<TransitionCommit, 'runId' | 'leaseToken' | 'head'>) => number
+  /** Throws LeaseLostError unless `id` (as stored: encoded) is leased under `leaseToken`. */
+  readonly fence: (id: string, leaseToken: number) => void
+  /** One commit, alone in its transaction. */
+  readonly commitNow: (commit: TransitionCommit) => void
+  /** Fenced writes outside a transition, in one transaction. */
+  readonly writeNow: (runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => void
+  /** A group commit in one transaction: an outcome per creation or commit, in order. */
+  readonly commitAll: (batch: ReadonlyArray<GroupWrite>) => CommitOutcome[]
+  /** A group commit's wire (commit-wire.ts `encodeGroup`) in one transaction: an outcome per entry, in order. */
+  readonly commitWire: (wire: Wire) => CommitOutcome[]
+}
 
 /**
  * Every write a run's driver makes on SQLite, as cached prepared statements on `sqlite`, and the
@@ -34,7 +53,7 @@ export type SqliteCommits = ReturnType<typeof sqliteCommits>
  * on the store's connection (sqlite-run-writer.ts), the commit thread on a connection of its own
  * (commit-thread.ts): the same code, so a commit is the same rows wherever it runs.
  */
-export function sqliteCommits(sqlite: BetterSqlite3.Database) {
+export function sqliteCommits(sqlite: BetterSqlite3.Database): SqliteCommits {
   const statements = new Map<string, BetterSqlite3.Statement>()
   const statement = (sql: string): BetterSqlite3.Statement => {
     let prepared = statements.get(sql)
