@@ -1,9 +1,10 @@
 // The commit thread's own script (commit-thread.ts): one connection to the store's file, the run
-// writer's very statements (sqlite-commits.ts), one transaction per batch it is handed.
+// writer's very statements (sqlite-commits.ts), one transaction per batch it is handed, and the
+// messages of commit-protocol.ts both ways.
 import { parentPort, workerData } from 'node:worker_threads'
 import BetterSqlite3 from 'better-sqlite3'
 import { LeaseLostError } from '../errors.js'
-import { CLOSE_COMMIT_THREAD, type CommitThreadData, type WireError, type WireOutcome, type WireReply } from './commit-thread.js'
+import type { CommitThreadData, FromCommitThread, ToCommitThread, WireError, WireOutcome } from './commit-protocol.js'
 import { useWriterPragmas } from './connection-pragmas.js'
 import type { Wire } from './commit-wire.js'
 import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
@@ -36,22 +37,29 @@ try {
   opening = wireError(error)
 }
 
-port.on('message', (batch: Wire | typeof CLOSE_COMMIT_THREAD) => {
-  // Stopped: the connection is closed here, by its own thread, and the thread ends with nothing
-  // left open (commit-thread.ts `stop`).
-  if (batch === CLOSE_COMMIT_THREAD) {
-    sqlite?.close()
-    port.close()
-    return
+const reply = (message: FromCommitThread): void => port.postMessage(message)
+
+/** The answer to a batch: its outcomes, or why nothing of it holds. */
+const committed = (id: number, wire: Wire): FromCommitThread => {
+  if (commitWire === undefined) return { _tag: 'Failed', id, error: opening ?? { message: 'the commit thread has no connection' } }
+  try {
+    return { _tag: 'Committed', id, outcomes: commitWire(wire).map(wireOutcome) }
+  } catch (error) {
+    return { _tag: 'Failed', id, error: wireError(error) }
   }
-  let reply: WireReply
-  if (commitWire === undefined) reply = { fatal: opening ?? { message: 'the commit thread has no connection' } }
-  else {
-    try {
-      reply = { outcomes: commitWire(batch).map(wireOutcome) }
-    } catch (error) {
-      reply = { fatal: wireError(error) }
-    }
+}
+
+port.on('message', (message: ToCommitThread) => {
+  switch (message._tag) {
+    case 'Commit':
+      reply(committed(message.id, message.wire))
+      return
+    // Stopped: the connection is closed here, by its own thread, and the thread ends with nothing
+    // left open (commit-thread.ts `stop`).
+    case 'Close':
+      sqlite?.close()
+      reply({ _tag: 'Closed', id: message.id })
+      port.close()
+      return
   }
-  port.postMessage(reply)
 })

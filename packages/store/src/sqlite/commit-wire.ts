@@ -161,35 +161,78 @@ export const pushWrites = (wire: Wire, writes: ReadonlyArray<RunWrite>): number 
 }
 
 /**
- * Appends a commit of transitions:
- * `commit, end, run_id, lease_token, deferred (0/1), status (null: unchanged), state, steps,
- * updated_at, error_json, ended_at, transitions, [first_seq, seq, transitions_json, snapshot_json
- * when transitions > 0], writes, ...the writes`, where `end` is the offset after the commit (a
- * failed commit is skipped to there).
+ * Where each value of a commit entry's header sits, from the entry's tag: the one layout
+ * `pushCommit` writes and sqlite-commits.ts `commitAt` reads. `end` is the offset after the
+ * entry (a failed commit is skipped to there); `status` is null when it is unchanged; `deferred`
+ * is 1 for a commit that leaves the run's row for later (`TransitionCommit.headDeferred`).
+ */
+export const CommitHeader = {
+  tag: 0,
+  end: 1,
+  runId: 2,
+  leaseToken: 3,
+  deferred: 4,
+  status: 5,
+  state: 6,
+  steps: 7,
+  updatedAt: 8,
+  errorJson: 9,
+  endedAt: 10,
+  transitions: 11
+} as const
+
+/** The values of a commit entry's header (`CommitHeader`). */
+export const COMMIT_HEADER_SIZE = 12
+
+/**
+ * Where each value of a commit's journal entry sits, from the end of its header: there only when
+ * the commit has transitions (`CommitHeader.transitions` > 0).
+ */
+export const JournalValues = {
+  firstSeq: 0,
+  seq: 1,
+  transitionsJson: 2,
+  snapshotJson: 3
+} as const
+
+/** The values of a commit's journal entry (`JournalValues`). */
+export const JOURNAL_VALUES_SIZE = 4
+
+/** A run's creation in a wire: `Entry.creation, Op.other, the insertRun write`. */
+export const CREATION_SIZE = 3
+
+/**
+ * Appends a commit of transitions: its header (`CommitHeader`), its journal entry when it has
+ * transitions (`JournalValues`), then how many writes follow, then the writes.
  */
 export const pushCommit = (wire: Wire, commit: TransitionCommit): void => {
   const { head, transitions } = commit
-  const start = wire.length
-  wire.push(
-    Entry.commit,
-    0,
-    encodeText(commit.runId),
-    commit.leaseToken,
-    commit.headDeferred === true ? 1 : 0,
-    head.status ?? null,
-    encodeText(head.state),
-    head.steps,
-    encodeText(head.updated_at),
-    head.error_json,
-    textOrNull(head.ended_at),
-    transitions.length
-  )
+  const at = wire.length
+  for (let i = 0; i < COMMIT_HEADER_SIZE; i++) wire.push(null)
+  wire[at + CommitHeader.tag] = Entry.commit
+  wire[at + CommitHeader.runId] = encodeText(commit.runId)
+  wire[at + CommitHeader.leaseToken] = commit.leaseToken
+  wire[at + CommitHeader.deferred] = commit.headDeferred === true ? 1 : 0
+  wire[at + CommitHeader.status] = head.status ?? null
+  wire[at + CommitHeader.state] = encodeText(head.state)
+  wire[at + CommitHeader.steps] = head.steps
+  wire[at + CommitHeader.updatedAt] = encodeText(head.updated_at)
+  wire[at + CommitHeader.errorJson] = head.error_json
+  wire[at + CommitHeader.endedAt] = textOrNull(head.ended_at)
+  wire[at + CommitHeader.transitions] = transitions.length
   // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
-  if (transitions.length > 0) wire.push(transitions[0]!.seq, transitions[transitions.length - 1]!.seq, JSON.stringify(transitions), commit.snapshot)
+  if (transitions.length > 0) {
+    const journal = wire.length
+    for (let i = 0; i < JOURNAL_VALUES_SIZE; i++) wire.push(null)
+    wire[journal + JournalValues.firstSeq] = transitions[0]!.seq
+    wire[journal + JournalValues.seq] = transitions[transitions.length - 1]!.seq
+    wire[journal + JournalValues.transitionsJson] = JSON.stringify(transitions)
+    wire[journal + JournalValues.snapshotJson] = commit.snapshot
+  }
   const count = wire.length
   wire.push(0)
   wire[count] = pushWrites(wire, commit.writes)
-  wire[start + 1] = wire.length
+  wire[at + CommitHeader.end] = wire.length
 }
 
 /** A group commit's wire: its creations and commits in order, each one entry. */

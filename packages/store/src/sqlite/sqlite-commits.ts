@@ -3,7 +3,21 @@ import { LeaseLostError } from '../errors.js'
 import type { GroupWrite, RunWrite, TransitionCommit } from '../run-writer/run-write.js'
 import { decodeText, encodeParams, encodeText } from '../text-codec.js'
 import { type BoundValue, textOrNull } from '../run-writer/bound-values.js'
-import { Entry, encodeGroup, Op, OP_VALUES, type OtherWrite, pushCommit, pushWrites, type Wire } from './commit-wire.js'
+import {
+  COMMIT_HEADER_SIZE,
+  CommitHeader,
+  CREATION_SIZE,
+  Entry,
+  encodeGroup,
+  JOURNAL_VALUES_SIZE,
+  JournalValues,
+  Op,
+  OP_VALUES,
+  type OtherWrite,
+  pushCommit,
+  pushWrites,
+  type Wire
+} from './commit-wire.js'
 
 type Params = ReadonlyArray<string | number | bigint | null>
 
@@ -11,7 +25,26 @@ type Params = ReadonlyArray<string | number | bigint | null>
 export type CommitOutcome = { readonly error: unknown } | undefined
 
 /** The statements of a run's writes on one connection, and the transactions made of them (`sqliteCommits`). */
-export type SqliteCommits = ReturnType<typeof sqliteCommits>
+export interface SqliteCommits {
+  /** A statement prepared once on the connection and cached by its SQL. */
+  readonly statement: (sql: string) => BetterSqlite3.Statement
+  /** `UPDATE table SET (set's columns) WHERE where`, `params` bound after them; the rows it changed. */
+  readonly update: (table: string, set: object, where: string, params: Params) => number
+  /** A write the hot path never makes (an approval, policy events, a run's creation), outside any transaction of its own. */
+  readonly apply: (write: OtherWrite) => void
+  /** The run's head, fenced by its token, outside any transaction of its own; the rows it changed (0: the lease is lost). */
+  readonly writeHead: (commit: Pick<TransitionCommit, 'runId' | 'leaseToken' | 'head'>) => number
+  /** Throws LeaseLostError unless `id` (as stored: encoded) is leased under `leaseToken`. */
+  readonly fence: (id: string, leaseToken: number) => void
+  /** One commit, alone in its transaction. */
+  readonly commitNow: (commit: TransitionCommit) => void
+  /** Fenced writes outside a transition, in one transaction. */
+  readonly writeNow: (runId: string, leaseToken: number, writes: ReadonlyArray<RunWrite>) => void
+  /** A group commit in one transaction: an outcome per creation or commit, in order. */
+  readonly commitAll: (batch: ReadonlyArray<GroupWrite>) => CommitOutcome[]
+  /** A group commit's wire (commit-wire.ts `encodeGroup`) in one transaction: an outcome per entry, in order. */
+  readonly commitWire: (wire: Wire) => CommitOutcome[]
+}
 
 /**
  * Every write a run's driver makes on SQLite, as cached prepared statements on `sqlite`, and the
@@ -20,7 +53,7 @@ export type SqliteCommits = ReturnType<typeof sqliteCommits>
  * on the store's connection (sqlite-run-writer.ts), the commit thread on a connection of its own
  * (commit-thread.ts): the same code, so a commit is the same rows wherever it runs.
  */
-export function sqliteCommits(sqlite: BetterSqlite3.Database) {
+export function sqliteCommits(sqlite: BetterSqlite3.Database): SqliteCommits {
   const statements = new Map<string, BetterSqlite3.Statement>()
   const statement = (sql: string): BetterSqlite3.Statement => {
     let prepared = statements.get(sql)
@@ -189,51 +222,50 @@ export function sqliteCommits(sqlite: BetterSqlite3.Database) {
   const insertEntryFenced = sqlite.prepare(
     "INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) SELECT ?, ?, 'j', ?, ?, ?, ? WHERE (SELECT lease_token FROM runs WHERE id = ?) = ?"
   )
-  /** Makes the entry at `at` (a creation, or a commit laid out as commit-wire.ts `pushCommit` says); the offset after it. */
+  /** Makes the entry at `at` (a creation, or a commit laid out as commit-wire.ts `CommitHeader` says); the offset after it. */
   const commitAt = (wire: Wire, at: number): number => {
     // A run's creation: its row, nothing to fence yet.
     if (wire[at] === Entry.creation) return applyAt(wire, at + 1)
-    const end = wire[at + 1] as number
-    const id = wire[at + 2] as string
-    const leaseToken = wire[at + 3] as number
-    const deferred = wire[at + 4] === 1
-    const steps = wire[at + 7] as number
-    const transitions = wire[at + 11] as number
+    const id = wire[at + CommitHeader.runId] as string
+    const leaseToken = wire[at + CommitHeader.leaseToken] as number
+    const deferred = wire[at + CommitHeader.deferred] === 1
+    const steps = wire[at + CommitHeader.steps] as number
+    const transitions = wire[at + CommitHeader.transitions] as number
     // The fence comes first, so a superseded driver writes nothing at all: the head update (one
     // statement with it), or for a commit that leaves the head for later, its journal entry
     // inserted only under the driver's token (with no transition, a read of the token), all under
     // the same write lock.
     if (!deferred) {
       const changed = updateHeadRow(
-        wire[at + 5] as BoundValue,
-        wire[at + 6] as BoundValue,
+        wire[at + CommitHeader.status] as BoundValue,
+        wire[at + CommitHeader.state] as BoundValue,
         steps,
-        wire[at + 8] as BoundValue,
-        wire[at + 9] as BoundValue,
-        wire[at + 10] as BoundValue,
+        wire[at + CommitHeader.updatedAt] as BoundValue,
+        wire[at + CommitHeader.errorJson] as BoundValue,
+        wire[at + CommitHeader.endedAt] as BoundValue,
         id,
         leaseToken
       )
       if (changed === 0) throw new LeaseLostError({ runId: decodeText(id) })
     } else if (transitions === 0) fence(id, leaseToken)
-    let next = at + 12
+    let next = at + COMMIT_HEADER_SIZE
     // The commit's transitions are one journal entry: one row, one snapshot (docs/durability.md).
     if (transitions > 0) {
-      const firstSeq = wire[next]
-      const seq = wire[next + 1]
-      const json = wire[next + 2]
-      const snapshot = wire[next + 3]
+      const firstSeq = wire[next + JournalValues.firstSeq]
+      const seq = wire[next + JournalValues.seq]
+      const json = wire[next + JournalValues.transitionsJson]
+      const snapshot = wire[next + JournalValues.snapshotJson]
       if (!deferred) insertEntry.run(id, steps + 1, seq, firstSeq, json, snapshot)
       else if (insertEntryFenced.run(id, steps + 1, seq, firstSeq, json, snapshot, id, leaseToken).changes === 0) {
         throw new LeaseLostError({ runId: decodeText(id) })
       }
-      next += 4
+      next += JOURNAL_VALUES_SIZE
     }
     applyWrites(wire, next + 1, wire[next] as number)
-    return end
+    return wire[at + CommitHeader.end] as number
   }
   /** The offset after the entry at `at`, whether or not it was made. */
-  const entryEnd = (wire: Wire, at: number): number => (wire[at] === Entry.creation ? at + 3 : (wire[at + 1] as number))
+  const entryEnd = (wire: Wire, at: number): number => (wire[at] === Entry.creation ? at + CREATION_SIZE : (wire[at + CommitHeader.end] as number))
 
   /** One commit, alone in its transaction. */
   const commitNow = sqlite

@@ -3,7 +3,7 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
-import type { GroupWrite, RunCreation } from '../run-writer/run-write.js'
+import type { RunCreation } from '../run-writer/run-write.js'
 import { FIRST_LEASE_TOKEN, type LeaseRequest, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
 import type { StoredRunRow } from '../tables/runs.table.js'
@@ -18,22 +18,20 @@ import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
 import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, totalsOf } from '../repositories/run-usage.repository.js'
 import { startCheckpointer } from './checkpointer.js'
-import { type CommitThread, startCommitThread } from './commit-thread.js'
-import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
+import { commitThreadScript, startCommitThread } from './commit-thread.js'
+import { sqliteCommits } from './sqlite-commits.js'
+import { type GroupCommitLimits, groupCommits, type ThreadCommitter } from './group-commit.js'
 import { encodeGroup } from './commit-wire.js'
 import { BUSY_TIMEOUT_MS } from './sqlite-reader.js'
 
 /**
- * A group commit this large goes to the commit thread (commit-thread.ts) rather than being made
- * on the main thread: below it, the hand-over costs about what it saves.
+ * A group commit of this many commits goes to the commit thread (commit-thread.ts) rather than
+ * being made on the main thread: below it, the hand-over costs about what it saves. Once the
+ * thread runs, the queue is handed over as soon as 64 commits are queued, without waiting for
+ * the end of the event loop's turn: the thread commits them while the main thread goes on with
+ * the runs of the same turn, and the first runs' next steps are ready when it is done.
  */
-const THREAD_MIN_BATCH = 16
-/**
- * Commits handed to the commit thread as soon as this many are queued, without waiting for the
- * end of the event loop's turn: the thread commits them while the main thread goes on with the
- * runs of the same turn, and the first runs' next steps are ready when it is done.
- */
-const THREAD_CHUNK = 64
+const GROUP_COMMIT_LIMITS: GroupCommitLimits = { threadMinBatch: 16, threadChunk: 64 }
 
 /**
  * The SQLite `RunWriter`: every write of a transition is a cached prepared statement, all of
@@ -58,119 +56,25 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
   const onDisk = sqlite.name !== '' && sqlite.name !== ':memory:' && !sqlite.memory
   const checkpointer = onDisk ? startCheckpointer(sqlite.name) : undefined
   if (checkpointer !== undefined) sqlite.pragma('wal_autocheckpoint = 0')
-  // Started with the first group commit large enough for it, counting transitions' commits only:
-  // a process that drives one run at a time never has one, nor one whose runs were created at once
-  // and then wait (creations alone do not pay for a thread's memory, ~20 MB: docs/durability.md,
-  // "Group commit").
-  let thread: CommitThread | undefined
-  let threadTried = !onDisk
-  /** Transitions' commits in `queue` (the rest are runs' creations). */
-  let queuedCommits = 0
-  const threadFor = (): CommitThread | undefined => {
-    if (thread !== undefined && !thread.alive()) thread = undefined
-    if (thread === undefined && !threadTried && queuedCommits >= THREAD_MIN_BATCH) {
-      threadTried = true
-      thread = startCommitThread({ file: sqlite.name, busyTimeoutMs: BUSY_TIMEOUT_MS })
-    }
-    return thread
+  // Found now, so that a store whose thread could not start fails at once (CommitThreadMissing).
+  const script = onDisk ? commitThreadScript() : undefined
+  // The thread costs ~20 MB of the process's memory: it is started by the first group commit
+  // large enough for it (docs/durability.md, "Group commit"), never for a process that drives
+  // one run at a time.
+  const startThread = (): ThreadCommitter | undefined => {
+    if (script === undefined) return undefined
+    const thread = startCommitThread(script, { file: sqlite.name, busyTimeoutMs: BUSY_TIMEOUT_MS })
+    return { ...thread, commit: (batch) => thread.commit(encodeGroup(batch)) }
   }
-  const threadBusy = (): boolean => thread !== undefined && thread.inFlight() > 0
-
-  // Group commit: the commits many runs make in one turn of the event loop share one transaction,
-  // one log write; one fenced-out run, or one whose write fails, rolls back alone
-  // (docs/durability.md, "Group commit").
-  interface Queued {
-    readonly commit: GroupWrite
-    readonly resolve: () => void
-    readonly reject: (error: unknown) => void
-  }
-  let queue: Queued[] = []
-  /** Writes on this connection waiting for the commit thread to be done, in order. */
-  const waiting: Array<() => void> = []
-  const enqueue = (commit: GroupWrite): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      queue.push({ commit, resolve, reject })
-      if (!('created' in commit)) queuedCommits += 1
-      if (queue.length >= THREAD_CHUNK && waiting.length === 0 && threadFor() !== undefined) toThread()
-      else if (queue.length === 1) setImmediate(flushSoon)
-    })
-  const settle = (batch: ReadonlyArray<Queued>, outcomes: ReadonlyArray<CommitOutcome>): void => {
-    for (let i = 0; i < batch.length; i++) {
-      const outcome = outcomes[i]
-      if (outcome === undefined) batch[i]!.resolve()
-      else batch[i]!.reject(outcome.error)
-    }
-  }
-  /** Takes what is queued, leaving the queue empty. */
-  const takeQueue = (): Queued[] => {
-    const batch = queue
-    queue = []
-    queuedCommits = 0
-    return batch
-  }
-  /** Hands the queue to the commit thread; once the thread is done, what waited for it runs. */
-  const toThread = (): void => {
-    const batch = takeQueue()
-    thread!
-      .commit(encodeGroup(batch.map((queued) => queued.commit)))
-      .then(
-        (outcomes) => settle(batch, outcomes),
-        (error: unknown) => {
-          for (const queued of batch) queued.reject(error)
-        }
-      )
-      .finally(afterThread)
-  }
-  const afterThread = (): void => {
-    if (threadBusy()) return
-    for (const run of waiting.splice(0)) run()
-    if (queue.length > 0) flushSoon()
-  }
-  const flushSoon = (): void => {
-    if (queue.length === 0 || waiting.length > 0) return
-    // Behind commits already at the thread: there too, in order.
-    if (threadBusy() || (queue.length >= THREAD_MIN_BATCH && threadFor() !== undefined)) toThread()
-    else void whenFreeAsync(flushQueue)
-  }
-  const flushQueue = (): void => {
-    const batch = takeQueue()
-    let outcomes: ReadonlyArray<CommitOutcome>
-    try {
-      outcomes = commitAll(batch.map((queued) => queued.commit))
-    } catch (error) {
-      for (const queued of batch) queued.reject(error)
-      return
-    }
-    settle(batch, outcomes)
-  }
-
-  /**
-   * Runs `f` now, or once the commit thread is done with what it has, or once the Kysely
-   * transaction holding the connection has ended.
-   */
-  const whenFree = <A>(f: () => A): A | Promise<A> => {
-    if (threadBusy() || waiting.length > 0) {
-      return new Promise<A>((resolve, reject) =>
-        waiting.push(() => {
-          try {
-            const result = whenFree(f)
-            if (result instanceof Promise) result.then(resolve, reject)
-            else resolve(result)
-          } catch (error) {
-            reject(error)
-          }
-        })
-      )
-    }
-    return sqlite.inTransaction ? db.connection().execute(async () => f()) : f()
-  }
-  const whenFreeAsync = async (f: () => void): Promise<void> => {
-    try {
-      await whenFree(f)
-    } catch {
-      // flushQueue settles every queued commit itself.
-    }
-  }
+  const { enqueue, whenFree, close } = groupCommits(
+    {
+      commitHere: commitAll,
+      startThread,
+      // Kysely keeps a transaction open across awaits: a write waits for its connection lock.
+      whenConnectionFree: (f) => (sqlite.inTransaction ? db.connection().execute(async () => f()) : f())
+    },
+    GROUP_COMMIT_LIMITS
+  )
 
   const createNow = sqlite
     .transaction((creation: RunCreation) => {
@@ -263,7 +167,7 @@ export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Data
     toolEffects: (runId, step) => decodeRows(statement(TOOL_EFFECTS).all(runId, step) as StoredToolEffectRow[]).map(decodeToolEffectRow),
     close: async () => {
       // What the commit thread has settles first: its runs wait on it.
-      await thread?.stop()
+      await close()
       if (checkpointer === undefined) return
       await checkpointer.stop()
       if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000')
