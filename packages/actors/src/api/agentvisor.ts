@@ -1,7 +1,7 @@
 import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract, type TaskInput } from '@agentvisor/core'
 import type { RunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
-import type { Bus } from '../bus/bus.js'
+import type { Bus } from '../protocol/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 import { StoreLive, StoreService } from '../supervisor/store-service.js'
@@ -26,7 +26,7 @@ import {
   Supervisor,
   SupervisorLive,
   type SupervisorOptions
-} from '../supervisor/supervisor.js'
+} from './supervisor.js'
 
 export interface AgentvisorOptions extends SupervisorOptions {
   /** The SQLite file of the store (created and migrated if absent). */

@@ -1,5 +1,5 @@
 import type { Executor } from '@agentvisor/store'
-import type { TextDelta } from '../supervisor/run-observer.js'
+import type { TextDelta } from '../driver/run-observer.js'
 import type { EventHub } from './event-hub.js'
 import { type EventCursor, eventCursor, readEvents, type RunStreamEvent, textKey } from './run-events.js'
 

@@ -14,7 +14,7 @@ import {
 } from '@agentvisor/store'
 import { statusOfState } from '../machine/run-state.js'
 import { noProgressWarning } from '../driver/stall.js'
-import { storedOutput } from '../supervisor/conversation.js'
+import { storedOutput } from '../driver/conversation.js'
 import { pendingRequestOf, type PendingRequest } from '../use-cases/pending.js'
 
 // A run's events (docs/streaming.md): what happened to it, one JSON object each, in order. Every

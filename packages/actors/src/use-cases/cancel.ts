@@ -2,8 +2,8 @@ import { type Database, getRunRow, isAbandonedOwner, isFinalStatus, requestCance
 import { Clock, Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { CancelTimeoutError, RunNotFoundError } from '../errors.js'
-import type { LaunchError, RunResult } from '../supervisor/supervisor.js'
-import { query } from './store-query.js'
+import type { LaunchError, RunResult } from '../api/supervisor.js'
+import { query } from '../io/store-query.js'
 
 /** How a cancel went: the run's status at the end, and whether it had ended before the request. */
 export interface CancelOutcome {

@@ -3,7 +3,7 @@ import type { StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { RunNotFoundError } from '../errors.js'
-import { query } from './store-query.js'
+import { query } from '../io/store-query.js'
 
 /**
  * A request a run waits on, as `Agentvisor.pending` lists it: `approval` for a tool call the

@@ -1,17 +1,17 @@
 import { builtinCatalogue, type ChatMessage, priceOf, type ToolCall } from '@agentvisor/core'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { makeChildRuns } from '../children/child-runs.js'
-import { runBudgetOf } from '../driver/budget.js'
-import { type Drive, drivenNow, type RunDriverDeps } from '../driver/drive.js'
-import { ENTRY_WORK, type EntryWorkTable } from '../driver/entry-work.js'
-import { LATER, valueNow } from '../driver/now.js'
-import { recoverLostDispatch } from '../driver/recovery.js'
-import { TransitionJournal, type Work } from '../driver/transition-journal.js'
+import { makeChildRuns } from './child-runs.js'
+import { runBudgetOf } from './budget.js'
+import { type Drive, drivenNow, type RunDriverDeps } from './drive.js'
+import { ENTRY_WORK, type EntryWorkTable } from './entry-work.js'
+import { LATER, valueNow } from './now.js'
+import { recoverLostDispatch } from './recovery.js'
+import { TransitionJournal, type Work } from './transition-journal.js'
 import { runOutput } from './conversation.js'
 import { notify, traceparentOf } from './run-observer.js'
 
-export type { Approver, RunDriverDeps } from '../driver/drive.js'
+export type { Approver, RunDriverDeps } from './drive.js'
 
 /**
  * The driver of one run: performs each state's entry work (driver/entry-work.ts) and commits

@@ -14,13 +14,13 @@ import {
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { CallPlan } from '../approval/step-plan.js'
-import type { Bus } from '../bus/bus.js'
-import { PROTOCOL_VERSION } from '../bus/messages.js'
+import type { Bus } from '../protocol/bus.js'
+import { PROTOCOL_VERSION } from '../protocol/messages.js'
 import type { RunEvent } from '../machine/run-machine.js'
-import { storedOutput } from '../supervisor/conversation.js'
-import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { storedOutput } from './conversation.js'
+import { iso, nowMs, store } from '../io/driver-io.js'
 import { isUndriven } from '../use-cases/cancel.js'
-import { childContract, childRunId } from './child-contract.js'
+import { childContract, childRunId } from '../protocol/child-contract.js'
 import { causeLine, type LogLine, stderrLog, surviving } from '../loop/survive.js'
 
 /** A `spawn_child` call's answer, once its child ended (or it was refused). */
