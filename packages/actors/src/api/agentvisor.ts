@@ -18,15 +18,7 @@ import { listRunRecords, type RunFilter } from '../use-cases/list.js'
 import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
 import { runTrace } from '../use-cases/trace.js'
 import type { RunTrace } from '../trace/run-trace.js'
-import {
-  type ChildSpec,
-  type RunHandle,
-  type RunResult,
-  type StartOptions,
-  Supervisor,
-  SupervisorLive,
-  type SupervisorOptions
-} from './supervisor.js'
+import { type ChildSpec, type RunHandle, type RunResult, type StartOptions, Supervisor, SupervisorLive, type SupervisorOptions } from './supervisor.js'
 
 export interface AgentvisorOptions extends SupervisorOptions {
   /** The SQLite file of the store (created and migrated if absent). */
