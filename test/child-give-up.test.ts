@@ -11,7 +11,7 @@ import { makeInProcessBus } from '../packages/actors/src/bus/in-process-bus.js'
 import { PROTOCOL_VERSION } from '../packages/actors/src/protocol/messages.js'
 import { makeNatsBus } from '../packages/actors/src/bus/nats-bus.js'
 import { childRunRow } from '../packages/actors/src/protocol/child-contract.js'
-import type { RunHandle } from '../packages/actors/src/api/supervisor.js'
+import type { RunHandle } from '../packages/actors/src/supervisor/run-handle.js'
 import { giveUpChild, handleChildDelivery } from '../packages/actors/src/worker/child-worker.js'
 import { tempDir, waitFor } from './support/cli.js'
 

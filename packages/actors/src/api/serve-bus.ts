@@ -8,7 +8,7 @@ import { makeControlHandler } from '../worker/control-handler.js'
 import { makeSubmitHandler } from '../submit/submit-handler.js'
 import { isLeaseConflict } from '../supervisor/lease.js'
 import type { LaunchError, RunHandle, StartOptions } from '../supervisor/run-handle.js'
-import type { SupervisorOptions } from './supervisor.js'
+import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
 
 /**
  * What a supervisor serves from its bus, each as a loop in its scope: child runs to drive (a

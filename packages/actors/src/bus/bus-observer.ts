@@ -1,6 +1,6 @@
 import { Effect } from 'effect'
 import { type Executor, listApprovals } from '@agentvisor/store'
-import { pendingRequestOf } from '../use-cases/pending.js'
+import { pendingRequestOf } from '../approval/pending-request.js'
 import { type EventCursor, eventCursor, readEvents, textKey } from '../events/run-events.js'
 import type { RunObserver, TextDelta } from '../driver/run-observer.js'
 import type { Bus } from '../protocol/bus.js'

@@ -7,7 +7,7 @@ import { Effect, FiberSet } from 'effect'
 import type { Bus } from '../protocol/bus.js'
 import { BusError, NO_SUBMIT_RESPONDERS } from '../protocol/bus.js'
 import { answerControl, answerSubmit, encodeControlReply } from './control-answer.js'
-import type { RunStreamEvent } from '../events/run-events.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
 import {
   type ControlReply,
   PROTOCOL_VERSION,

@@ -1,4 +1,4 @@
-import type { RunStreamEvent } from '../events/run-events.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
 import { Either } from 'effect'
 import { BusError } from '../protocol/bus.js'
 import type { ChildRunRequest, ControlReply, RunDoneMessage, RunEventMessage } from '../protocol/messages.js'

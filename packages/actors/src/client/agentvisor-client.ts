@@ -1,5 +1,5 @@
-import type { RunStreamEvent } from '../events/run-events.js'
-import type { PendingRequest } from '../use-cases/pending.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
+import type { PendingRequest } from '../approval/pending-request.js'
 import { Cause, Data, Effect, Exit, Scope } from 'effect'
 import type { Bus } from '../protocol/bus.js'
 import {

@@ -43,17 +43,17 @@ import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../driver/circuit-
 import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote } from '../driver/conversation.js'
 import { store as storeCall } from '../io/driver-io.js'
 import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
-import type { makeLeaseKeeper } from './lease-keeper.js'
+import type { LeaseKeeper } from './lease-keeper.js'
 import { makeTreeBudgets } from '../driver/budget.js'
 import { storedRunUsage, usageTally } from '../driver/run-usage.js'
 import { makeRunDriver } from '../driver/run-driver.js'
-import type { makeRunFibers } from './run-fibers.js'
-import type { InspectedRun, LaunchError, RunHandle, RunResult, StartOptions } from './run-handle.js'
-import type { RunObserver } from '../driver/run-observer.js'
+import type { RunFibers } from './run-fibers.js'
+import type { LaunchError, RunHandle, RunResult, StartOptions } from './run-handle.js'
+import type { InspectedRun, RunObserver } from '../driver/run-observer.js'
 import { availableTools, registeredTool, runCatalogue } from '../driver/run-tools.js'
 import { makeStopSignal } from './stop-signal.js'
 import { handleOf, makeSupervise } from './supervise.js'
-import type { SupervisorOptions } from '../api/supervisor.js'
+import type { SupervisorOptions } from './supervisor-options.js'
 
 /** What launching runs needs from its supervisor. */
 export interface LaunchDeps {
@@ -65,8 +65,8 @@ export interface LaunchDeps {
   readonly observersOf: (startOptions: StartOptions) => ReadonlyArray<RunObserver>
   readonly leasePolicy: LeasePolicy
   readonly leaseOwner: string
-  readonly leases: Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>
-  readonly runFibers: ReturnType<typeof makeRunFibers>
+  readonly leases: LeaseKeeper
+  readonly runFibers: RunFibers
   /** The process's MCP servers, started by the first run that names each (docs/tools.md). */
   readonly mcp: McpPool
 }

@@ -8,7 +8,7 @@ import { RunNotFoundError } from '../errors.js'
 import { surviving } from '../loop/survive.js'
 import { store as storeCall } from '../io/driver-io.js'
 import type { ChildSpec, RunHandle, RunResult } from './run-handle.js'
-import { requestRunCancel } from '../use-cases/cancel.js'
+import { requestRunCancel } from '../io/run-cancel.js'
 
 /** A run whose driver never let it go with a tally (it never called a model) cost nothing. */
 const NO_USAGE = { inputTokens: 0, outputTokens: 0 } as const

@@ -24,7 +24,7 @@ import { oneLine } from '../loop/one-line.js'
 import { causeLine } from '../loop/survive.js'
 import { store } from '../io/driver-io.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
-import type { RunHandle, RunResult, StartOptions } from '../api/supervisor.js'
+import type { RunHandle, RunResult, StartOptions } from '../supervisor/run-handle.js'
 
 export interface ChildWorkerDeps {
   readonly db: Kysely<Database>

@@ -8,7 +8,7 @@ import { RunNotFoundError } from '../errors.js'
 import { answerRun } from '../use-cases/answer.js'
 import { type ApproveAnswer, type ApproveError, approveRun } from '../use-cases/approve.js'
 import { pendingRequests } from '../use-cases/pending.js'
-import { requestRunCancel } from '../use-cases/cancel.js'
+import { requestRunCancel } from '../io/run-cancel.js'
 import type { LogLine } from '../loop/survive.js'
 import { query } from '../io/store-query.js'
 
