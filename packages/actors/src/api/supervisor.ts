@@ -13,6 +13,7 @@ import { makeRunFibers } from '../supervisor/run-fibers.js'
 import type { ChildSpec, LaunchError, RunHandle, StartOptions } from '../supervisor/run-handle.js'
 import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
 import type { RunObserver } from '../driver/run-observer.js'
+import { makeControlHandler } from '../worker/control-handler.js'
 import { serveBus } from './serve-bus.js'
 import { StoreService } from '../supervisor/store-service.js'
 
@@ -71,7 +72,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // The MCP servers runs start: all ended when the layer closes, after the runs (finalizers run in reverse).
       const mcp = makeMcpPool()
       yield* Effect.addFinalizer(() => Effect.promise(() => mcp.close()))
-      const { start, resume } = makeLaunchRun({ db, writer, options, warn, observersOf, leasePolicy, leaseOwner, leases, runFibers, mcp })
+      const ownControl = makeControlHandler({ db, drive: () => undefined, log: warn })
+      const { start, resume } = makeLaunchRun({ db, writer, options, warn, observersOf, leasePolicy, leaseOwner, leases, runFibers, mcp, ownControl })
 
       yield* serveBus({ db, bus: options.bus, options, resume, warn })
       const spawn = yield* makeSpawn({ db, bus: options.bus, warn })

@@ -36,13 +36,13 @@ import { childRunRow } from '../protocol/child-contract.js'
 import { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
 import { oneLine } from '../loop/one-line.js'
 import { causeLine, loopRetry } from '../loop/survive.js'
-import { makeControlHandler } from '../worker/control-handler.js'
 import { machineInput, type RunMachineInput, runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../driver/circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote } from '../driver/conversation.js'
 import { store as storeCall } from '../io/driver-io.js'
 import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
+import type { ControlHandler } from '../protocol/bus.js'
 import type { LeaseKeeper } from './lease-keeper.js'
 import { makeTreeBudgets } from '../driver/budget.js'
 import { storedRunUsage, usageTally } from '../driver/run-usage.js'
@@ -66,6 +66,11 @@ export interface LaunchDeps {
   readonly leasePolicy: LeasePolicy
   readonly leaseOwner: string
   readonly leases: LeaseKeeper
+  /**
+   * Answers the control requests of a run this process drives (`serveOwnControl`): the bus's
+   * control handler, made above supervision (api/supervisor.ts), which drives nothing itself.
+   */
+  readonly ownControl: ControlHandler
   readonly runFibers: RunFibers
   /** The process's MCP servers, started by the first run that names each (docs/tools.md). */
   readonly mcp: McpPool
@@ -159,9 +164,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   const serveOwnControl = (runId: string): Fiber.RuntimeFiber<void> | undefined => {
     const bus = options.bus
     if (options.serveOwnControl !== true || bus === undefined || bus.kind !== 'nats') return undefined
-    const handler = makeControlHandler({ db, drive: () => undefined, log: warn })
     // Best effort, as every publication: a bus that cannot subscribe leaves the workers to answer.
-    return Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(handler, { runId, log: warn }), Effect.never))))
+    return Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(deps.ownControl, { runId, log: warn }), Effect.never))))
   }
 
   /**
