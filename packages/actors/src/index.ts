@@ -46,6 +46,8 @@ export * from './events/follow-events.js'
 export { storedTreeUsage, treeUsageOf } from './driver/run-usage.js'
 // The task types the TS API takes, so that a consumer of this package alone can name them.
 export type { TaskContract, TaskInput } from '@agentvisor/core'
+// What `Agentvisor.contract` and `Agentvisor.spawn` throw for a bad task.
+export { ContractError } from '@agentvisor/core'
 export * from './protocol/spawn-order.js'
 export * from './use-cases/fork.js'
 export * from './replay/recording.js'

@@ -407,5 +407,3 @@ const unwrapPlain = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
   if (Exit.isSuccess(exit)) return exit.value
   throw Cause.squash(exit.cause)
 }
-
-export { ContractError }

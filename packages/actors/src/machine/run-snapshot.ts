@@ -1,5 +1,5 @@
 import { Either } from 'effect'
-import { type Actor, type ActorScope, createActor, getInitialSnapshot, type SnapshotFrom, transition } from 'xstate'
+import { type Actor, type ActorScope, createActor, getInitialSnapshot, transition } from 'xstate'
 import { type RunContext, type RunEvent, type RunMachineInput, runMachine } from './run-machine.js'
 import type { RunSnapshot, RunStateValue } from './run-state.js'
 import { cachedRunStep } from './transition-cache.js'
