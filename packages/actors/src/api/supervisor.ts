@@ -36,7 +36,7 @@ export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
 /**
  * The supervisor layer; it needs the store. Its concepts live apart: launching a run (start,
  * resume: launch-run.ts), driving it under its deadline, cancel and lease (supervise.ts),
- * children from code (children/spawn.ts) and what it serves from the bus (serve-bus.ts).
+ * children from code (supervisor/spawn.ts) and what it serves from the bus (serve-bus.ts).
  */
 export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Supervisor, never, StoreService> =>
   Layer.scoped(
