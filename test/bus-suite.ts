@@ -9,7 +9,7 @@ import {
   type ConsumeOptions,
   MAX_CHILD_HANDLING_FAILURES,
   NO_SUBMIT_RESPONDERS
-} from '../packages/actors/src/bus/bus.js'
+} from '../packages/actors/src/protocol/bus.js'
 import {
   type ChildRunRequest,
   type ControlReply,
@@ -17,7 +17,7 @@ import {
   controlError,
   parseControlBody,
   PROTOCOL_VERSION
-} from '../packages/actors/src/bus/messages.js'
+} from '../packages/actors/src/protocol/messages.js'
 import { waitFor } from './support/cli.js'
 
 /** What a bus implementation hands the shared suite. */

@@ -1,7 +1,7 @@
 import { parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { Either, Option } from 'effect'
 import { describe, expect, it } from 'vitest'
-import { childContract, narrowChildRequest } from '../packages/actors/src/children/child-contract.js'
+import { childContract, narrowChildRequest } from '../packages/actors/src/protocol/child-contract.js'
 
 const parentId = 'parent-1'
 const parent: TaskContract = Either.getOrThrow(

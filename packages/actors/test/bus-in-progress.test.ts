@@ -1,8 +1,8 @@
 import { it } from '@effect/vitest'
 import { Cause, Effect, Exit, Fiber, TestClock } from 'effect'
 import { describe, expect } from 'vitest'
-import { type ChildDelivery, handleInProgress } from '../src/bus/bus.js'
-import { PROTOCOL_VERSION } from '../src/bus/messages.js'
+import { type ChildDelivery, handleInProgress } from '../src/protocol/bus.js'
+import { PROTOCOL_VERSION } from '../src/protocol/messages.js'
 
 const delivery = (): ChildDelivery & { readonly reports: () => number } => {
   let reports = 0

@@ -7,8 +7,8 @@ import type { Kysely } from 'kysely'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { Agentvisor } from '../src/api/agentvisor.js'
 import { makeInProcessBus } from '../src/bus/in-process-bus.js'
-import { childRunId, childRunRow } from '../src/children/child-contract.js'
-import { makeChildRuns } from '../src/children/child-runs.js'
+import { childRunId, childRunRow } from '../src/protocol/child-contract.js'
+import { makeChildRuns } from '../src/driver/child-runs.js'
 
 /** The store as the wait sees it, its first `failures` queries refused the way a busy SQLite refuses. */
 const flaky = (db: Kysely<Database>, failures: number): { db: Kysely<Database>; refused: () => number } => {

@@ -1,6 +1,6 @@
 import type { ChatMessage } from '@agentvisor/core'
 import { describe, expect, it } from 'vitest'
-import { fitToContext } from '../src/supervisor/context-window.js'
+import { fitToContext } from '../src/driver/context-window.js'
 
 const readStep = (n: number, size: number): ChatMessage[] => [
   { role: 'assistant', content: '', toolCalls: [{ id: `c${n}`, name: 'read_file', arguments: JSON.stringify({ path: `f${n}.txt` }) }] },

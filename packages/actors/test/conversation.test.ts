@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { summarizePrompt } from '../src/supervisor/conversation.js'
+import { summarizePrompt } from '../src/driver/conversation.js'
 
 describe("a dispatch's prompt summary", () => {
   it('names the message count and the last message on one line, every run of whitespace folded to one space', () => {

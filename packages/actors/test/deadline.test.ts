@@ -1,6 +1,6 @@
 import { Deferred, Effect, Either, Exit, Fiber } from 'effect'
 import { describe, expect, it } from 'vitest'
-import { attemptWithin } from '../src/supervisor/deadline.js'
+import { attemptWithin } from '../src/driver/deadline.js'
 
 const timedOut = () => 'timed out' as const
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { notify, type RunObserver } from '../src/supervisor/run-observer.js'
+import { notify, type RunObserver } from '../src/driver/run-observer.js'
 
 const transition = (seq: number) => ({ runId: 'run-1', seq, from: 'a', event: 'E', to: 'b', at: '2026-12-01T00:00:00.000Z' })
 

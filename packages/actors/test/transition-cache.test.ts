@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createActor } from 'xstate'
 import { type RunEvent, runMachine } from '@agentvisor/actors'
-import { persistRunSnapshot, type RunSnapshot, runScopeOf, runStep } from '../src/machine/run-snapshot.js'
+import { persistRunSnapshot, runScopeOf, runStep } from '../src/machine/run-snapshot.js'
+import type { RunSnapshot } from '../src/machine/run-state.js'
 
 // The transition cache (src/machine/transition-cache.ts) against XState itself: every event of
 // the machine, in long pseudo-random sequences, sent both to an XState actor and through the

@@ -1,13 +1,13 @@
 import { ContractError, flattenChain, parseTaskContract, sandboxUnavailable, type TaskContract, type TaskInput } from '@agentvisor/core'
 import type { RunRecord } from '@agentvisor/store'
 import { Cause, Effect, Either, Exit, type Fiber, Layer, ManagedRuntime, Scope } from 'effect'
-import type { Bus } from '../bus/bus.js'
+import type { Bus } from '../protocol/bus.js'
 import { makeInProcessBus } from '../bus/in-process-bus.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 import { StoreLive, StoreService } from '../supervisor/store-service.js'
 import { EventHub } from '../events/event-hub.js'
 import { followEvents } from '../events/follow-events.js'
-import type { RunStreamEvent } from '../events/run-events.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
 import { type ApproveAnswer, type ApproveOutcome, approveRun } from '../use-cases/approve.js'
 import { type AnswerOutcome, answerRun } from '../use-cases/answer.js'
 import { type CancelOptions, type CancelOutcome, cancelRun } from '../use-cases/cancel.js'
@@ -15,18 +15,13 @@ import { type ForkOutcome, forkRun } from '../use-cases/fork.js'
 import { loadRecording } from '../replay/recording.js'
 import { type ReplayHost, type ReplayOptions, type ReplayReport, replayRecording } from '../replay/replay-run.js'
 import { listRunRecords, type RunFilter } from '../use-cases/list.js'
-import { type PendingRequest, pendingRequests } from '../use-cases/pending.js'
+import type { PendingRequest } from '../approval/pending-request.js'
+import { pendingRequests } from '../use-cases/pending.js'
 import { runTrace } from '../use-cases/trace.js'
 import type { RunTrace } from '../trace/run-trace.js'
-import {
-  type ChildSpec,
-  type RunHandle,
-  type RunResult,
-  type StartOptions,
-  Supervisor,
-  SupervisorLive,
-  type SupervisorOptions
-} from '../supervisor/supervisor.js'
+import type { ChildSpec, RunHandle, RunResult, StartOptions } from '../supervisor/run-handle.js'
+import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
+import { Supervisor, SupervisorLive } from './supervisor.js'
 
 export interface AgentvisorOptions extends SupervisorOptions {
   /** The SQLite file of the store (created and migrated if absent). */
@@ -412,5 +407,3 @@ const unwrapPlain = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
   if (Exit.isSuccess(exit)) return exit.value
   throw Cause.squash(exit.cause)
 }
-
-export { ContractError }

@@ -2,7 +2,7 @@ import type { Database, DecisionSource, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { RequestDecidedError } from '../errors.js'
-import { query } from '../use-cases/store-query.js'
+import { query } from '../io/store-query.js'
 
 /**
  * Records a person's answer to a question (`ask_human`, docs/policy.md, "Questions"): the request

@@ -1,6 +1,6 @@
 import { compilePolicy, type CompiledPolicy, type RememberedRule, type TaskContract } from '@agentvisor/core'
 import { type Executor, type LeaseLostError, listRememberedRules, type RememberedRuleRow, type RunWriter, StoreError } from '@agentvisor/store'
-import { store } from '../supervisor/driver-io.js'
+import { store } from '../io/driver-io.js'
 import { Effect, Either } from 'effect'
 
 const policyOf = (contract: TaskContract, remembered: ReadonlyArray<RememberedRuleRow>): Either.Either<CompiledPolicy, string> => {

@@ -1,10 +1,10 @@
 import { Effect } from 'effect'
 import { type Executor, listApprovals } from '@agentvisor/store'
-import { pendingRequestOf } from '../use-cases/pending.js'
+import { pendingRequestOf } from '../approval/pending-request.js'
 import { type EventCursor, eventCursor, readEvents, textKey } from '../events/run-events.js'
-import type { RunObserver, TextDelta } from '../supervisor/run-observer.js'
-import type { Bus } from './bus.js'
-import { PROTOCOL_VERSION } from './messages.js'
+import type { RunObserver, TextDelta } from '../driver/run-observer.js'
+import type { Bus } from '../protocol/bus.js'
+import { PROTOCOL_VERSION } from '../protocol/messages.js'
 
 /**
  * Publishes a run's transitions on `agentvisor.runs.<id>.events` and its end on `.done` (with

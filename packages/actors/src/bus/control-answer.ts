@@ -1,9 +1,9 @@
 import { StoreError } from '@agentvisor/store'
 import { Cause, Effect, Option } from 'effect'
 import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'
-import type { ControlHandler, SubmitHandler } from './bus.js'
-import type { ControlReply, ControlVerb } from './messages.js'
-import { ControlVerb as ControlVerbs, controlError, invalidRunId } from './messages.js'
+import type { ControlHandler, SubmitHandler } from '../protocol/bus.js'
+import type { ControlReply, ControlVerb } from '../protocol/messages.js'
+import { ControlVerb as ControlVerbs, controlError, invalidRunId } from '../protocol/messages.js'
 import { encodeJson } from './wire.js'
 
 const verbs: ReadonlySet<string> = new Set(Object.values(ControlVerbs))

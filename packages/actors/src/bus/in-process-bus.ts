@@ -1,9 +1,9 @@
 import { Effect, FiberSet, type Scope } from 'effect'
-import type { Bus, ChildDelivery, ConsumeOptions, ControlHandler, SubmitHandler } from './bus.js'
-import { BusError, NO_SUBMIT_RESPONDERS, serveDelivery } from './bus.js'
+import type { Bus, ChildDelivery, ConsumeOptions, ControlHandler, SubmitHandler } from '../protocol/bus.js'
+import { BusError, NO_SUBMIT_RESPONDERS, serveDelivery } from '../protocol/bus.js'
 import { type LogLine, stderrLog } from '../loop/survive.js'
 import { answerControl, answerSubmit, encodeControlReply } from './control-answer.js'
-import type { ChildRunRequest, RunDoneMessage, RunEventMessage, RunRequestMessage, RunStartedMessage } from './messages.js'
+import type { ChildRunRequest, RunDoneMessage, RunEventMessage, RunRequestMessage, RunStartedMessage } from '../protocol/messages.js'
 import { bytesToText, decodeControlReply, encodeControlBody, encodeJson } from './wire.js'
 
 /** Options of {@link makeInProcessBus}. */

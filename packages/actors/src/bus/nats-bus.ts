@@ -4,11 +4,18 @@ import { connect, credsAuthenticator, RequestError, TimeoutError } from '@nats-i
 import { maskUrlCredentials } from '@agentvisor/core'
 import type { Scope } from 'effect'
 import { Effect, FiberSet } from 'effect'
-import type { Bus } from './bus.js'
-import { BusError, NO_SUBMIT_RESPONDERS } from './bus.js'
+import type { Bus } from '../protocol/bus.js'
+import { BusError, NO_SUBMIT_RESPONDERS } from '../protocol/bus.js'
 import { answerControl, answerSubmit, encodeControlReply } from './control-answer.js'
-import type { RunStreamEvent } from '../events/run-events.js'
-import { type ControlReply, PROTOCOL_VERSION, type RunDoneMessage, type RunEventMessage, type RunRequestMessage, type RunStartedMessage } from './messages.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
+import {
+  type ControlReply,
+  PROTOCOL_VERSION,
+  type RunDoneMessage,
+  type RunEventMessage,
+  type RunRequestMessage,
+  type RunStartedMessage
+} from '../protocol/messages.js'
 import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
 import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'

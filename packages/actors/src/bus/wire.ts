@@ -1,8 +1,8 @@
-import type { RunStreamEvent } from '../events/run-events.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
 import { Either } from 'effect'
-import { BusError } from './bus.js'
-import type { ChildRunRequest, ControlReply, RunDoneMessage, RunEventMessage } from './messages.js'
-import { PROTOCOL_VERSION } from './messages.js'
+import { BusError } from '../protocol/bus.js'
+import type { ChildRunRequest, ControlReply, RunDoneMessage, RunEventMessage } from '../protocol/messages.js'
+import { PROTOCOL_VERSION } from '../protocol/messages.js'
 
 // How payloads look as text (docs/nats.md), shared by both buses so the in-process one hands
 // handlers exactly what NATS would. Decoders return `undefined` for anything malformed: whatever

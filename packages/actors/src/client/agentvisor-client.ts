@@ -1,7 +1,7 @@
-import type { RunStreamEvent } from '../events/run-events.js'
-import type { PendingRequest } from '../use-cases/pending.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
+import type { PendingRequest } from '../approval/pending-request.js'
 import { Cause, Data, Effect, Exit, Scope } from 'effect'
-import type { Bus } from '../bus/bus.js'
+import type { Bus } from '../protocol/bus.js'
 import {
   type ControlReply,
   PROTOCOL_VERSION,
@@ -9,7 +9,7 @@ import {
   type RunEventMessage,
   type RunRequestMessage,
   type RunStartedMessage
-} from '../bus/messages.js'
+} from '../protocol/messages.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
 
 /** A control request the agentvisor side refused (`{ok: false, error}`). */

@@ -4,7 +4,7 @@ import { approvalRequestOf, decideRequest } from '../approval/decide.js'
 import { ApproverFailedError } from '../errors.js'
 import { stderrLog } from '../loop/survive.js'
 import type { RunContext } from '../machine/run-machine.js'
-import { iso, nowMs, store } from '../supervisor/driver-io.js'
+import { iso, nowMs, store } from '../io/driver-io.js'
 import type { Drive } from './drive.js'
 import type { Work } from './transition-journal.js'
 

@@ -13,7 +13,7 @@ import { type AttemptTotals, type LeaseLostError, runContracts, type StoreError,
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import type { Database } from '@agentvisor/store'
-import { store } from '../supervisor/driver-io.js'
+import { store } from '../io/driver-io.js'
 
 // Token and dollar budgets (docs/task-file.md, "Usage and budgets"). A budget bounds what a run
 // tree spends: before every dispatch, the tree's recorded usage plus what the calls in flight

@@ -20,11 +20,11 @@ import type { Clock, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import type { Actor } from 'xstate'
 import type { ApprovalAnswer, ApprovalRequest } from '../approval/decide.js'
-import type { Bus } from '../bus/bus.js'
-import type { makeChildRuns } from '../children/child-runs.js'
+import type { Bus } from '../protocol/bus.js'
+import type { ChildRuns } from './child-runs.js'
 import type { runMachine } from '../machine/run-machine.js'
-import type { CircuitBreakers } from '../supervisor/circuit-breaker.js'
-import type { RunObserver } from '../supervisor/run-observer.js'
+import type { CircuitBreakers } from './circuit-breaker.js'
+import type { RunObserver } from './run-observer.js'
 import type { RunBudget, TreeBudgets } from './budget.js'
 import type { TransitionJournal } from './transition-journal.js'
 
@@ -113,7 +113,7 @@ export interface QuestionRequest {
 export interface Drive {
   readonly deps: RunDriverDeps
   readonly journal: TransitionJournal
-  readonly children: ReturnType<typeof makeChildRuns>
+  readonly children: ChildRuns
   readonly tools: ToolCatalogue
   readonly offeredTools: ReadonlyArray<ToolSpec>
   /** The tool calls of the last reply: what `acting` performs (set by the model call). */

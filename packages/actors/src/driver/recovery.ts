@@ -1,6 +1,6 @@
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { store } from '../supervisor/driver-io.js'
+import { store } from '../io/driver-io.js'
 import type { Drive } from './drive.js'
 
 /**

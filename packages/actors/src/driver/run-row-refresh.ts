@@ -1,5 +1,5 @@
 import type { RunHead, RunWriter } from '@agentvisor/store'
-import { failure } from '../supervisor/driver-io.js'
+import { failure } from '../io/driver-io.js'
 
 /**
  * How long the run's row may lag its journal (docs/durability.md, "The run's row"): a commit

@@ -1,5 +1,5 @@
 import type { ChatMessage, RunError, StallSettings, ToolCall } from '@agentvisor/core'
-import { canonical } from '../children/child-contract.js'
+import { canonical } from '../protocol/child-contract.js'
 
 // Stall detection (docs/task-file.md, "Stalls"): a run whose model repeats itself is warned once,
 // then ended `failed` with kind `stalled`, instead of burning its steps and its dispatch ceiling.

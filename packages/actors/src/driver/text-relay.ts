@@ -1,6 +1,6 @@
 import type { RunContext } from '../machine/run-machine.js'
-import { iso } from '../supervisor/driver-io.js'
-import { listens, notify } from '../supervisor/run-observer.js'
+import { iso } from '../io/driver-io.js'
+import { listens, notify } from './run-observer.js'
 import type { Drive } from './drive.js'
 
 /** What a call streams to observers: `onText` for the adapter, `flush` once the answer is in. */

@@ -1,7 +1,7 @@
 import { RunToolContext, runToolCallNow, type ToolCall, type ToolDefinition, toolActOf } from '@agentvisor/core'
 import type { ApprovalRow, LeaseLostError, NewApproval, StoreError, ToolEffectRow } from '@agentvisor/store'
 import type { CallPlan } from '../approval/step-plan.js'
-import { iso } from '../supervisor/driver-io.js'
+import { iso } from '../io/driver-io.js'
 import { commandsOf, type Drive, redact } from './drive.js'
 import { type Now, thenNow } from './now.js'
 

@@ -1,6 +1,6 @@
 import { verifyNow, verifyRunsCommands } from '@agentvisor/core'
 import type { RunContext } from '../machine/run-machine.js'
-import { finalAnswerOf } from '../supervisor/conversation.js'
+import { finalAnswerOf } from './conversation.js'
 import { commandsOf, type Drive, redact } from './drive.js'
 import { type Now, thenNow } from './now.js'
 import { noProgressWarning, progressVerdict, stalledError } from './stall.js'

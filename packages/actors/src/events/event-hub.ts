@@ -1,4 +1,4 @@
-import type { RunObserver, TextDelta, TransitionRecord } from '../supervisor/run-observer.js'
+import type { RunObserver, TextDelta, TransitionRecord } from '../driver/run-observer.js'
 
 /** One reader of a run's events in this process: woken when the run moves, handed its text as it streams. */
 export interface EventListener {

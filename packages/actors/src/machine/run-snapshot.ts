@@ -1,7 +1,7 @@
 import { Either } from 'effect'
-import { type Actor, type ActorScope, createActor, getInitialSnapshot, type SnapshotFrom, transition } from 'xstate'
+import { type Actor, type ActorScope, createActor, getInitialSnapshot, transition } from 'xstate'
 import { type RunContext, type RunEvent, type RunMachineInput, runMachine } from './run-machine.js'
-import type { RunStateValue } from './run-state.js'
+import type { RunSnapshot, RunStateValue } from './run-state.js'
 import { cachedRunStep } from './transition-cache.js'
 
 /**
@@ -21,9 +21,6 @@ export const RUN_SNAPSHOT_VERSION = 2
 
 /** The versions `decodeRunSnapshot` reads. */
 const READ_VERSIONS: ReadonlyArray<unknown> = [1, 2]
-
-/** A live snapshot of the run machine. */
-export type RunSnapshot = SnapshotFrom<typeof runMachine>
 
 /** The run machine's persisted snapshot: what `getPersistedSnapshot` gives and `createActor` restores. */
 export interface PersistedRunSnapshot {

@@ -2,6 +2,9 @@ import type { RunStatus } from '@agentvisor/store'
 import type { SnapshotFrom, StateValue } from 'xstate'
 import type { runMachine } from './run-machine.js'
 
+/** A live snapshot of the run machine (here, below run-snapshot.ts and the transition cache, which both hold one). */
+export type RunSnapshot = SnapshotFrom<typeof runMachine>
+
 /** A state value of the run machine, as XState derives it from the machine's config. */
 export type RunStateValue = SnapshotFrom<typeof runMachine>['value']
 

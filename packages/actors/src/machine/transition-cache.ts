@@ -1,7 +1,7 @@
 import type { ActorScope, AnyTransitionDefinition } from 'xstate'
 import type { RunContext, RunEvent } from './run-machine.js'
 import { runMachine } from './run-machine.js'
-import type { RunSnapshot } from './run-snapshot.js'
+import type { RunSnapshot } from './run-state.js'
 
 /**
  * The run machine's transitions without XState's walk of the state tree at every send

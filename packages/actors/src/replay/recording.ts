@@ -18,7 +18,7 @@ import {
 import { Effect, Either } from 'effect'
 import { ReplayRefusedError, RunNotFoundError } from '../errors.js'
 import { isFinalPath, statusOfState } from '../machine/run-state.js'
-import { query } from '../use-cases/store-query.js'
+import { query } from '../io/store-query.js'
 
 /** One turn of a recorded run: its first, then one per follow-up (docs/replay.md, "Turns"). */
 export interface RecordedTurn {

@@ -4,11 +4,12 @@ import * as path from 'node:path'
 import { decodeArgumentsObject, type RunError, type TaskContract } from '@agentvisor/core'
 import { type Executor, openStore, type PolicyEventRow } from '@agentvisor/store'
 import { Effect, Either } from 'effect'
-import type { AgentvisorOptions, StartedRun } from '../api/agentvisor.js'
-import { isInside } from '../children/child-contract.js'
+import { isInside } from '../protocol/child-contract.js'
 import { FollowUpRefusedError } from '../errors.js'
 import type { Approver } from '../driver/drive.js'
-import type { RegisteredTool } from '../supervisor/run-tools.js'
+import type { RegisteredTool } from '../driver/run-tools.js'
+import type { RunResult } from '../supervisor/run-handle.js'
+import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
 import { type Departure, firstDeparture, goesOn, type ReplayedTurn, uncompared } from './compare.js'
 import { RECORDED_PROVIDER, type ReplayStop, recordedProvider } from './recorded-provider.js'
 import { loadRecording, type Recording } from './recording.js'
@@ -46,16 +47,32 @@ export interface ReplayReport {
   readonly scratch?: { readonly db: string; readonly workspace: string }
 }
 
+/**
+ * The part of a started run a replay reads (`StartedRun`). A replay declares the parts of the
+ * `Agentvisor` it drives rather than importing them: the API sits above it (docs/architecture.md).
+ */
+interface ScratchRun {
+  readonly runId: string
+  readonly result: Promise<RunResult>
+  readonly cancel: () => Promise<void>
+}
+
 /** The part of an `Agentvisor` a replay drives its scratch run with. */
 export interface ScratchAgentvisor {
-  readonly start: (contract: TaskContract, options: { readonly approver: Approver }) => Promise<StartedRun>
+  readonly start: (contract: TaskContract, options: { readonly approver: Approver }) => Promise<ScratchRun>
   /** Begins the replay's next turn with the record's follow-up message (`Agentvisor.send`). */
-  readonly send: (runId: string, text: string, options: { readonly approver: Approver }) => Promise<StartedRun>
+  readonly send: (runId: string, text: string, options: { readonly approver: Approver }) => Promise<ScratchRun>
   readonly close: () => Promise<void>
 }
 
+/** What the scratch `Agentvisor` is opened with (a part of `AgentvisorOptions`). */
+interface ScratchOptions extends Pick<SupervisorOptions, 'makeProvider' | 'tools' | 'env'> {
+  /** The scratch store's SQLite file. */
+  readonly db: string
+}
+
 /** Opens the scratch store's `Agentvisor` (`Agentvisor.open`; passed in so this module does not import the class). */
-export type OpenScratch = (options: AgentvisorOptions) => Promise<ScratchAgentvisor>
+export type OpenScratch = (options: ScratchOptions) => Promise<ScratchAgentvisor>
 
 /** Settings of the process that asks for the replay, carried to the scratch one. */
 export interface ReplayHost {
@@ -183,7 +200,7 @@ export const replayRecording = async (recording: Recording, open: OpenScratch, o
         stop = undefined
         const stopping = new Promise<void>((resolve) => (stopped = resolve))
         provider.playThrough(turn.lastStep)
-        let run: StartedRun
+        let run: ScratchRun
         try {
           run =
             i === 0

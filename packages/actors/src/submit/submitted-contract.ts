@@ -1,7 +1,7 @@
 import * as path from 'node:path'
 import { compileGlob, DEFAULT_AGENT_TOOLS, DEFAULT_CHILD_LIMITS, GlobMode, parseTaskContract, type TaskContract, quoteName } from '@agentvisor/core'
 import { Either } from 'effect'
-import { checkVerifyCommands, firstAllowingLayer, isInside, limitsAbove, numbersAbove, same } from '../children/child-contract.js'
+import { checkVerifyCommands, firstAllowingLayer, isInside, limitsAbove, numbersAbove, same } from '../protocol/child-contract.js'
 
 const WHOSE = "the worker's submit template's"
 

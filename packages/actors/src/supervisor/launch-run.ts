@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import {
-  ContractError,
+  type ContractError,
   contractSecretNames,
   builtinCatalogue,
   DEFAULT_RETRY_POLICY,
-  loadToolModules,
   type McpPool,
   makeProvider,
   makeSecretSet,
@@ -21,39 +20,39 @@ import {
   type Database,
   getRun,
   isFinalStatus,
-  isStoreOutage,
-  LeaseConflictError,
+  type LeaseConflictError,
   type LeaseLostError,
   newRunId,
   type RunWriter,
-  StoreError
+  type StoreError
 } from '@agentvisor/store'
-import { Clock, Effect, Either, Fiber, Schedule } from 'effect'
-import { type Kysely, sql } from 'kysely'
-import { type Actor, createActor, type InspectionEvent, type Snapshot } from 'xstate'
+import { Clock, Effect, Either, Fiber } from 'effect'
+import type { Kysely } from 'kysely'
+import type { Actor } from 'xstate'
 import { runPolicyOf } from '../approval/run-policy.js'
-import { childRunRow } from '../children/child-contract.js'
+import { childRunRow } from '../protocol/child-contract.js'
 import { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
-import { oneLine } from '../loop/one-line.js'
-import { causeLine, loopRetry } from '../loop/survive.js'
-import { makeControlHandler } from '../worker/control-handler.js'
-import { machineInput, type RunMachineInput, runMachine } from '../machine/run-machine.js'
+import { causeLine } from '../loop/survive.js'
+import { machineInput, type runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
-import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from './circuit-breaker.js'
-import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote } from './conversation.js'
-import { store as storeCall } from './driver-io.js'
+import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../driver/circuit-breaker.js'
+import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote } from '../driver/conversation.js'
+import { store as storeCall } from '../io/driver-io.js'
 import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
-import type { makeLeaseKeeper } from './lease-keeper.js'
+import type { ControlHandler } from '../protocol/bus.js'
+import type { LeaseKeeper } from './lease-keeper.js'
 import { makeTreeBudgets } from '../driver/budget.js'
-import { storedRunUsage, usageTally } from './run-usage.js'
-import { makeRunDriver } from './run-driver.js'
-import type { makeRunFibers } from './run-fibers.js'
-import type { InspectedRun, LaunchError, RunHandle, RunResult, StartOptions } from './run-handle.js'
-import type { RunObserver } from './run-observer.js'
-import { availableTools, registeredTool, runCatalogue } from './run-tools.js'
+import { storedRunUsage, usageTally } from '../driver/run-usage.js'
+import { makeRunDriver } from '../driver/run-driver.js'
+import type { RunFibers } from './run-fibers.js'
+import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
+import type { RunObserver } from '../driver/run-observer.js'
+import { makeOutageResume } from './outage-resume.js'
+import { freshActors, restoredActor } from './run-actors.js'
+import { makeRunCatalogues, toolNames } from './run-catalogues.js'
 import { makeStopSignal } from './stop-signal.js'
 import { handleOf, makeSupervise } from './supervise.js'
-import type { SupervisorOptions } from './supervisor.js'
+import type { SupervisorOptions } from './supervisor-options.js'
 
 /** What launching runs needs from its supervisor. */
 export interface LaunchDeps {
@@ -65,8 +64,13 @@ export interface LaunchDeps {
   readonly observersOf: (startOptions: StartOptions) => ReadonlyArray<RunObserver>
   readonly leasePolicy: LeasePolicy
   readonly leaseOwner: string
-  readonly leases: Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>
-  readonly runFibers: ReturnType<typeof makeRunFibers>
+  readonly leases: LeaseKeeper
+  /**
+   * Answers the control requests of a run this process drives (`serveOwnControl`): the bus's
+   * control handler, made above supervision (api/supervisor.ts), which drives nothing itself.
+   */
+  readonly ownControl: ControlHandler
+  readonly runFibers: RunFibers
   /** The process's MCP servers, started by the first run that names each (docs/tools.md). */
   readonly mcp: McpPool
 }
@@ -92,26 +96,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   let driving = 0
   // One closure for all drivers: made in `launch`, it would keep that call's whole scope alive.
   const concurrentRuns = (): number => driving
-  /**
-   * A run a store outage interrupted here (past `storeOutageMs`), resumed here once the store
-   * answers again (docs/durability.md, "A store outage"): what a worker does with the runs it
-   * holds. The store is probed meanwhile with a capped, jittered backoff; a store that fails
-   * again on the resume starts the wait over; a run another driver took meanwhile is left to it.
-   */
-  const storeAnswers = storeAnswersOf(db)
-  const resumeAfterOutage = (runId: string, interrupted: RunResult): Effect.Effect<RunResult> =>
-    Effect.gen(function* () {
-      warn(`run ${runId} is interrupted by the store outage; it is resumed here once the store answers again`)
-      yield* storeAnswers
-      warn(`the store answers again: resuming run ${runId}`)
-      const resumed = yield* Effect.either(resume(runId))
-      if (Either.isRight(resumed)) return yield* resumed.right.result
-      const error = resumed.left
-      if (error instanceof StoreError && isStoreOutage(error)) return yield* resumeAfterOutage(runId, interrupted)
-      if (error instanceof LeaseConflictError) warn(`run ${runId} is driven by ${error.owner} now; it is left to that driver`)
-      else warn(`cannot resume run ${runId} after the store outage: ${oneLine(error.message)}`)
-      return interrupted
-    })
+  const resumeAfterOutage = makeOutageResume(db, warn, (runId) => resume(runId))
   const supervise = makeSupervise({
     writer,
     db,
@@ -122,35 +107,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
     afterStoreOutage: options.resumeAfterStoreOutage === true ? resumeAfterOutage : undefined
   })
   const newActor = freshActors(options)
-  // The tools of the process, made catalogue entries once.
-  const registered = (options.tools ?? []).map(registeredTool)
-  // Checked once, not at every start: the same for every run without tools of its own.
-  const processTools = availableTools(registered)
-  /**
-   * The catalogue of the agent `contract` runs: the process's tools, the task's modules (each
-   * imported once per process) and its MCP servers' tools (each server started once per process);
-   * a root's start checks the task's other agents too (docs/tools.md).
-   */
-  const catalogueOf = (contract: TaskContract, checkAgents: boolean): Effect.Effect<ToolCatalogue, ContractError> => {
-    const modules = contract.toolModules ?? []
-    const servers = contract.mcpServers
-    // A first-edition task (no modules, no servers) costs no Effect step here.
-    if (modules.length === 0 && servers === undefined) return Either.flatMap(processTools, (available) => runCatalogue(available, contract, checkAgents))
-    return Effect.gen(function* () {
-      const moduleTools =
-        modules.length === 0
-          ? []
-          : yield* Effect.mapError(loadToolModules(modules, contract.workspace), (error) => new ContractError({ message: error.message, field: error.field }))
-      // Their `fromEnv` values join the secrets every run redacts.
-      const handles = yield* Effect.mapError(
-        deps.mcp.startAll(servers, { env, secrets }),
-        (error) => new ContractError({ message: error.message, field: `mcpServers.${error.server}` })
-      )
-      const available = yield* availableTools(registered, [...moduleTools, ...handles.flatMap((handle) => handle.tools)])
-      return yield* runCatalogue(available, contract, checkAgents)
-    })
-  }
-
+  const catalogueOf = makeRunCatalogues({ tools: options.tools ?? [], mcp: deps.mcp, env, secrets })
   /**
    * Serves NATS control requests for one run this process drives (`serveOwnControl`), until the
    * returned fiber is interrupted; undefined when it does not. A decision taken here is recorded;
@@ -159,9 +116,8 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   const serveOwnControl = (runId: string): Fiber.RuntimeFiber<void> | undefined => {
     const bus = options.bus
     if (options.serveOwnControl !== true || bus === undefined || bus.kind !== 'nats') return undefined
-    const handler = makeControlHandler({ db, drive: () => undefined, log: warn })
     // Best effort, as every publication: a bus that cannot subscribe leaves the workers to answer.
-    return Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(handler, { runId, log: warn }), Effect.never))))
+    return Effect.runFork(Effect.ignore(Effect.scoped(Effect.zipRight(bus.serveControl(deps.ownControl, { runId, log: warn }), Effect.never))))
   }
 
   /**
@@ -311,9 +267,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const actor = yield* Effect.try({
         try: () =>
           // A run interrupted before its first transition has no snapshot: it starts afresh.
-          snapshot === undefined
-            ? newActor(contract, runId)
-            : createActor(runMachine, { input: machineInput(contract), snapshot: snapshot as never, ...inspectOption(options, runId, contract) }).start(),
+          snapshot === undefined ? newActor(contract, runId) : restoredActor(options, contract, runId, snapshot),
         catch: () => new RunNotResumableError({ runId, reason: 'its last snapshot does not fit the run machine' })
       })
       const records = steps.map(
@@ -342,18 +296,6 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
   return { start, resume }
 }
 
-/** How often a store that is away is asked again: 100 ms doubling to 5 s apart, jittered. */
-const PROBE_SCHEDULE = loopRetry.pipe(Schedule.jittered)
-
-/** Succeeds once the store answers a query (`select 1`); until then, asks again on `PROBE_SCHEDULE`. */
-const storeAnswersOf = (db: Kysely<Database>): Effect.Effect<void> =>
-  Effect.retry(
-    Effect.tryPromise(() => sql`select 1`.execute(db)),
-    PROBE_SCHEDULE
-  ).pipe(Effect.asVoid, Effect.orDie)
-
-const toolNames = (tools: ToolCatalogue): ReadonlyArray<string> => tools.tools.map((tool) => tool.name)
-
 /**
  * A resumed run's conversation: its stored steps, and, when the tools its agent has now are not
  * those it started with (a module or an MCP server changed), a note telling the model what changed.
@@ -363,58 +305,4 @@ const resumedConversation = (contract: TaskContract, steps: ReadonlyArray<StepRe
   const note = contract.startedWithTools === undefined ? undefined : toolsChangedNote(contract.startedWithTools, toolNames(tools))
   if (note !== undefined) messages.push({ role: 'user', content: note })
   return messages
-}
-
-/**
- * With an inspector, a run's actor carries the run's id (the Stately inspector names it so) and
- * each inspection event says which run it is of, with its parent and root (docs/telemetry.md).
- */
-const inspectOption = (options: SupervisorOptions, runId: string, contract: TaskContract) => {
-  const inspect = options.inspect
-  if (inspect === undefined) return {}
-  const run: InspectedRun = { runId, parentId: contract.lineage?.parentId, rootId: contract.lineage?.rootId ?? runId }
-  return { id: runId, inspect: (event: InspectionEvent) => inspect(event, run) }
-}
-
-/**
- * An input's cache key: every field of `RunMachineInput`. A field added to the input and not
- * here does not compile (`rest` must be empty), so two inputs never share a first snapshot.
- */
-const inputKey = (input: RunMachineInput): string => {
-  const { maxSteps, maxRetries, dispatchCeiling, providerCount, timeoutMs, ...rest } = input
-  const nothingElse: Record<string, never> = rest
-  void nothingElse
-  return `${maxSteps} ${maxRetries} ${dispatchCeiling} ${providerCount} ${timeoutMs}`
-}
-
-/** How many distinct machine inputs (limits, provider count) keep their first snapshot. */
-const INITIAL_SNAPSHOTS = 64
-
-/**
- * Starts the actor of a run that has no transition yet. XState works a machine's first snapshot
- * out anew for each actor (its context, its initial state, a check for eventless transitions):
- * about as much as the rest of a run's start. The same input always gives the same snapshot, so
- * each input's is worked out once and every later actor restores a copy of it. The run machine
- * has no entry actions on its way in (docs/architecture.md, "Start-up"), so a restored first
- * snapshot is the run's first snapshot. With an inspector, actors start the ordinary way: it
- * sees each one's initial event.
- */
-const freshActors = (options: SupervisorOptions): ((contract: TaskContract, runId: string) => Actor<typeof runMachine>) => {
-  if (options.inspect !== undefined)
-    return (contract, runId) => createActor(runMachine, { input: machineInput(contract), ...inspectOption(options, runId, contract) }).start()
-  const firstSnapshots = new Map<string, Snapshot<unknown>>()
-  return (contract) => {
-    const input = machineInput(contract)
-    const key = inputKey(input)
-    const first = firstSnapshots.get(key)
-    if (first === undefined) {
-      const actor = createActor(runMachine, { input }).start()
-      if (firstSnapshots.size < INITIAL_SNAPSHOTS) firstSnapshots.set(key, actor.getPersistedSnapshot())
-      return actor
-    }
-    // A copy each: XState keeps the objects it restores as the actor's own.
-    const { context, historyValue, children } = first as unknown as Record<'context' | 'historyValue' | 'children', object>
-    const snapshot = { ...first, context: { ...context }, historyValue: { ...historyValue }, children: { ...children } }
-    return createActor(runMachine, { input, snapshot: snapshot as never }).start()
-  }
 }

@@ -1,5 +1,5 @@
 import { type Database, LeaseLostError, type LeaseState, leaseStates, renewLeasesOf, StoreError } from '@agentvisor/store'
-import { Cause, Clock, Duration, Effect, Schedule } from 'effect'
+import { Cause, Clock, Duration, Effect, Schedule, type Scope } from 'effect'
 import type { Kysely } from 'kysely'
 import type { LeasePolicy } from './lease.js'
 
@@ -37,6 +37,12 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]!
 }
 
+/** The one keeper of a supervisor's leases: each run's lease renewed, its cancel and loss heard. */
+export interface LeaseKeeper {
+  /** Keeps `runId`'s lease (held with `token`) and tells `events` of it; the answer stops watching. */
+  readonly watch: (runId: string, token: number, events: LeaseEvents) => () => void
+}
+
 /**
  * Keeps the leases of every run one supervisor drives: one fiber renews them all with one
  * statement every third of the lease, and polls them all with one query every `pollMs` for a
@@ -46,7 +52,12 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
  * The loop outlives any failure: a failed query (the store busy or unreachable for a while) is
  * logged once, with its cause, and tried again at the next tick; its recovery is logged too.
  */
-export const makeLeaseKeeper = (queries: LeaseQueries, owner: string, policy: LeasePolicy, log: (line: string) => void) =>
+export const makeLeaseKeeper = (
+  queries: LeaseQueries,
+  owner: string,
+  policy: LeasePolicy,
+  log: (line: string) => void
+): Effect.Effect<LeaseKeeper, never, Scope.Scope> =>
   Effect.gen(function* () {
     const held = new Map<string, Held>()
     let renewedAt = yield* Clock.currentTimeMillis
@@ -99,5 +110,3 @@ export const makeLeaseKeeper = (queries: LeaseQueries, owner: string, policy: Le
 
     return { watch }
   })
-
-export type LeaseKeeper = Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>

@@ -1,7 +1,7 @@
 import { isAbandonedOwner, LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Cause, Chunk, Clock, Effect } from 'effect'
 import { RunNotFoundError } from '../errors.js'
-import { store } from './driver-io.js'
+import { store } from '../io/driver-io.js'
 
 /** How long a driver's lease lasts without renewal, and how often cancel requests are polled. */
 export interface LeasePolicy {

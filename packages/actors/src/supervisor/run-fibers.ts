@@ -1,5 +1,13 @@
 import { Effect, Fiber, Runtime } from 'effect'
 
+/** The run fibers of one supervisor (launch-run.ts forks each run's drive here). */
+export interface RunFibers {
+  /** Forks `effect` as a run fiber; once closed, the fiber is interrupted at once. */
+  readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<Fiber.RuntimeFiber<A, E>>
+  /** Interrupts every run fiber still going, each awaited; later forks are interrupted at once. */
+  readonly interruptAll: Effect.Effect<void>
+}
+
 /**
  * The fibers of the runs one supervisor drives, interrupted (latest first, one at a time, as a
  * scope closes its forks) when it closes.
@@ -9,7 +17,7 @@ import { Effect, Fiber, Runtime } from 'effect'
  * that launched it, about a kilobyte each. A run is forked here from the launcher's runtime
  * instead (its context, fiber refs and flags, not the fiber), so it inherits all the same.
  */
-export const makeRunFibers = () => {
+export const makeRunFibers = (): RunFibers => {
   const live = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
   let closed = false
 

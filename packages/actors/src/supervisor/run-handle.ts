@@ -3,8 +3,8 @@ import type { LeaseConflictError, LeaseLostError, RunStatus, StoreError } from '
 import type { ContractError, WorkspaceError } from '@agentvisor/core'
 import type { Effect, Fiber } from 'effect'
 import type { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
-import type { Approver } from './run-driver.js'
-import type { RunObserver } from './run-observer.js'
+import type { Approver } from '../driver/drive.js'
+import type { RunObserver } from '../driver/run-observer.js'
 
 /** How a run ended (or paused): the `--json` shape of `run` and `resume` (docs/cli.md, `--json`). */
 export interface RunResult {
@@ -73,12 +73,3 @@ export type LaunchError =
   | LeaseConflictError
   | LeaseLostError
   | ContractError
-
-/** The run an XState inspection event is of (`SupervisorOptions.inspect`). */
-export interface InspectedRun {
-  readonly runId: string
-  /** The run's parent, for a child run. */
-  readonly parentId?: string | undefined
-  /** The root of its tree (the run itself for a root). */
-  readonly rootId: string
-}

@@ -1,4 +1,4 @@
-import { LeaseLostError } from '@agentvisor/store'
+import type { LeaseLostError } from '@agentvisor/store'
 import { Effect, type Exit, Fiber } from 'effect'
 import type { LeaseEvents } from './lease-keeper.js'
 
@@ -8,13 +8,32 @@ export type StopReason = 'cancel' | 'timeout'
 /** Longest delay a Node timer takes (about 24.8 days); longer ones are re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 
+/** What stops one run's drive from outside, as its supervision holds it (supervise.ts). */
+export interface StopSignal {
+  readonly runId: string
+  /** A cancel from this process (the run handle, SIGINT). */
+  readonly cancel: () => void
+  /** Fires `timeout` after `ms` (from now), however long that is. */
+  readonly arm: (ms: number) => void
+  /** What the lease keeper tells this run: a cancel requested through the store, a lost lease. */
+  readonly leaseEvents: LeaseEvents
+  /**
+   * Runs `drive` in a fiber of its own until it ends (`settled`) or something stops it: then the
+   * drive is interrupted, its finalizers have run and so has `afterInterrupt`, before the reason
+   * is returned.
+   */
+  readonly race: <E>(drive: Effect.Effect<void, E>, afterInterrupt: Effect.Effect<void>) => Effect.Effect<'settled' | StopReason, E | LeaseLostError>
+  /** Disarms the deadline once the drive is over. */
+  readonly dispose: () => void
+}
+
 /**
  * Everything that can stop one run's drive from outside, in one place: a local cancel, a cancel
  * requested through the store (the lease keeper), a takeover of the lease, the run's deadline.
  * The drive runs in one fiber watched by `race`, instead of a fiber per cause (or Effect's
  * `raceFirst`, a fiber for each side): fibers are most of what an idle run costs in memory.
  */
-export const makeStopSignal = (runId: string) => {
+export const makeStopSignal = (runId: string): StopSignal => {
   let fired: Effect.Effect<StopReason, LeaseLostError> | undefined
   let listener: ((outcome: Effect.Effect<StopReason, LeaseLostError>) => void) | undefined
   let timer: NodeJS.Timeout | undefined
@@ -73,18 +92,12 @@ export const makeStopSignal = (runId: string) => {
 
   return {
     runId,
-    /** A cancel from this process (the run handle, SIGINT). */
     cancel: (): void => fire(Effect.succeed('cancel')),
     arm,
     leaseEvents,
     race,
-    /** Disarms the deadline once the drive is over. */
     dispose: (): void => {
       if (timer !== undefined) clearTimeout(timer)
     }
   }
 }
-
-export type StopSignal = ReturnType<typeof makeStopSignal>
-
-export { LeaseLostError }

@@ -6,20 +6,20 @@ import type { Actor } from 'xstate'
 import { oneLine } from '../loop/one-line.js'
 import type { runMachine } from '../machine/run-machine.js'
 import { statusOfState } from '../machine/run-state.js'
-import { store as storeCall } from './driver-io.js'
+import { store as storeCall } from '../io/driver-io.js'
 import { dropLease } from './lease.js'
-import type { makeLeaseKeeper } from './lease-keeper.js'
+import type { LeaseKeeper } from './lease-keeper.js'
 import type { RunHandle, RunResult } from './run-handle.js'
-import type { RunDriver } from './run-driver.js'
-import { storedTreeUsage } from './run-usage.js'
-import { notify, type RunObserver } from './run-observer.js'
+import type { RunDriver } from '../driver/run-driver.js'
+import { storedTreeUsage } from '../driver/run-usage.js'
+import { notify, type RunObserver } from '../driver/run-observer.js'
 import type { StopSignal } from './stop-signal.js'
 
 /** What supervising a run needs from its supervisor: the same for every run it drives. */
 export interface SuperviseDeps {
   readonly writer: RunWriter
   readonly db: Kysely<Database>
-  readonly leases: Effect.Effect.Success<ReturnType<typeof makeLeaseKeeper>>
+  readonly leases: LeaseKeeper
   readonly secrets: SecretSet
   readonly warn: (line: string) => void
   /** Called once a run's fiber has let go of it (its lease dropped), however it ended. */

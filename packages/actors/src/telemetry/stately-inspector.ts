@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { StatelyInspectionEvent } from '@statelyai/inspect'
 import type { InspectionEvent } from 'xstate'
-import type { InspectedRun } from '../supervisor/run-handle.js'
+import type { InspectedRun } from '../driver/run-observer.js'
 
 /** Where `@statelyai/inspect/server`'s `createInspectorServer()` listens by default. */
 export const DEFAULT_INSPECTOR_RELAY = 'ws://127.0.0.1:8080'

@@ -12,7 +12,7 @@ import {
   type Tracer,
   type TracerProvider
 } from '@opentelemetry/api'
-import type { RunObserver } from '../supervisor/run-observer.js'
+import type { RunObserver } from '../driver/run-observer.js'
 import { SpanAttribute, SpanName, TRANSITION_EVENT } from './span-attributes.js'
 
 /** The instrumentation scope of every agentvisor span. */

@@ -8,9 +8,9 @@ import {
   nextRunSnapshot,
   persistRunSnapshot,
   type PersistedRunSnapshot,
-  type RunSnapshot,
   restoreRunSnapshot
 } from '../machine/run-snapshot.js'
+import type { RunSnapshot } from '../machine/run-state.js'
 
 /** The machine after one transition of a run: what time travel shows (docs/inspector.md). */
 export interface SnapshotAt {

@@ -1,4 +1,4 @@
-import { inSpawnOrder, spawnRanks } from '../children/spawn-order.js'
+import { inSpawnOrder, spawnRanks } from '../protocol/spawn-order.js'
 import { BUILTIN_TOOLS, FINAL_ANSWER, jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError, type ToolEffect, type Usage } from '@agentvisor/core'
 import {
   type Executor,
@@ -19,8 +19,8 @@ import {
   toRunRecord
 } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { storedOutput } from '../supervisor/conversation.js'
-import { runUsageOf, treeUsageOf } from '../supervisor/run-usage.js'
+import { storedOutput } from '../driver/conversation.js'
+import { runUsageOf, treeUsageOf } from '../driver/run-usage.js'
 
 /** One model-call attempt of a receipt (docs/cli.md, `--json`). Optional fields appear when known. */
 export interface AttemptTrace {

@@ -3,7 +3,7 @@ import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { answerRequest } from '../approval/answer-request.js'
 import { AmbiguousRequestError, NothingPendingError, RequestDecidedError, RequestNotFoundError, RunNotFoundError } from '../errors.js'
-import { query } from './store-query.js'
+import { query } from '../io/store-query.js'
 
 /** What a question is answered with: the text, and which question when the run has several. */
 export interface AnswerInput {

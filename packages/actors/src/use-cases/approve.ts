@@ -14,7 +14,7 @@ import {
   RunNotFoundError,
   RunUnreadableError
 } from '../errors.js'
-import { query } from './store-query.js'
+import { query } from '../io/store-query.js'
 
 /**
  * A decision on a run's pending requests: all of them, or the one `requestId` names.

@@ -1,9 +1,10 @@
-import { type Database, getRunRow, isAbandonedOwner, isFinalStatus, requestCancel, type RunStatus, type StoreError } from '@agentvisor/store'
+import { type Database, getRunRow, isFinalStatus, type RunStatus, type StoreError } from '@agentvisor/store'
 import { Clock, Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { CancelTimeoutError, RunNotFoundError } from '../errors.js'
-import type { LaunchError, RunResult } from '../supervisor/supervisor.js'
-import { query } from './store-query.js'
+import { isUndriven, requestRunCancel } from '../io/run-cancel.js'
+import { query } from '../io/store-query.js'
+import type { LaunchError, RunResult } from '../supervisor/run-handle.js'
 
 /** How a cancel went: the run's status at the end, and whether it had ended before the request. */
 export interface CancelOutcome {
@@ -12,36 +13,6 @@ export interface CancelOutcome {
   /** The run had already ended: nothing was requested. */
   readonly alreadyEnded: boolean
 }
-
-/** A recorded cancel request: the run's status then, and whether any live driver holds it. */
-export interface CancelRequest {
-  readonly runId: string
-  readonly status: RunStatus
-  readonly alreadyEnded: boolean
-  /**
-   * No live driver holds the run (paused, queued, or its driver gone): nobody else will write
-   * its final transition, so whoever cancels must end it (docs/durability.md).
-   */
-  readonly undriven: boolean
-}
-
-/** Whether a run row has no live lease: none, an expired one, or one of a dead process of this host. */
-export const isUndriven = (run: { readonly lease_owner: string | null; readonly lease_expires_at: number | null }, now: number): boolean =>
-  run.lease_owner === null || run.lease_expires_at === null || run.lease_expires_at <= now || isAbandonedOwner(run.lease_owner)
-
-/**
- * Records a cancel request in the store, where the run's driver, in any process, hears of it
- * through its lease keeper. A run that already ended is left as it is.
- */
-export const requestRunCancel = (db: Kysely<Database>, runId: string): Effect.Effect<CancelRequest, RunNotFoundError | StoreError> =>
-  Effect.gen(function* () {
-    const run = yield* query(`load run ${runId}`, () => getRunRow(db, runId))
-    if (run === undefined) return yield* new RunNotFoundError({ runId })
-    if (isFinalStatus(run.status)) return { runId, status: run.status, alreadyEnded: true, undriven: false }
-    const now = yield* Clock.currentTimeMillis
-    yield* query(`request a cancel of run ${runId}`, () => requestCancel(db, runId, new Date(now).toISOString()))
-    return { runId, status: run.status, alreadyEnded: false, undriven: isUndriven(run, now) }
-  })
 
 export interface CancelDeps {
   readonly db: Kysely<Database>

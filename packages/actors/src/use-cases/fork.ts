@@ -15,7 +15,7 @@ import { machineInput } from '../machine/run-machine.js'
 import { encodeRunSnapshot, restoreRunSnapshot } from '../machine/run-snapshot.js'
 import { statusOfState } from '../machine/run-state.js'
 import { replayJournal } from '../trace/run-snapshots.js'
-import { query } from './store-query.js'
+import { query } from '../io/store-query.js'
 
 /** A fork made: its id, and where it came from. */
 export interface ForkOutcome {

@@ -1,7 +1,7 @@
 import { type Database, listRuns, type RunRecord, type RunStatus, type StoreError, toRunRecord } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
-import { query } from './store-query.js'
+import { query } from '../io/store-query.js'
 
 /** Which runs `Agentvisor.list` returns; without a field, all of them. */
 export interface RunFilter {

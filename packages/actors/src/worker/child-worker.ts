@@ -16,15 +16,15 @@ import {
 } from '@agentvisor/store'
 import { type Cause, Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
-import { type ChildDelivery, MAX_CHILD_HANDLING_FAILURES } from '../bus/bus.js'
-import { invalidRunId } from '../bus/messages.js'
-import { childRunRow, narrowChildRequest } from '../children/child-contract.js'
-import type { ChildRunRequest } from '../bus/messages.js'
+import { type ChildDelivery, MAX_CHILD_HANDLING_FAILURES } from '../protocol/bus.js'
+import { invalidRunId } from '../protocol/messages.js'
+import { childRunRow, narrowChildRequest } from '../protocol/child-contract.js'
+import type { ChildRunRequest } from '../protocol/messages.js'
 import { oneLine } from '../loop/one-line.js'
 import { causeLine } from '../loop/survive.js'
-import { store } from '../supervisor/driver-io.js'
+import { store } from '../io/driver-io.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
-import type { RunHandle, RunResult, StartOptions } from '../supervisor/supervisor.js'
+import type { RunHandle, RunResult, StartOptions } from '../supervisor/run-handle.js'
 
 export interface ChildWorkerDeps {
   readonly db: Kysely<Database>

@@ -1,16 +1,16 @@
 import { type Database, getRunRow, listRunTree, toRunRecord } from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
-import type { ControlHandler } from '../bus/bus.js'
+import type { ControlHandler } from '../protocol/bus.js'
 import { failureReason, storeFailureReason } from '../bus/control-answer.js'
-import { type AnswerBody, type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../bus/messages.js'
+import { type AnswerBody, type ApproveBody, controlError, parseControlBody, PROTOCOL_VERSION } from '../protocol/messages.js'
 import { RunNotFoundError } from '../errors.js'
 import { answerRun } from '../use-cases/answer.js'
 import { type ApproveAnswer, type ApproveError, approveRun } from '../use-cases/approve.js'
 import { pendingRequests } from '../use-cases/pending.js'
-import { requestRunCancel } from '../use-cases/cancel.js'
+import { requestRunCancel } from '../io/run-cancel.js'
 import type { LogLine } from '../loop/survive.js'
-import { query } from '../use-cases/store-query.js'
+import { query } from '../io/store-query.js'
 
 export interface ControlDeps {
   readonly db: Kysely<Database>

@@ -5,7 +5,7 @@
 // it is not sure of (a wrong value, an unusual object) is left to the Schema, which also names
 // what is wrong. packages/core/test/contract-check.test.ts holds the two side by side.
 import { MAX_TIMER_MS } from '../provider/scripted-step.js'
-import type { TaskContract, TaskFile } from './task-contract.js'
+import type { TaskContract, TaskFile } from './task-shape.js'
 import { MAX_NESTING_DEPTH, isPlainObject } from './nesting.js'
 
 /** `error`: a field the Schema does not name fails (a task); `preserve`: it is kept (a stored contract). */

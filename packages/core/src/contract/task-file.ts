@@ -5,7 +5,8 @@ import { Effect, Either } from 'effect'
 import { parse as parseYaml } from 'yaml'
 import { ContractError } from '../errors.js'
 import { isStackOverflow, MAX_NESTING_DEPTH } from './nesting.js'
-import { parseTaskContract, type TaskContract } from './task-contract.js'
+import { parseTaskContract } from './task-contract.js'
+import type { TaskContract } from './task-shape.js'
 
 /** Parses task file text: JSON for `.json`, YAML (a superset of JSON) for everything else. */
 export const parseTaskText = (text: string, file: string): Either.Either<unknown, ContractError> => {

@@ -1,7 +1,7 @@
 import * as path from 'node:path'
 import { quoteName, revealHidden } from '../contract/quote-name.js'
 import { Either, Schema } from 'effect'
-import type { PolicyLayer } from '../contract/task-contract.js'
+import type { PolicyLayer } from '../contract/contract-fields.js'
 import { ContractError } from '../errors.js'
 import { analyzeCommand, type RiskyConstruct } from './command-line.js'
 import { commandReadings } from './command-readings.js'

@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../contract/task-contract.js'
+import type { ProviderConfig } from '../contract/contract-fields.js'
 
 /** A link of a fallback chain in the TS API: a provider, or a nested chain of them. */
 export type FallbackLink = ProviderConfig | ReadonlyArray<FallbackLink>

@@ -1,6 +1,6 @@
 import { Effect } from 'effect'
 import { quoteName } from '../contract/quote-name.js'
-import type { ProviderConfig } from '../contract/task-contract.js'
+import type { ProviderConfig } from '../contract/contract-fields.js'
 import { ProviderError } from '../errors.js'
 import { makeAnthropicProvider } from './anthropic.js'
 import { makeOpenAIProvider } from './openai.js'

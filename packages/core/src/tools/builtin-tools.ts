@@ -73,7 +73,7 @@ export const execDefinition: CallableTool<ExecArgs> = {
 
 /**
  * `spawn_child {goal, verify?, limits?, workspace?}` (docs/nats.md). Its arguments are checked
- * against the parent's contract when the child is made (children/child-contract.ts in the
+ * against the parent's contract when the child is made (actors/src/protocol/child-contract.ts in the
  * actors package); here they only need to be a JSON object. The policy does not judge the call
  * by an act: the child runs under the parent's policy, and a `verify.command` it asks for is
  * judged as an `exec` when the child is made.

@@ -1,4 +1,5 @@
-import type { CommandSandbox, TaskContract } from '../contract/task-contract.js'
+import type { CommandSandbox } from '../contract/contract-fields.js'
+import type { TaskContract } from '../contract/task-shape.js'
 import { mcpSecretNames } from './mcp/mcp-server-spec.js'
 
 /**

@@ -2,7 +2,7 @@ import { type ChildProcessByStdio, spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { Effect, Either } from 'effect'
-import type { CommandSandbox } from '../contract/task-contract.js'
+import type { CommandSandbox } from '../contract/contract-fields.js'
 import { ProcessGroupError } from '../errors.js'
 import { shellLaunch } from './sandbox.js'
 

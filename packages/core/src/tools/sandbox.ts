@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import * as path from 'node:path'
 import { Either } from 'effect'
-import type { CommandSandbox } from '../contract/task-contract.js'
+import type { CommandSandbox } from '../contract/contract-fields.js'
 
 /** How a command line is started: the program and its arguments. */
 export interface ShellLaunch {

@@ -1,5 +1,5 @@
 import { Effect } from 'effect'
-import type { VerifySpec } from '../contract/task-contract.js'
+import type { VerifySpec } from '../contract/contract-fields.js'
 import { WorkspaceEscapeError } from '../errors.js'
 import { commandEnv, type CommandSettings } from '../tools/command-env.js'
 import { readInsideNow } from '../tools/confined-fs.js'

@@ -1,5 +1,5 @@
 import type { RunError, Usage, TaskContract } from '@agentvisor/core'
-import type { PendingRequest } from '../use-cases/pending.js'
+import type { PendingRequest } from '../approval/pending-request.js'
 import { Either, ParseResult, Schema } from 'effect'
 
 /** Every payload on the bus carries the protocol version (docs/nats.md). */

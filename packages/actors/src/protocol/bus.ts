@@ -1,4 +1,4 @@
-import type { RunStreamEvent } from '../events/run-events.js'
+import type { RunStreamEvent } from '../protocol/run-stream-event.js'
 import type { Scope } from 'effect'
 import { Cause, Context, Data, Effect, Schedule } from 'effect'
 import { causeLine, type LogLine, stderrLog } from '../loop/survive.js'

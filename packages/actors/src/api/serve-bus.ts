@@ -1,14 +1,14 @@
 import type { Database } from '@agentvisor/store'
 import { Effect, type Scope } from 'effect'
 import type { Kysely } from 'kysely'
-import type { Bus } from '../bus/bus.js'
+import type { Bus } from '../protocol/bus.js'
 import { causeLine, surviving } from '../loop/survive.js'
 import { giveUpChild, handleChildDelivery } from '../worker/child-worker.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { makeSubmitHandler } from '../submit/submit-handler.js'
-import { isLeaseConflict } from './lease.js'
-import type { LaunchError, RunHandle, StartOptions } from './run-handle.js'
-import type { SupervisorOptions } from './supervisor.js'
+import { isLeaseConflict } from '../supervisor/lease.js'
+import type { LaunchError, RunHandle, StartOptions } from '../supervisor/run-handle.js'
+import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
 
 /**
  * What a supervisor serves from its bus, each as a loop in its scope: child runs to drive (a

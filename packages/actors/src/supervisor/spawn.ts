@@ -2,17 +2,17 @@ import { ContractError, type TaskContract } from '@agentvisor/core'
 import { type Database, getRun, getRunRow, insertRun, type LeaseLostError, listChildren, newRunId, recordedUsage, StoreError } from '@agentvisor/store'
 import { Clock, Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
-import type { Bus } from '../bus/bus.js'
-import { PROTOCOL_VERSION } from '../bus/messages.js'
+import type { Bus } from '../protocol/bus.js'
+import { PROTOCOL_VERSION } from '../protocol/messages.js'
 import { RunNotFoundError } from '../errors.js'
 import { surviving } from '../loop/survive.js'
-import { store as storeCall } from '../supervisor/driver-io.js'
-import type { ChildSpec, RunHandle, RunResult } from '../supervisor/run-handle.js'
-import { requestRunCancel } from '../use-cases/cancel.js'
+import { store as storeCall } from '../io/driver-io.js'
+import type { ChildSpec, RunHandle, RunResult } from './run-handle.js'
+import { requestRunCancel } from '../io/run-cancel.js'
 
 /** A run whose driver never let it go with a tally (it never called a model) cost nothing. */
 const NO_USAGE = { inputTokens: 0, outputTokens: 0 } as const
-import { childContract, childRunRow } from './child-contract.js'
+import { childContract, childRunRow } from '../protocol/child-contract.js'
 
 /**
  * Starting a child of a run from code (what `spawn_child` does for a model): the parent's

@@ -1,94 +1,21 @@
 import { makeMcpPool } from '@agentvisor/core'
-import type { ContractError, ModelSettings, Provider, ProviderConfig, RetryPolicy, SecretSet, TaskContract } from '@agentvisor/core'
+import type { ContractError, TaskContract } from '@agentvisor/core'
 import { DEFAULT_STORE_OUTAGE_MS, makeRunWriter, type OutageRidingWriter, rideOutStoreOutages, type RunWriter } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
-import type { InspectionEvent } from 'xstate'
-import type { Bus } from '../bus/bus.js'
 import { busObserver } from '../bus/bus-observer.js'
-import { makeSpawn } from '../children/spawn.js'
+import { makeSpawn } from '../supervisor/spawn.js'
 import { causeLine } from '../loop/survive.js'
-import { isFinalPath } from '../machine/run-state.js'
-import { type TelemetryOptions, telemetryObserver } from '../telemetry/telemetry-observer.js'
-import type { CircuitBreakerPolicy } from './circuit-breaker.js'
-import { makeLaunchRun } from './launch-run.js'
-import { DEFAULT_LEASE_POLICY, type LeasePolicy, makeLeaseOwner } from './lease.js'
-import { makeLeaseKeeper, storeLeaseQueries } from './lease-keeper.js'
-import type { Approver } from './run-driver.js'
-import { makeRunFibers } from './run-fibers.js'
-import type { RegisteredTool } from './run-tools.js'
-import type { ChildSpec, InspectedRun, LaunchError, RunHandle, StartOptions } from './run-handle.js'
-import type { RunObserver } from './run-observer.js'
+import { telemetryObserver } from '../telemetry/telemetry-observer.js'
+import { makeLaunchRun } from '../supervisor/launch-run.js'
+import { DEFAULT_LEASE_POLICY, makeLeaseOwner } from '../supervisor/lease.js'
+import { makeLeaseKeeper, storeLeaseQueries } from '../supervisor/lease-keeper.js'
+import { makeRunFibers } from '../supervisor/run-fibers.js'
+import type { ChildSpec, LaunchError, RunHandle, StartOptions } from '../supervisor/run-handle.js'
+import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
+import type { RunObserver } from '../driver/run-observer.js'
+import { makeControlHandler } from '../worker/control-handler.js'
 import { serveBus } from './serve-bus.js'
-import { StoreService } from './store-service.js'
-
-export type { ChildSpec, InspectedRun, LaunchError, RunHandle, RunResult, StartOptions } from './run-handle.js'
-
-export interface SupervisorOptions {
-  /** Where API keys are read from at dispatch time (default `process.env`). */
-  readonly env?: NodeJS.ProcessEnv
-  readonly retryPolicy?: RetryPolicy
-  /** Deadline of one provider call when its config sets none (default 120 s). */
-  readonly attemptTimeoutMs?: number
-  /**
-   * OpenTelemetry spans for runs, steps, attempts and tool calls (docs/telemetry.md). On by
-   * default and free until a tracer provider is registered; `false` turns it off.
-   */
-  readonly telemetry?: false | TelemetryOptions
-  /** Observers of every run this supervisor drives. */
-  readonly observers?: ReadonlyArray<RunObserver>
-  /**
-   * XState inspection events of every run actor (the Stately inspector, tests), each with the run
-   * it is of: the actor's id is the run's id.
-   */
-  readonly inspect?: (event: InspectionEvent, run: InspectedRun) => void
-  /** When a failing provider is skipped; one set of circuits serves every run of this supervisor. */
-  readonly circuitBreaker?: CircuitBreakerPolicy
-  /** Lease length and cancel polling (one driver per run, `agentvisor cancel` from anywhere). */
-  readonly lease?: LeasePolicy
-  /**
-   * How long a store outage (PostgreSQL restarted or unreachable) is ridden out, in ms: the
-   * same commit tried again with backoff, nothing of the run happening meanwhile; past it, the
-   * run is interrupted, resumable (docs/durability.md, "A store outage"). Default 60 000; 0:
-   * interrupted at the first failure. SQLite has no outages to ride out.
-   */
-  readonly storeOutageMs?: number
-  /**
-   * Resume, in this process, the runs a store outage interrupted here (past `storeOutageMs`),
-   * once the store answers again: it is probed with backoff meanwhile. What `agentvisor worker`
-   * does; default false (a `run` reports the run interrupted instead).
-   */
-  readonly resumeAfterStoreOutage?: boolean
-  /**
-   * How runs travel: child runs are submitted to it, transitions and ends published on it.
-   * Without a bus, `spawn_child` is not offered.
-   */
-  readonly bus?: Bus
-  /** Drive child runs from the bus in this process (a worker), this many at a time. */
-  readonly serveChildren?: { readonly concurrency: number }
-  /** Answer control requests (cancel, approve, status) from the bus in this process. */
-  readonly serveControl?: boolean
-  /**
-   * Take root runs submitted on the bus (`agentvisor.runs.submit`, docs/nats.md), laid over this
-   * template and never allowed more than it: a validated task contract (`Agentvisor.contract`).
-   */
-  readonly serveSubmit?: { readonly template: TaskContract }
-  /**
-   * Answer control requests for each run this process drives, while it drives it, on the run's
-   * own subjects (docs/nats.md): what a process that is not a worker does on NATS.
-   */
-  readonly serveOwnControl?: boolean
-  /** One line per child run this process starts and ends (the worker's log). */
-  readonly log?: (line: string) => void
-  /** Answers `ask`s of runs whose contract says `approval: prompt` (without one they pause). */
-  readonly approver?: Approver
-  /**
-   * Tools every run of this process may be offered (`defineTool` values made catalogue entries),
-   * beside the built-ins: an agent is offered those its `tools` names (docs/tools.md).
-   */
-  readonly tools?: ReadonlyArray<RegisteredTool>
-  /** Builds a provider from its config; the default reads the task file's kinds. */
-  readonly makeProvider?: (config: ProviderConfig, env: NodeJS.ProcessEnv, secrets: SecretSet, settings?: ModelSettings) => Provider
-}
+import { StoreService } from '../supervisor/store-service.js'
 
 /** Starts and resumes runs, one supervised fiber each, all interrupted when the layer closes. */
 export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
@@ -109,7 +36,7 @@ export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
 /**
  * The supervisor layer; it needs the store. Its concepts live apart: launching a run (start,
  * resume: launch-run.ts), driving it under its deadline, cancel and lease (supervise.ts),
- * children from code (children/spawn.ts) and what it serves from the bus (serve-bus.ts).
+ * children from code (supervisor/spawn.ts) and what it serves from the bus (serve-bus.ts).
  */
 export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Supervisor, never, StoreService> =>
   Layer.scoped(
@@ -145,7 +72,8 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       // The MCP servers runs start: all ended when the layer closes, after the runs (finalizers run in reverse).
       const mcp = makeMcpPool()
       yield* Effect.addFinalizer(() => Effect.promise(() => mcp.close()))
-      const { start, resume } = makeLaunchRun({ db, writer, options, warn, observersOf, leasePolicy, leaseOwner, leases, runFibers, mcp })
+      const ownControl = makeControlHandler({ db, drive: () => undefined, log: warn })
+      const { start, resume } = makeLaunchRun({ db, writer, options, warn, observersOf, leasePolicy, leaseOwner, leases, runFibers, mcp, ownControl })
 
       yield* serveBus({ db, bus: options.bus, options, resume, warn })
       const spawn = yield* makeSpawn({ db, bus: options.bus, warn })
@@ -162,8 +90,6 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       return { start, resume, spawn }
     })
   )
-
-export { isFinalPath }
 
 /**
  * The writer runs use: one that rides out store outages for `limitMs` where the store can have

@@ -14,13 +14,13 @@ import {
 import { Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { CallPlan } from '../approval/step-plan.js'
-import type { Bus } from '../bus/bus.js'
-import { PROTOCOL_VERSION } from '../bus/messages.js'
+import type { Bus } from '../protocol/bus.js'
+import { PROTOCOL_VERSION } from '../protocol/messages.js'
 import type { RunEvent } from '../machine/run-machine.js'
-import { storedOutput } from '../supervisor/conversation.js'
-import { iso, nowMs, store } from '../supervisor/driver-io.js'
-import { isUndriven } from '../use-cases/cancel.js'
-import { childContract, childRunId } from './child-contract.js'
+import { storedOutput } from './conversation.js'
+import { iso, nowMs, store } from '../io/driver-io.js'
+import { isUndriven } from '../io/run-cancel.js'
+import { childContract, childRunId } from '../protocol/child-contract.js'
 import { causeLine, type LogLine, stderrLog, surviving } from '../loop/survive.js'
 
 /** A `spawn_child` call's answer, once its child ended (or it was refused). */
@@ -63,6 +63,18 @@ const describeChildText = (child: RunRow, lastText: string): string => {
   return `Child run ${child.id} ${child.status} after ${child.steps} step${child.steps === 1 ? '' : 's'}${error}.${said}`
 }
 
+/** A run's children, as the driver's modules use them (driver/children.ts, tool-execution.ts). */
+export interface ChildRuns {
+  /** The run may start children: it has a bus and is shallower than the tree's depth cap. */
+  readonly canSpawn: boolean
+  /** Starts a step's `spawn_child` calls (each once, a resume finding those it started). */
+  readonly planSpawns: (calls: ReadonlyArray<CallPlan>, step: number) => Effect.Effect<SpawnPlan, StoreError | LeaseLostError>
+  /** Waits in `awaitingChildren` until the step's children ended, and tells the machine. */
+  readonly awaitChildren: (step: number) => Effect.Effect<{ readonly event: RunEvent }, StoreError | LeaseLostError>
+  /** Cancels the run's live children with it. */
+  readonly cancelChildren: Effect.Effect<void>
+}
+
 /**
  * A run's children: planning a step's `spawn_child` calls, waiting for them in
  * `awaitingChildren`, and cancelling them with their parent.
@@ -84,7 +96,7 @@ export const makeChildRuns = (env: {
   readonly warn?: LogLine | undefined
   /** The W3C trace context of the run's current span, handed to its children on the bus (docs/telemetry.md). */
   readonly traceparent?: (() => string | undefined) | undefined
-}) => {
+}): ChildRuns => {
   const { db, runId, contract, bus } = env
   const warn = env.warn ?? stderrLog
   const limits = contract.children ?? DEFAULT_CHILD_LIMITS

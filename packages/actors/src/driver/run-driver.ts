@@ -1,17 +1,42 @@
-import { builtinCatalogue, type ChatMessage, priceOf, type ToolCall } from '@agentvisor/core'
+import { builtinCatalogue, type ChatMessage, priceOf, type ToolCall, type Usage } from '@agentvisor/core'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { makeChildRuns } from '../children/child-runs.js'
-import { runBudgetOf } from '../driver/budget.js'
-import { type Drive, drivenNow, type RunDriverDeps } from '../driver/drive.js'
-import { ENTRY_WORK, type EntryWorkTable } from '../driver/entry-work.js'
-import { LATER, valueNow } from '../driver/now.js'
-import { recoverLostDispatch } from '../driver/recovery.js'
-import { TransitionJournal, type Work } from '../driver/transition-journal.js'
+import { makeChildRuns } from './child-runs.js'
+import { runBudgetOf } from './budget.js'
+import { type Drive, drivenNow, type RunDriverDeps } from './drive.js'
+import { ENTRY_WORK, type EntryWorkTable } from './entry-work.js'
+import { LATER, valueNow } from './now.js'
+import { recoverLostDispatch } from './recovery.js'
+import { type DurableHead, TransitionJournal, type Work } from './transition-journal.js'
+import type { RunContext } from '../machine/run-machine.js'
 import { runOutput } from './conversation.js'
 import { notify, traceparentOf } from './run-observer.js'
 
-export type { Approver, RunDriverDeps } from '../driver/drive.js'
+/** One run's driver, as its supervision uses it (supervisor/supervise.ts, launch-run.ts). */
+export interface RunDriver {
+  /** Drives the run from where it stands until it pauses or ends. */
+  readonly drive: Effect.Effect<void, StoreError | LeaseLostError>
+  /** After an interrupt (cancel, timeout, takeover): flushes what is staged, writes nothing new. */
+  readonly afterInterrupt: Effect.Effect<void>
+  /** Settles a dispatch a crash left without an answer (driver/recovery.ts). */
+  readonly recover: Effect.Effect<void, StoreError | LeaseLostError>
+  readonly commit: (work: Work) => Effect.Effect<void, StoreError | LeaseLostError>
+  /**
+   * Begins a new turn of a finished run (docs/policy.md, "Follow-ups"): `text` joins the
+   * conversation as the user's message after the last step, stored as that step's feedback
+   * (after any it had) so a resume rebuilds the same conversation, in the commit of `FOLLOW_UP`.
+   */
+  readonly followUp: (text: string, at: number) => Effect.Effect<void, StoreError | LeaseLostError>
+  readonly cancelChildren: Effect.Effect<void>
+  readonly currentPath: () => string
+  readonly context: () => RunContext
+  readonly lastSeq: () => number
+  /** What the run produced, read from its conversation (docs/agents.md, "Structured results"). */
+  readonly output: () => unknown
+  /** What the run's calls have cost so far (docs/task-file.md, "Usage and budgets"). */
+  readonly usage: () => Usage
+  readonly durable: () => DurableHead
+}
 
 /**
  * The driver of one run: performs each state's entry work (driver/entry-work.ts) and commits
@@ -19,7 +44,7 @@ export type { Approver, RunDriverDeps } from '../driver/drive.js'
  * ordering rules live in those modules; this is only the loop. `entryWork` is the machine's
  * table; a test may hand it a changed one.
  */
-export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = ENTRY_WORK) => {
+export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = ENTRY_WORK): RunDriver => {
   const { db, runId, contract, actor, messages, observers } = deps
   const journal = new TransitionJournal(deps.writer, runId, deps.leaseToken, actor, observers, deps.seq, deps.concurrentRuns, deps.warn)
   const children = makeChildRuns({
@@ -123,12 +148,7 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     afterInterrupt,
     recover: recoverLostDispatch(drive),
     commit: (work: Work) => journal.commit(work),
-    /**
-     * Begins a new turn of a finished run (docs/policy.md, "Follow-ups"): `text` joins the
-     * conversation as the user's message after the last step, stored as that step's feedback
-     * (after any it had) so a resume rebuilds the same conversation, in the commit of `FOLLOW_UP`.
-     */
-    followUp: (text: string, at: number) => {
+    followUp: (text, at) => {
       const step = journal.context().completedSteps
       const last = messages[messages.length - 1]
       // The last step's feedback, when the conversation ends with it: the follow-up is added to it.
@@ -148,15 +168,11 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     currentPath: (): string => journal.path(),
     context: () => journal.context(),
     lastSeq: () => journal.seq,
-    /** What the run produced, read from its conversation (docs/agents.md, "Structured results"). */
     output: (): unknown => runOutput(messages),
-    /** What the run's calls have cost so far (docs/task-file.md, "Usage and budgets"). */
     usage: () => deps.usage.usage,
     durable: () => journal.durable
   }
 }
-
-export type RunDriver = ReturnType<typeof makeRunDriver>
 
 /** States entered in a row without a wait before the loop lets the event loop have a turn. */
 const SYNC_STREAK = 64
@@ -174,5 +190,3 @@ const lastAssistantToolCalls = (messages: ReadonlyArray<ChatMessage>): ReadonlyA
   }
   return []
 }
-
-export type { RunError } from '@agentvisor/core'

@@ -64,6 +64,15 @@ export interface AttemptSettled {
   readonly tokensOut?: number | undefined
 }
 
+/** The run an XState inspection event is of (`SupervisorOptions.inspect`). */
+export interface InspectedRun {
+  readonly runId: string
+  /** The run's parent, for a child run. */
+  readonly parentId?: string | undefined
+  /** The root of its tree (the run itself for a root). */
+  readonly rootId: string
+}
+
 /**
  * Progress hooks of a run, called after the fact they report is durable. The CLI prints them;
  * the bus publishes them. An observer that throws is logged once per hook: watching never breaks a run.

@@ -12,8 +12,8 @@ import {
 } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
-import { addTotals } from '../driver/budget.js'
-import { store } from './driver-io.js'
+import { addTotals } from './budget.js'
+import { store } from '../io/driver-io.js'
 
 // A run's `usage` and its tree's `treeUsage` (docs/task-file.md, "Usage and budgets"): what the
 // providers reported for every receipt, priced by each run's own contract.
