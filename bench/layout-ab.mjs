@@ -15,7 +15,8 @@
 //   2026-12-01T170000 and 2026-12-02T160000 migrations did before the step rows), the same statement;
 //   `plain-nofk-check` without the keys, with the rules as CHECKs; `plain-nofk-fn` the tables of
 //   `plain-nofk` written by the same four statements inside a PL/pgSQL function (the packed
-//   layout's way of calling, on plain tables).
+//   layout's way of calling, on plain tables); `plain-nofk-generic` the statement of `plain-nofk`
+//   on a connection with `plan_cache_mode=force_generic_plan` (planned once, not at each call).
 //
 // On SQLite (which this A/B only measures): `packed` is today's `run_log` (one table under the four
 // views, written directly by prepared statements, as sqlite/sqlite-commits.ts does), `plain` the
@@ -27,7 +28,8 @@
 // the median of each round's ratio to `packed`. PostgreSQL is measured with `synchronous_commit`
 // at its default (`on`: a commit waits for its WAL flush) and `off` (weaker: a server crash may
 // lose the last commits), on one server the script starts (postgres-server.mjs).
-//   node --expose-gc layout-ab.mjs [postgres|sqlite|both]   (AB_ROUNDS=7, AB_COMMITS=2000)
+//   node --expose-gc layout-ab.mjs [postgres|sqlite|both]   (AB_ROUNDS=7, AB_COMMITS=2000, AB_WARM=500;
+//   AB_LAYOUTS=a,b to measure only those beside `packed`; AB_SYNC=on,off)
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -169,7 +171,8 @@ const PG_LAYOUTS = {
   plain: { setup: PLAIN_TABLES(true, 'check') },
   'plain-nofk': { setup: PLAIN_TABLES(false, 'domain') },
   'plain-nofk-check': { setup: PLAIN_TABLES(false, 'check') },
-  'plain-nofk-fn': { setup: [...PLAIN_TABLES(false, 'domain'), PLAIN_FUNCTION] }
+  'plain-nofk-fn': { setup: [...PLAIN_TABLES(false, 'domain'), PLAIN_FUNCTION] },
+  'plain-nofk-generic': { setup: PLAIN_TABLES(false, 'domain'), options: '-c plan_cache_mode=force_generic_plan' }
 }
 
 /** The deferred commit of the plain layouts: one statement, the fence first, one write per table. */
@@ -248,7 +251,8 @@ const pgRound = async (server, layout, synchronousCommit) => {
   const name = await server.createDatabase()
   try {
     await migratePacked(server.url(name))
-    const pool = new pg.Pool({ connectionString: server.url(name), max: 1, options: `-c synchronous_commit=${synchronousCommit}` })
+    const options = [`-c synchronous_commit=${synchronousCommit}`, PG_LAYOUTS[layout].options ?? ''].join(' ')
+    const pool = new pg.Pool({ connectionString: server.url(name), max: 1, options })
     // The database is dropped with its connections (`with (force)`) while the pool may still be closing one.
     pool.on('error', ignore)
     try {
@@ -284,7 +288,10 @@ const pgRound = async (server, layout, synchronousCommit) => {
       const us = ((nowMs() - t0) * 1000) / COMMITS
       const serverUs = ((serverCpuMs() - cpu0) * 1000) / COMMITS
       // Every row is there, as the packed layout's views read it.
-      const { rows } = await pool.query('select (select count(*) from steps where run_id = $1)::int as steps, (select count(*) from journal_entries where run_id = $1)::int as entries', [RUN_ID])
+      const { rows } = await pool.query(
+        'select (select count(*) from steps where run_id = $1)::int as steps, (select count(*) from journal_entries where run_id = $1)::int as entries',
+        [RUN_ID]
+      )
       if (rows[0].steps !== WARM + COMMITS || rows[0].entries !== WARM + COMMITS) throw new Error(`${layout}: ${JSON.stringify(rows[0])}`)
       return { us, serverUs }
     } finally {
@@ -298,7 +305,8 @@ const pgRound = async (server, layout, synchronousCommit) => {
 // ---- SQLite --------------------------------------------------------------------------------
 
 /** `column IN (...)`, or with `eq` the same rule as `=` comparisons (SQLite builds a temporary index for an IN list of three or more at every statement: 2026-12-01T160000). */
-const oneOf = (column, values, eq) => (eq ? `(${values.map((v) => `"${column}" = '${v}'`).join(' or ')})` : `${column} in (${values.map((v) => `'${v}'`).join(', ')})`)
+const oneOf = (column, values, eq) =>
+  eq ? `(${values.map((v) => `"${column}" = '${v}'`).join(' or ')})` : `${column} in (${values.map((v) => `'${v}'`).join(', ')})`
 
 const SQLITE_PLAIN = (rowid, eq) => {
   const clustered = rowid ? '' : ' without rowid'
@@ -318,7 +326,8 @@ const SQLITE_PLAIN = (rowid, eq) => {
 const SQLITE_LAYOUTS = {
   packed: {
     setup: [],
-    entry: "INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) SELECT ?, ?, 'j', ?, ?, ?, ? WHERE (SELECT lease_token FROM runs WHERE id = ?) = ?",
+    entry:
+      "INSERT INTO run_log (run_id, step, kind, n, first_seq, transitions_json, snapshot_json) SELECT ?, ?, 'j', ?, ?, ?, ? WHERE (SELECT lease_token FROM runs WHERE id = ?) = ?",
     settle:
       "UPDATE run_log SET outcome = ?, settled_at = ?, latency_ms = coalesce(?, latency_ms), ttft_ms = coalesce(?, ttft_ms), tokens_in = coalesce(?, tokens_in), tokens_out = coalesce(?, tokens_out) WHERE run_id = ? AND step = ? AND kind = 'a' AND n = ? AND outcome = 'pending'",
     step: "INSERT INTO run_log (kind, n, run_id, step, provider, prompt_summary, text, tool_calls_json, results_json, feedback, tokens_in, tokens_out, at) VALUES ('s', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -386,7 +395,9 @@ const sqliteRound = async (layout) => {
     const t0 = nowMs()
     for (const end = step + COMMITS; step < end; step++) commit(step)
     const us = ((nowMs() - t0) * 1000) / COMMITS
-    const rows = db.prepare('select (select count(*) from steps where run_id = ?) as steps, (select count(*) from journal_entries where run_id = ?) as entries').get(RUN_ID, RUN_ID)
+    const rows = db
+      .prepare('select (select count(*) from steps where run_id = ?) as steps, (select count(*) from journal_entries where run_id = ?) as entries')
+      .get(RUN_ID, RUN_ID)
     if (rows.steps !== WARM + COMMITS || rows.entries !== WARM + COMMITS) throw new Error(`${layout}: ${JSON.stringify(rows)}`)
     db.close()
     return { us }
@@ -396,6 +407,10 @@ const sqliteRound = async (layout) => {
 }
 
 // ---- the rounds ----------------------------------------------------------------------------
+
+/** The layouts measured: all, or `packed` and those AB_LAYOUTS names (comma-separated). */
+const layoutsOf = (layouts) =>
+  process.env.AB_LAYOUTS === undefined ? Object.keys(layouts) : ['packed', ...process.env.AB_LAYOUTS.split(',').filter((l) => l !== 'packed' && l in layouts)]
 
 /** Every layout once a round, the order rotated; medians of the figures and of the ratios to `packed`. */
 const rounds = async (label, layouts, measure) => {
@@ -424,9 +439,11 @@ const rounds = async (label, layouts, measure) => {
 if (which === 'postgres' || which === 'both') {
   const server = await startPostgres({ synchronousCommit: 'on' })
   try {
-    for (const sync of ['on', 'off']) {
-      await rounds(`PostgreSQL, synchronous_commit=${sync}${sync === 'off' ? ' (weaker: a server crash may lose the last commits)' : ' (the default)'}`, Object.keys(PG_LAYOUTS), (l) =>
-        pgRound(server, l, sync)
+    for (const sync of (process.env.AB_SYNC ?? 'on,off').split(',')) {
+      await rounds(
+        `PostgreSQL, synchronous_commit=${sync}${sync === 'off' ? ' (weaker: a server crash may lose the last commits)' : ' (the default)'}`,
+        layoutsOf(PG_LAYOUTS),
+        (l) => pgRound(server, l, sync)
       )
     }
   } finally {
@@ -434,6 +451,6 @@ if (which === 'postgres' || which === 'both') {
   }
 }
 if (which === 'sqlite' || which === 'both') {
-  await rounds('SQLite, WAL, synchronous=NORMAL (the store\'s)', Object.keys(SQLITE_LAYOUTS), sqliteRound)
+  await rounds("SQLite, WAL, synchronous=NORMAL (the store's)", layoutsOf(SQLITE_LAYOUTS), sqliteRound)
 }
 process.exit(0)

@@ -141,4 +141,3 @@ export const startPostgres = async ({ synchronousCommit = 'off' } = {}) => {
     }
   }
 }
-
