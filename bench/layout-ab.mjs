@@ -16,7 +16,10 @@
 //   `plain-nofk-check` without the keys, with the rules as CHECKs; `plain-nofk-fn` the tables of
 //   `plain-nofk` written by the same four statements inside a PL/pgSQL function (the packed
 //   layout's way of calling, on plain tables); `plain-nofk-generic` the statement of `plain-nofk`
-//   on a connection with `plan_cache_mode=force_generic_plan` (planned once, not at each call).
+//   on a connection with `plan_cache_mode=force_generic_plan` (planned once, not at each call);
+// - `plain-record`: the store's layout since 2026-12-05: the tables of `plain-nofk`, a commit one call
+//   of the store's `agentvisor_commit` taking the rows as records, as its writer makes it
+//   (postgres/postgres-statement.ts `stepCommitCall`, from dist).
 //
 // On SQLite (which this A/B only measures): `packed` is today's `run_log` (one table under the four
 // views, written directly by prepared statements, as sqlite/sqlite-commits.ts does), `plain` the
@@ -39,6 +42,9 @@ import { median, nowMs, rm, round, tmp } from './lib.mjs'
 import { startPostgres } from './postgres-server.mjs'
 
 const store = await import(new URL('../packages/store/dist/index.js', import.meta.url).href)
+// The store's own commit of the plain layout: its function (migration 2026-12-05T000000) and the writer's call of it.
+const { COMMIT_FUNCTION } = await import(new URL('../packages/store/dist/migrations/2026-12-05T000000-postgres-plain-tables.js', import.meta.url).href)
+const { stepCommitCall } = await import(new URL('../packages/store/dist/postgres/postgres-statement.js', import.meta.url).href)
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 7)
 const COMMITS = Number(process.env.AB_COMMITS ?? 2000)
 const WARM = Number(process.env.AB_WARM ?? 500)
@@ -172,7 +178,8 @@ const PG_LAYOUTS = {
   'plain-nofk': { setup: PLAIN_TABLES(false, 'domain') },
   'plain-nofk-check': { setup: PLAIN_TABLES(false, 'check') },
   'plain-nofk-fn': { setup: [...PLAIN_TABLES(false, 'domain'), PLAIN_FUNCTION] },
-  'plain-nofk-generic': { setup: PLAIN_TABLES(false, 'domain'), options: '-c plan_cache_mode=force_generic_plan' }
+  'plain-nofk-generic': { setup: PLAIN_TABLES(false, 'domain'), options: '-c plan_cache_mode=force_generic_plan' },
+  'plain-record': { setup: [...PLAIN_TABLES(false, 'domain'), ...COMMIT_FUNCTION] }
 }
 
 /** The deferred commit of the plain layouts: one statement, the fence first, one write per table. */
@@ -225,6 +232,17 @@ const plainValues = (step) => {
   ]
 }
 
+/** The step's writes as the driver gives them to the store's writer (`plain-record`). */
+const recordWrites = (step) => [
+  { op: 'settleAttempt', runId: RUN_ID, step, attempt: 0, patch: { outcome: 'ok', settled_at: AT, latency_ms: 0, tokens_in: 0, tokens_out: 0 } },
+  { op: 'insertStep', row: { run_id: RUN_ID, step, ...STEP, feedback: null, tokens_in: 0, tokens_out: 0, at: AT } },
+  { op: 'insertAttempt', row: { run_id: RUN_ID, step: step + 1, attempt: 0, provider: STEP.provider, reason: 'initial', started_at: AT } }
+]
+const journalOf = (step) => {
+  const e = entryOf(step)
+  return { run_id: RUN_ID, seq: e.seq, first_seq: e.firstSeq, transitions_json: e.transitionsJson, snapshot_json: e.snapshotJson }
+}
+
 const PACKED_COMMIT = `SELECT agentvisor_commit_deferred(${Array.from({ length: 48 }, (_, i) => `$${i + 1}`).join(', ')})`
 /** The 48 arguments, in the order of migration 2026-12-01T170000 (postgres-commit-arguments.ts did this until 2026-12-05). */
 const packedValues = (step) => {
@@ -266,7 +284,11 @@ const pgRound = async (server, layout, synchronousCommit) => {
       await pool.query(`insert into attempts (run_id, step, attempt, provider, reason, started_at) values ($1, 1, 0, 'script', 'initial', $2)`, [RUN_ID, AT])
       const commit = async (step) => {
         if (layout === 'packed') await pool.query({ name: 'packed', text: PACKED_COMMIT, values: packedValues(step) })
-        else {
+        else if (layout === 'plain-record') {
+          const call = stepCommitCall(RUN_ID, 1, undefined, recordWrites(step), journalOf(step))
+          const { rows } = await pool.query({ name: 'record', text: call.text, values: call.values })
+          if (rows[0].fenced !== true) throw new Error('lease lost')
+        } else {
           const fn = layout.endsWith('-fn')
           const { rows } = await pool.query({ name: fn ? 'plain-fn' : 'plain', text: fn ? PLAIN_FUNCTION_CALL : PLAIN_COMMIT, values: plainValues(step) })
           if (rows[0].fenced !== 1) throw new Error('lease lost')
