@@ -10,7 +10,7 @@ import { StoreError } from './errors.js'
 import { migrationProvider } from './migrations/index.js'
 import { createPostgresPool } from './postgres/postgres-pool.js'
 import { isPostgresUrl, redactPassword } from './postgres/postgres-location.js'
-import { isCurrentSchema, MIGRATION_NAMES } from './migrations/names.js'
+import { isCurrentSchema, isKnownMigration } from './migrations/names.js'
 import { appliedMigrations, BUSY_TIMEOUT_MS, openReadOnlySqlite } from './sqlite/sqlite-reader.js'
 import { useWriterPragmas } from './sqlite/connection-pragmas.js'
 import { cacheStatements } from './sqlite/statement-cache.js'
@@ -111,7 +111,7 @@ async function openReadOnlySqliteStore(file: string, writableFallback: boolean):
   if (!isCurrentSchema(applied)) {
     sqlite.close()
     if (writable) return undefined
-    const newer = applied.some((name) => !MIGRATION_NAMES.includes(name))
+    const newer = applied.some((name) => !isKnownMigration(name))
     throw new StoreError({
       message: newer
         ? `The store ${file} was migrated by a newer agentvisor; upgrade this one to read it`

@@ -774,7 +774,7 @@ describe('the PostgreSQL run writer', () => {
     expect(await listSteps(store.db, 'run-1')).toMatchObject([{ step: 1, results: [RESULT], feedback: 'not yet' }])
   })
 
-  it("writes a step's commit as one step row carrying the answer's settlement, the next receipt and the entry, read as before", async () => {
+  it("writes a step's commit as plain rows: the receipt settled in place, the step, the next receipt, the entry", async () => {
     const store = await tempStore('postgres')
     const pool = store.pool!
     const writer = postgresRunWriter(pool)
@@ -792,24 +792,25 @@ describe('the PostgreSQL run writer', () => {
       })
     await writer.commit(stepCommit(1, false, 1))
     await writer.commit(stepCommit(2, true, 2))
-    // A failure settles the receipt step 2's row carries: it leaves the row for one of its own.
+    // A failure settles the next receipt in its row too.
     await writer.commit(
       commitOf(token, 3, {
         writes: [{ op: 'settleAttempt', runId: 'run-1', step: 3, attempt: 0, patch: { outcome: 'failed', settled_at: 'f', error_kind: 'transient' } }]
       })
     )
     const rows = async (text: string) => (await pool.query(text)).rows
-    expect(await rows('select step, attempt, outcome, settled_at, tokens_out from attempt_rows order by step, attempt')).toEqual([
-      { step: 1, attempt: 0, outcome: 'pending', settled_at: null, tokens_out: null },
+    expect(await rows('select step, attempt, outcome, settled_at, tokens_out from attempts order by step, attempt')).toEqual([
+      { step: 1, attempt: 0, outcome: 'ok', settled_at: answer.settled_at, tokens_out: 7 },
+      { step: 2, attempt: 0, outcome: 'ok', settled_at: answer.settled_at, tokens_out: 7 },
       { step: 3, attempt: 0, outcome: 'failed', settled_at: 'f', tokens_out: null }
     ])
-    expect(
-      await rows('select step, answer_attempt, answer_settled_at, answer_tokens_out, next_step, next_attempt, entry_seq from step_rows order by step')
-    ).toEqual([
-      { step: 1, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_tokens_out: 7, next_step: 2, next_attempt: 0, entry_seq: 1 },
-      { step: 2, answer_attempt: 0, answer_settled_at: answer.settled_at, answer_tokens_out: 7, next_step: null, next_attempt: null, entry_seq: 2 }
+    expect(await rows('select seq from journal_entries order by seq')).toEqual([{ seq: 1 }, { seq: 2 }, { seq: 3 }])
+    // No view, no INSTEAD OF trigger: the three are tables.
+    expect(await rows("select relname, relkind from pg_class where relname in ('attempts', 'steps', 'journal_entries') order by relname")).toEqual([
+      { relname: 'attempts', relkind: 'r' },
+      { relname: 'journal_entries', relkind: 'r' },
+      { relname: 'steps', relkind: 'r' }
     ])
-    expect(await rows('select seq from journal_rows')).toEqual([{ seq: 3 }])
     // Read as the tables read before.
     expect(
       (await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome, a.settled_at, a.latency_ms, a.tokens_in, a.tokens_out, a.started_at])
@@ -826,87 +827,22 @@ describe('the PostgreSQL run writer', () => {
     expect((await writer.loadRun('run-1'))?.last?.seq).toBe(3)
     await writer.commit(stepCommit(4, true, 3))
     expect((await writer.loadRun('run-1'))?.last?.seq).toBe(4)
-    // Recovery settles the one receipt still pending (step 4's, carried by step 3's row), in a row of its own.
+    // Recovery settles the one receipt still pending (step 4's).
     expect(await writer.settlePending('run-1', token, 'unknown', 'z')).toBe(1)
-    expect(await rows('select step, outcome from attempt_rows where step = 4')).toEqual([{ step: 4, outcome: 'unknown' }])
-    expect(await rows('select count(*)::int as n from step_rows where next_step is not null')).toEqual([{ n: 1 }])
+    expect(await rows('select step, outcome from attempts where step = 4')).toEqual([{ step: 4, outcome: 'unknown' }])
     expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome])).toEqual([
       [1, 'ok'],
       [2, 'ok'],
       [3, 'failed'],
       [4, 'unknown']
     ])
-    // A receipt or an entry written again under a key a step row holds is refused as the table refused it.
+    // A receipt written again under its key is refused by the table's key.
     await expect(writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt({ step: 2 }) }])).rejects.toMatchObject({ code: '23505' })
-    // Deleting the run deletes every row of it, wherever it is kept.
+    // Deleting the run deletes every row of it.
     await pool.query("delete from runs where id = 'run-1'")
     expect(
-      await rows(
-        'select (select count(*) from attempt_rows)::int as a, (select count(*) from step_rows)::int as s, (select count(*) from journal_rows)::int as j'
-      )
+      await rows('select (select count(*) from attempts)::int as a, (select count(*) from steps)::int as s, (select count(*) from journal_entries)::int as j')
     ).toEqual([{ a: 0, s: 0, j: 0 }])
-  })
-
-  it('still commits, fenced, for a host not yet upgraded that calls agentvisor_commit with one jsonb document', async () => {
-    const store = await tempStore('postgres')
-    const writer = postgresRunWriter(store.pool!)
-    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
-    // The call the writer of the 2026-12-01T130000 migration makes, as it made it.
-    const olderCommit = (leaseToken: number, seq: number) =>
-      store.pool!.query('SELECT agentvisor_commit($1::jsonb)', [
-        JSON.stringify({
-          runId: 'run-1',
-          leaseToken,
-          head: head('verifying'),
-          writes: [{ op: 'insertStep', row: step({ step: seq }) }],
-          entry: { run_id: 'run-1', seq, first_seq: seq, transitions_json: JSON.stringify([journalTransition({ seq })]), snapshot_json: SNAPSHOT }
-        })
-      ])
-    await olderCommit(token, 1)
-    await writer.commit(commitOf(token, 2, { writes: [{ op: 'insertStep', row: step({ step: 2 }) }] }))
-    expect((await listSteps(store.db, 'run-1')).map((s) => s.step)).toEqual([1, 2])
-    expect((await listTransitions(store.db, 'run-1')).map((t) => t.seq)).toEqual([1, 2])
-    await expect(olderCommit(token + 1, 3)).rejects.toMatchObject({ code: 'AVL01' })
-    expect(await listSteps(store.db, 'run-1')).toHaveLength(2)
-  })
-
-  it('still commits, fenced, for a host not yet upgraded that calls agentvisor_commit with the writes as one jsonb array', async () => {
-    const store = await tempStore('postgres')
-    const writer = postgresRunWriter(store.pool!)
-    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
-    // The call the writer of the 2026-12-01T150000 migration makes, as it made it.
-    const olderCommit = (leaseToken: number, seq: number) =>
-      store.pool!.query('SELECT agentvisor_commit($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)', [
-        'run-1',
-        leaseToken,
-        null,
-        'dispatching',
-        seq,
-        't',
-        null,
-        null,
-        JSON.stringify([
-          { op: 'insertStep', row: step({ step: seq }) },
-          { op: 'insertAttempt', row: attempt({ step: seq + 1 }) }
-        ]),
-        seq,
-        seq,
-        JSON.stringify([journalTransition({ seq })]),
-        SNAPSHOT
-      ])
-    await olderCommit(token, 1)
-    await writer.commit(
-      commitOf(token, 2, {
-        writes: [
-          { op: 'settleAttempt', runId: 'run-1', step: 2, attempt: 0, patch: { outcome: 'ok', settled_at: 't' } },
-          { op: 'insertStep', row: step({ step: 2 }) }
-        ]
-      })
-    )
-    expect((await listSteps(store.db, 'run-1')).map((s) => s.step)).toEqual([1, 2])
-    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome])).toEqual([[2, 'ok']])
-    await expect(olderCommit(token + 1, 3)).rejects.toMatchObject({ code: 'AVL01' })
-    expect(await listSteps(store.db, 'run-1')).toHaveLength(2)
   })
 
   it("applies a commit's writes in their order when they do not come as a step's settlement, step and next receipt", async () => {

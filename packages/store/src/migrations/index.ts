@@ -1,4 +1,4 @@
-import type { Migration, MigrationProvider } from 'kysely'
+import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely'
 import * as initial from './2026-11-29T120000-initial.js'
 import * as policy from './2026-11-29T150000-policy.js'
 import * as durability from './2026-11-29T170000-durability.js'
@@ -15,6 +15,8 @@ import * as awaitingInput from './2026-12-02T090000-awaiting-input.js'
 import * as runForks from './2026-12-02T110000-run-forks.js'
 import * as postgresStepKeys from './2026-12-02T160000-postgres-step-keys.js'
 import * as postgresStepRows from './2026-12-02T200000-postgres-step-rows.js'
+import * as postgresPlainTables from './2026-12-05T000000-postgres-plain-tables.js'
+import * as postgresBaseline from './2026-12-05T000000-postgres-baseline.js'
 
 /**
  * Every migration, by name. Listed in code rather than scanned from a folder so the store
@@ -37,10 +39,29 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-12-02T090000-awaiting-input': awaitingInput,
   '2026-12-02T110000-run-forks': runForks,
   '2026-12-02T160000-postgres-step-keys': postgresStepKeys,
-  '2026-12-02T200000-postgres-step-rows': postgresStepRows
+  '2026-12-02T200000-postgres-step-rows': postgresStepRows,
+  '2026-12-05T000000-postgres-plain-tables': postgresPlainTables
 }
 
-/** The `MigrationProvider` a Kysely `Migrator` reads `migrations` through. */
+/** What a new PostgreSQL store runs instead of the chain: the same schema, in one migration (names.ts). */
+export const postgresBaselineMigrations: Readonly<Record<string, Migration>> = {
+  '2026-12-05T000000-postgres-baseline': postgresBaseline
+}
+
+/** The `MigrationProvider` a Kysely `Migrator` reads `migrations` (the chain) through: SQLite's, and an older PostgreSQL store's. */
 export const migrationProvider: MigrationProvider = {
   getMigrations: async () => ({ ...migrations })
 }
+
+/**
+ * The provider `openStore` migrates a PostgreSQL store with: the chain for a store that has run
+ * any of it (it walks the rest, 2026-12-05T000000-postgres-plain-tables among them), the baseline
+ * for a new one. Kysely's migrator asks after taking its lock and creating its `kysely_migration`
+ * table, so a store that another opener is migrating is seen as that opener left it.
+ */
+export const postgresMigrationProvider = (db: Kysely<any>): MigrationProvider => ({
+  getMigrations: async () => {
+    const chain = await sql<{ n: number }>`select count(*)::int as n from kysely_migration where name in (${sql.join(Object.keys(migrations))})`.execute(db)
+    return Number(chain.rows[0]?.n) > 0 ? { ...migrations } : { ...postgresBaselineMigrations }
+  }
+})

@@ -1,10 +1,12 @@
+import { Kysely, PostgresDialect } from 'kysely'
+import type { Database } from '../database.js'
+import { withTextCodec } from '../text-codec-dialect.js'
 import type { RememberedRuleRow } from '../tables/remembered-rules.table.js'
 import type { Pool, QueryResultRow } from 'pg'
 import { LeaseLostError } from '../errors.js'
-import type { RunWrite } from '../run-writer/run-write.js'
-import { FIRST_LEASE_TOKEN, type LeaseRequest, type LoadedRun, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
+import { FIRST_LEASE_TOKEN, kyselyRunWriter, type LeaseRequest, type LoadedRun, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
 import type { LeaseAcquisition } from '../repositories/leases.repository.js'
-import type { JournalHead } from '../repositories/journal-entries.repository.js'
+import { type JournalHead, journalEntry } from '../repositories/journal-entries.repository.js'
 import { decodeApprovalRow } from '../tables/approvals.columns.js'
 import type { StoredApprovalRow } from '../tables/approvals.table.js'
 import { decodeRunWithContract } from '../tables/runs.columns.js'
@@ -14,42 +16,47 @@ import type { StoredStepRow } from '../tables/steps.table.js'
 import { decodeToolEffectRow } from '../tables/tool-effects.columns.js'
 import type { StoredToolEffectRow } from '../tables/tool-effects.table.js'
 import { decodeRow, decodeRows, decodeText, encodeText } from '../text-codec.js'
-import { COMMIT_STEP, COMMIT_STEP_DEFERRED, commitArguments, writesJson } from './postgres-commit-arguments.js'
+import { commitStatement, createRunStatement, type Statement, settlePendingStatement, stepCommitCall, writesStatement } from './postgres-statement.js'
 import { textOrNull } from '../run-writer/bound-values.js'
 import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, totalsOf } from '../repositories/run-usage.repository.js'
 
-/** What the store's functions raise for a superseded driver (the 2026-12-01 migration). */
-const LEASE_LOST = 'AVL01'
+/** Statements the writer names (prepares per connection) at most; any other shape goes unnamed. The shapes a run's writes take are far fewer. */
+const MAX_PREPARED = 200
 
 /**
  * The PostgreSQL `RunWriter`: every call one statement on the store's `pg` pool, one round trip.
- * A commit is a call of `agentvisor_commit`, a plpgsql function installed by the migrations
- * `2026-12-01T130000-postgres-run-writer` and `2026-12-01T170000-postgres-step-commit`, which
- * folds the fence into the head's UPDATE (as the SQLite writer does; a commit that leaves the
- * row for later calls `agentvisor_commit_deferred`, 2026-12-02T010000) and applies the writes
- * server-side, a step's own writes as typed arguments (postgres-commit-arguments.ts); a
- * statement is its own transaction, so
- * a superseded driver's commit writes nothing. Through Kysely the same commit was a transaction
- * of a fenced SELECT, a statement per write and per transition, and the head: about a dozen
- * round trips, each with Kysely's own cost on top.
+ * A step's commit is one call of `agentvisor_commit` with the rows it writes as records (migration
+ * 2026-12-05T000000-postgres-plain-tables); any other commit or write list one statement of plain
+ * SQL (postgres-statement.ts): the fence (the head's UPDATE under the lease token, or for a commit
+ * that leaves the row for later a locked read of it), one data-modifying CTE per write, the journal
+ * entry. A superseded driver's call writes nothing and answers that it was fenced out. Writes whose order matters to each other (a receipt settled by the
+ * commit that writes it) cannot share one statement: they go in order in one Kysely transaction,
+ * through the repositories (`kyselyRunWriter`).
  *
  * Queries are named, so `pg` prepares each once per connection. Text goes through the store's
- * codec (text-codec.ts) exactly as through Kysely: the writes are sent as `JSON.stringify`
- * output encoded by `encodeJsonText`, text parameters by `encodeText`, and rows come back
+ * codec (text-codec.ts) exactly as through Kysely: text parameters by `encodeText`, rows back
  * through `decodeRow(s)`.
  */
 export function postgresRunWriter(pool: Pool): RunWriter {
-  const query = async <R extends QueryResultRow>(name: string, text: string, values: ReadonlyArray<unknown>): Promise<R[]> =>
-    (await pool.query<R>({ name, text, values: values as unknown[] })).rows
+  const query = async <R extends QueryResultRow>(name: string | undefined, text: string, values: ReadonlyArray<unknown>): Promise<R[]> =>
+    (await pool.query<R>(name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] })).rows
+  // The writes that must go in order, on the same pool; never destroyed here (that would end the store's pool).
+  const inOrder = kyselyRunWriter(new Kysely<Database>({ dialect: withTextCodec(new PostgresDialect({ pool })) }))
 
-  /** `query` of a fenced call: the functions' lost-lease error becomes `LeaseLostError`. */
-  const fenced = async <R extends QueryResultRow>(runId: string, name: string, text: string, values: ReadonlyArray<unknown>): Promise<R[]> => {
-    try {
-      return await query<R>(name, text, values)
-    } catch (error) {
-      if ((error as { code?: unknown } | null)?.code === LEASE_LOST) throw new LeaseLostError({ runId })
-      throw error
+  /** A statement's name by its text: each shape of commit prepared once per connection (a bounded number of them). */
+  const names = new Map<string, string>()
+  const nameOf = (text: string): string | undefined => {
+    let name = names.get(text)
+    if (name === undefined && names.size < MAX_PREPARED) {
+      name = `agentvisor_statement_${names.size + 1}`
+      names.set(text, name)
     }
+    return name
+  }
+  /** Runs a fenced statement: its `fenced` 0 is a lost lease. */
+  const fenced = async (runId: string, statement: Statement): Promise<void> => {
+    const [row] = await query<{ fenced: number }>(nameOf(statement.text), statement.text, statement.values)
+    if (row?.fenced !== 1) throw new LeaseLostError({ runId })
   }
 
   const acquireLease = async (input: LeaseRequest): Promise<LeaseAcquisition | undefined> => {
@@ -79,8 +86,17 @@ export function postgresRunWriter(pool: Pool): RunWriter {
 
   return {
     commit: async (commit) => {
-      if (commit.headDeferred === true) await fenced(commit.runId, 'agentvisor_commit_deferred', COMMIT_STEP_DEFERRED, commitArguments(commit))
-      else await fenced(commit.runId, 'agentvisor_commit_step', COMMIT_STEP, commitArguments(commit))
+      const entry = commit.transitions.length === 0 ? undefined : journalEntry(commit.runId, commit.transitions, commit.snapshot)
+      const head = commit.headDeferred === true ? undefined : commit.head
+      const step = stepCommitCall(commit.runId, commit.leaseToken, head, commit.writes, entry)
+      if (step !== undefined) {
+        const [row] = await query<{ fenced: boolean }>('agentvisor_commit', step.text, step.values)
+        if (row?.fenced !== true) throw new LeaseLostError({ runId: commit.runId })
+        return
+      }
+      const statement = commitStatement(commit.runId, commit.leaseToken, head, commit.writes, entry)
+      if (statement === undefined) await inOrder.commit(commit)
+      else await fenced(commit.runId, statement)
     },
     // The run's row at most 50 ms behind its journal while the run steps faster than
     // that (docs/durability.md, "The run's row"): never its status, which a commit writes.
@@ -93,12 +109,14 @@ export function postgresRunWriter(pool: Pool): RunWriter {
       if (result.rowCount === 0) throw new LeaseLostError({ runId })
     },
     createRun: async (row, lease) => {
-      const insertRun: RunWrite = { op: 'insertRun', row: leasedRun(row, lease) }
-      await query('agentvisor_create_run', 'SELECT agentvisor_apply_writes($1::jsonb)', [writesJson([insertRun])])
+      const statement = createRunStatement({ op: 'insertRun', row: leasedRun(row, lease) })
+      await query(nameOf(statement.text), statement.text, statement.values)
       return FIRST_LEASE_TOKEN
     },
     write: async (runId, leaseToken, writes) => {
-      await fenced(runId, 'agentvisor_write', 'SELECT agentvisor_write($1, $2, $3::jsonb)', [encodeText(runId), leaseToken, writesJson(writes)])
+      const statement = writesStatement(runId, leaseToken, writes)
+      if (statement === undefined) await inOrder.write(runId, leaseToken, writes)
+      else await fenced(runId, statement)
     },
     approvals: async (runId, step) =>
       decodeRows(
@@ -175,13 +193,10 @@ export function postgresRunWriter(pool: Pool): RunWriter {
       )
     },
     settlePending: async (runId, leaseToken, outcome, at) => {
-      const [row] = await fenced<{ n: number }>(runId, 'agentvisor_settle_pending', 'SELECT agentvisor_settle_pending($1, $2, $3, $4) AS n', [
-        encodeText(runId),
-        leaseToken,
-        outcome,
-        encodeText(at)
-      ])
-      return row?.n ?? 0
+      const statement = settlePendingStatement(runId, leaseToken, outcome, at)
+      const [row] = await query<{ fenced: number; settled: number }>('agentvisor_settle_pending', statement.text, statement.values)
+      if (row?.fenced !== 1) throw new LeaseLostError({ runId })
+      return row.settled
     },
     close: async () => undefined
   }
