@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -10,9 +10,29 @@ import { tempDir } from './support/cli.js'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const PACKAGES = ['core', 'store', 'actors', 'cli'] as const
 
-const sh = (command: string, args: ReadonlyArray<string>, cwd: string) => {
-  const result = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' } })
+const sh = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = {}) => {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false', ...env } })
   return { code: result.status, out: `${result.stdout}${result.stderr}` }
+}
+
+/**
+ * better-sqlite3's binary for this Node as the prebuilt its install script looks for (its
+ * `prebuild-install` reads a folder named by `npm_config_better_sqlite3_local_prebuilds` before
+ * it downloads), made from the repository's own install: the consumer's install runs the same
+ * script and loads the same binary as a user's that downloads it (docs/install.md), without
+ * compiling SQLite for minutes on a machine that cannot reach the release files. The compile
+ * itself is the repository's own `npm ci` on a fresh machine. A version the consumer does not
+ * install finds no file here, and compiles as before.
+ */
+const localPrebuilds = (work: string): NodeJS.ProcessEnv => {
+  const module = path.join(ROOT, 'node_modules', 'better-sqlite3')
+  const { version } = JSON.parse(readFileSync(path.join(module, 'package.json'), 'utf8')) as { version: string }
+  const folder = path.join(work, 'prebuilds')
+  mkdirSync(folder)
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
+  const packed = sh('tar', ['-czf', path.join(folder, name), '-C', module, 'build/Release/better_sqlite3.node'], work)
+  expect(packed.code, packed.out).toBe(0)
+  return { npm_config_better_sqlite3_local_prebuilds: folder }
 }
 
 /** The bare module names a built file imports (`x`, `@scope/x`), `node:` builtins left out. */
@@ -70,7 +90,8 @@ describe('the published packages', () => {
     const installed = sh(
       'npm',
       ['install', '--prefer-offline', '--no-audit', '--no-fund', ...tarballs.map((file) => path.join(work, file)), 'typescript@5.9.3', '@types/node@20.19.43'],
-      project
+      project,
+      localPrebuilds(work)
     )
     expect(installed.code, installed.out).toBe(0)
 
