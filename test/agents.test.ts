@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
-import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import { type MockLlm, spawnTethered } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, tempDir } from './support/cli.js'
-import { natsEnv, serving, workersPerTest } from './support/workers.js'
+import { natsWorldPerTest } from './support/nats.js'
+import { serving } from './support/workers.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // A lead agent delegating to a researcher with its own instructions, model, tools and result
 // schema (docs/agents.md), over the mock LLM: each agent's model plays its own script.
@@ -60,11 +62,8 @@ const bodiesOf = (mock: MockLlm, model: string): Body[] => mock.requests.filter(
 const toolNames = (body: Body | undefined): string[] => (body?.tools ?? []).map((t) => t.function.name)
 const toolMessages = (body: Body | undefined): string[] => (body?.messages ?? []).filter((m) => m.role === 'tool').map((m) => m.content ?? '')
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 /** What every run of the scenario must show, whoever drove it. */
 const expectTheTeamWorked = (dir: string) => {
@@ -97,7 +96,7 @@ const expectTheTeamWorked = (dir: string) => {
 
 describe('a team of named agents', () => {
   it("gives each agent its own instructions, settings and tools, and the lead the researcher's validated output, from av.run()", async () => {
-    mock = await startMockLlm({ scenarios: scenarios as never, port: 0 })
+    mock = await startMock.scenarios(scenarios)
     const dir = tempDir()
     const av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
     try {
@@ -110,7 +109,7 @@ describe('a team of named agents', () => {
   })
 
   it('returns the run output from `run --json`', async () => {
-    mock = await startMockLlm({ scenarios: scenarios as never, port: 0 })
+    mock = await startMock.scenarios(scenarios)
     const { dir, db, task } = taskInTempDir(taskFor(mock.url))
     const result = await runCli(['run', task, '--json', '--db', db])
     expect(result.stderr).not.toContain('    at ')
@@ -143,7 +142,7 @@ describe('a team of named agents', () => {
 
 describe('model settings', () => {
   it('reach the Anthropic adapter too: temperature, top_p and max_tokens in every request', async () => {
-    mock = await startMockLlm({ scenarios: { models: { claude: [{ text: 'done' }] } } as never, port: 0 })
+    mock = await startMock.scenarios({ models: { claude: [{ text: 'done' }] } })
     const dir = tempDir()
     const av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
     try {
@@ -170,24 +169,21 @@ describe('model settings', () => {
 })
 
 describe('a team of named agents over NATS', () => {
-  const startWorker = workersPerTest()
+  const natsWorld = natsWorldPerTest()
 
   it('runs two researcher children on two workers with their own instructions and tools; the lead gets their outputs in spawn order', async () => {
     const research = (part: string) => ({ name: 'spawn_child', arguments: { goal: `Research part ${part}`, agent: 'researcher' } })
     const facts = (part: string) => [{ toolCalls: [{ name: 'final_answer', arguments: { facts: [`fact ${part}`] } }], delayMs: 300 }]
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          [LEAD]: [{ toolCalls: [research('A'), research('B')] }, { toolCalls: [{ name: 'final_answer', arguments: { summary: 'two parts researched' } }] }]
-        },
-        goals: { 'Research part A': facts('A'), 'Research part B': facts('B') }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        [LEAD]: [{ toolCalls: [research('A'), research('B')] }, { toolCalls: [{ name: 'final_answer', arguments: { summary: 'two parts researched' } }] }]
+      },
+      goals: { 'Research part A': facts('A'), 'Research part B': facts('B') }
     })
     const { dir, db, task } = taskInTempDir(taskFor(mock.url))
-    const env = natsEnv()
-    const workers = [startWorker(db, env), startWorker(db, env)]
-    await serving(workers)
+    const world = natsWorld()
+    const env = world.env
+    const workers = await world.serving(db, 2)
     const result = await runCli(['run', task, '--json', '--db', db], { env })
     expect(result.code, result.stderr).toBe(0)
     expect(lastJson(result)).toMatchObject({ status: 'succeeded', steps: 2, output: { summary: 'two parts researched' } })
@@ -209,7 +205,7 @@ describe('a team of named agents over NATS', () => {
 })
 
 describe('tools a worker offers', () => {
-  const startWorker = workersPerTest()
+  const natsWorld = natsWorldPerTest()
   const TICKET_TOOLS = path.join(import.meta.dirname, 'fixtures', 'tools', 'ticket-tools.mjs')
   const withLookup = (baseUrl: string) => {
     const task = taskFor(baseUrl)
@@ -221,21 +217,19 @@ describe('tools a worker offers', () => {
   ]
 
   it("are offered to the children it drives: the researcher calls the worker's lookup_ticket", async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          [LEAD]: lead,
-          [RESEARCHER]: [
-            { toolCalls: [{ name: 'lookup_ticket', arguments: { id: 'T-42' } }] },
-            { toolCalls: [{ name: 'final_answer', arguments: { facts: ['reported by ana'] } }] }
-          ]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        [LEAD]: lead,
+        [RESEARCHER]: [
+          { toolCalls: [{ name: 'lookup_ticket', arguments: { id: 'T-42' } }] },
+          { toolCalls: [{ name: 'final_answer', arguments: { facts: ['reported by ana'] } }] }
+        ]
+      }
     })
     const { dir, db, task } = taskInTempDir(withLookup(mock.url))
-    const env = natsEnv()
-    const worker = startWorker(db, env, ['--tools', TICKET_TOOLS])
+    const world = natsWorld()
+    const env = world.env
+    const worker = world.worker(db, ['--tools', TICKET_TOOLS])
     await serving([worker])
     const result = await runCli(['run', task, '--json', '--db', db], { env })
     expect(result.code, result.stderr).toBe(0)
@@ -247,10 +241,11 @@ describe('tools a worker offers', () => {
   })
 
   it('fail a child that needs a tool its worker lacks, naming the tool and the worker, and the worker goes on', async () => {
-    mock = await startMockLlm({ scenarios: { models: { [LEAD]: lead } } as never, port: 0 })
+    mock = await startMock.scenarios({ models: { [LEAD]: lead } })
     const { db, task } = taskInTempDir(withLookup(mock.url))
-    const env = natsEnv()
-    const worker = startWorker(db, env)
+    const world = natsWorld()
+    const env = world.env
+    const worker = world.worker(db)
     await serving([worker])
     const result = await runCli(['run', task, '--json', '--db', db], { env })
     expect(result.code, result.stderr).toBe(0)

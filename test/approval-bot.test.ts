@@ -2,13 +2,15 @@ import type { ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
+import { type MockLlm, spawnTethered } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
-import { natsEnv, serving, workersPerTest } from './support/workers.js'
+import { natsWorldPerTest } from './support/nats.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 const BOT = fileURLToPath(new URL('../examples/supervisor/approval-bot.mjs', import.meta.url))
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 let bot: ChildProcess | undefined
 afterEach(async () => {
@@ -18,23 +20,19 @@ afterEach(async () => {
     await exited
   }
   bot = undefined
-  await mock?.close()
-  mock = undefined
 })
 
-const startWorker = workersPerTest()
+const natsWorld = natsWorldPerTest()
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 
 describe('the supervising service of examples/supervisor', () => {
   it('approves a write under docs/ and denies one elsewhere, over NATS, and the run finishes on its decisions', async () => {
-    mock = await startMockLlm({
-      scenarios: { models: { m: [write('docs/guide.md', 'G'), write('secrets.txt', 'S'), { text: 'guide written; the secrets file was refused' }] } } as never,
-      port: 0
-    })
+    mock = await startMock([write('docs/guide.md', 'G'), write('secrets.txt', 'S'), { text: 'guide written; the secrets file was refused' }])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const env = natsEnv()
-    await serving([startWorker(db, env)])
+    const world = natsWorld()
+    const env = world.env
+    await world.serving(db)
     bot = spawnTethered(process.execPath, [BOT, env['AGENTVISOR_NATS_URL']!], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let log = ''
     bot.stdout!.on('data', (d: Buffer) => (log += d.toString()))

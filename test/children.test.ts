@@ -1,16 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { listChildren, openStore } from '@agentvisor/store'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const spawn = (goal: string) => ({ name: 'spawn_child', arguments: { goal, verify: { fileContains: { path: 'part.txt', text: goal.slice(-1) } } } })
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
@@ -67,16 +65,13 @@ describe('child runs from the TypeScript API', () => {
 
 describe('parent and child runs on the embedded in-process bus', () => {
   it('runs three children, each with its own id, parent and folder, and answers the parent in spawn order', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [spawn('part A'), spawn('part B'), spawn('part C')] }, write('out.txt', 'DONE')] },
-        goals: {
-          'part A': [{ delayMs: 300, ...write('part.txt', 'A') }],
-          'part B': [write('part.txt', 'B')],
-          'part C': [{ delayMs: 150, ...write('part.txt', 'C') }]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [spawn('part A'), spawn('part B'), spawn('part C')] }, write('out.txt', 'DONE')] },
+      goals: {
+        'part A': [{ delayMs: 300, ...write('part.txt', 'A') }],
+        'part B': [write('part.txt', 'B')],
+        'part C': [{ delayMs: 150, ...write('part.txt', 'C') }]
+      }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -115,12 +110,9 @@ describe('parent and child runs on the embedded in-process bus', () => {
   })
 
   it('re-submits the children of a parent killed with them, and completes on resume', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')] },
-        goals: { 'part A': [{ delayMs: 60_000, text: 'lost' }, write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [spawn('part A'), spawn('part B')] }, write('out.txt', 'DONE')] },
+      goals: { 'part A': [{ delayMs: 60_000, text: 'lost' }, write('part.txt', 'A')], 'part B': [write('part.txt', 'B')] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -149,7 +141,7 @@ describe('parent and child runs on the embedded in-process bus', () => {
   })
 
   const runParent = async (models: unknown[], goals: Record<string, unknown[]>, extra: Record<string, unknown>) => {
-    mock = await startMockLlm({ scenarios: { models: { m: models }, goals } as never, port: 0 })
+    mock = await startMock.scenarios({ models: { m: models }, goals })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const file = parentTask(dir, 'Split the work and write DONE into out.txt', extra)
@@ -207,11 +199,8 @@ describe('parent and child runs on the embedded in-process bus', () => {
   })
 
   it('refuses a child workspace outside the parent and feeds the refusal back', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'escape', workspace: '../elsewhere' } }] }, write('out.txt', 'DONE')] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'escape', workspace: '../elsewhere' } }] }, write('out.txt', 'DONE')] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -227,12 +216,9 @@ describe('parent and child runs on the embedded in-process bus', () => {
 
 describe('a parent that stops', () => {
   it('ends a child paused for approval when the parent times out, even with nobody serving control requests', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'part A' } }] }] },
-        goals: { 'part A': [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo hi > ran.txt' } }] }] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'part A' } }] }] },
+      goals: { 'part A': [{ toolCalls: [{ name: 'exec', arguments: { command: 'echo hi > ran.txt' } }] }] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

@@ -1,24 +1,19 @@
 import * as path from 'node:path'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 
 describe('the human show and runs', () => {
   it("print a paused run's requests with their ids, its policy events and its children, and each child's parent", async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Write part A' } }] }, write('secret.txt', 'S'), write('out.txt', 'DONE')] },
-        goals: { 'Write part A': [write('part.txt', 'A'), { text: 'part written' }] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Write part A' } }] }, write('secret.txt', 'S'), write('out.txt', 'DONE')] },
+      goals: { 'Write part A': [write('part.txt', 'A'), { text: 'part written' }] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

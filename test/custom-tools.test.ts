@@ -1,24 +1,22 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask, startRunInBackground as startRun } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // Tools of a tool module with side effects (test/fixtures/tools/journal-tools.mjs), journalled by
 // their effect class like the built-ins (docs/tools.md, "Effect classes").
 const TOOLS = path.join(import.meta.dirname, 'fixtures', 'tools', 'journal-tools.mjs')
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const call = (name: string, args: Record<string, unknown> = {}) => ({ toolCalls: [{ name, arguments: args }] })
 const writeDone = call('write_file', { path: 'out.txt', content: 'DONE' })
 
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
-  mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+  mock = await startMock(steps)
   const dir = tempDir()
   const file = writeTask(dir, {
     goal: 'Write DONE into out.txt',

@@ -2,17 +2,15 @@ import { writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
 import { defineTool } from '@agentvisor/core'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import * as z from 'zod'
 import { lastJson, runCli, tempDir } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // Tools a team writes (docs/tools.md): registered from TypeScript or loaded from a task's modules.
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, arguments: args }] })
 const toolMessages = (body: unknown): string[] =>
@@ -31,10 +29,7 @@ describe('tools registered with Agentvisor.open({ tools })', () => {
         return { id: args.id, title: 'Login fails' }
       }
     })
-    mock = await startMockLlm({
-      scenarios: { models: { m: [call('lookup_ticket', { id: '42' }), call('lookup_ticket', { id: 'T-42' }), { text: 'Login fails' }] } } as never,
-      port: 0
-    })
+    mock = await startMock([call('lookup_ticket', { id: '42' }), call('lookup_ticket', { id: 'T-42' }), { text: 'Login fails' }])
     const dir = tempDir()
     const av = await Agentvisor.open({ db: path.join(dir, 'av.db'), tools: [lookup] })
     try {

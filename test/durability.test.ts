@@ -1,24 +1,22 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { acquireLease, listTransitions, openStore } from '@agentvisor/store'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask, startRunInBackground as startRun } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const exec = (command: string) => ({ toolCalls: [{ name: 'exec', arguments: { command } }] })
 const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
 
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
-  mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+  mock = await startMock(steps)
   const dir = tempDir()
   const file = writeTask(dir, {
     goal: 'Write DONE into out.txt',

@@ -5,10 +5,11 @@ import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { Agentvisor, makeNatsBus, natsBusOptionsFromEnv, type RunStreamEvent } from '@agentvisor/actors'
 import { Effect, Exit, Scope } from 'effect'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, startRunInBackground, tempDir, waitFor } from './support/cli.js'
-import { natsEnv } from './support/workers.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
+import { natsWorldPerTest } from './support/nats.js'
 
 // A run's events (docs/streaming.md) over the mock LLM streaming its answers: text as it streams,
 // then every durable event in seq order, the same whether read live, from the store, or from
@@ -17,13 +18,13 @@ import { natsEnv } from './support/workers.js'
 const MODEL = 'stream-model'
 const REPLY = 'I looked at the folder and wrote the summary you asked for.'
 
+const startMock = mockLlmPerTest(MODEL)
+const natsWorld = natsWorldPerTest()
 let mock: MockLlm | undefined
 let av: Agentvisor | undefined
 afterEach(async () => {
   await av?.close()
   av = undefined
-  await mock?.close()
-  mock = undefined
 })
 
 const taskFor = (baseUrl: string, dir: string): TaskInput => ({
@@ -55,7 +56,7 @@ const expectInSeqOrder = (events: ReadonlyArray<RunStreamEvent>, from: number) =
 
 describe('events', () => {
   it('streams the text of the answer, then its transitions in seq order, and ends with done', async () => {
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
+    mock = await startMock(steps)
     const dir = tempDir()
     av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
     const run = await av.start(taskFor(mock.url, dir))
@@ -90,7 +91,7 @@ describe('events', () => {
   it('gives the answer of a provider that does not stream as one text event, live and replayed, before its tool calls', async () => {
     const FIRST = 'I will write the summary now.'
     const plain = [{ ...steps[0], text: FIRST }, steps[1]]
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: plain } } as never, port: 0 })
+    mock = await startMock(plain)
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     av = await Agentvisor.open({ db })
@@ -142,7 +143,7 @@ describe('events', () => {
   })
 
   it('streams the text of an Anthropic answer the same way', async () => {
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
+    mock = await startMock(steps)
     const dir = tempDir()
     av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
     const task: TaskInput = { ...taskFor(mock.url, dir), providers: [{ name: 'a', kind: 'anthropic', baseUrl: mock.url, model: MODEL, stream: true }] }
@@ -158,7 +159,7 @@ describe('events', () => {
   it('never lets a key through in streamed text, even split across pieces', async () => {
     const key = 'sk-live-0123456789abcdefghij'
     const leaky = `Sure. The key you gave me is ${key} and I will not repeat it.`
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: [{ text: leaky }] } } as never, port: 0 })
+    mock = await startMock([{ text: leaky }])
     const dir = tempDir()
     av = await Agentvisor.open({ db: path.join(dir, 'av.db'), env: { MOCK_KEY: key } })
     const run = await av.start({
@@ -173,7 +174,7 @@ describe('events', () => {
   })
 
   it('yields each durable event once from any seq: a reader from fromSeq gets exactly the tail of the full list', async () => {
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: steps } } as never, port: 0 })
+    mock = await startMock(steps)
     const dir = tempDir()
     av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
     const run = await av.start(taskFor(mock.url, dir))
@@ -189,16 +190,13 @@ describe('events', () => {
   })
 
   it('reads the same events from another process with watch --json, mid-run or after', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          [MODEL]: [
-            { ...steps[0], delayMs: 400 },
-            { ...steps[1], delayMs: 400 }
-          ]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        [MODEL]: [
+          { ...steps[0], delayMs: 400 },
+          { ...steps[1], delayMs: 400 }
+        ]
+      }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -228,12 +226,9 @@ describe('events', () => {
   })
 
   it('publishes the same events on agentvisor.runs.<id>.stream for any NATS subscriber, text included', async () => {
-    mock = await startMockLlm({
-      scenarios: { models: { [MODEL]: [{ ...steps[0], delayMs: 400 }, steps[1]] } } as never,
-      port: 0
-    })
+    mock = await startMock([{ ...steps[0], delayMs: 400 }, steps[1]])
     const dir = tempDir()
-    const nats = natsBusOptionsFromEnv({}, natsEnv())!
+    const nats = natsBusOptionsFromEnv({}, natsWorld().env)!
     av = await Agentvisor.open({ db: path.join(dir, 'av.db'), nats })
     const scope = Effect.runSync(Scope.make())
     try {
@@ -285,7 +280,7 @@ describe('events', () => {
 describe('a driver killed mid-stream', () => {
   it('leaves the text it had streamed in the receipt, which the resume settles unknown and show reports', async () => {
     const long = 'Here is the first part of a long answer, then a second part that takes a while, and a third part at the end.'
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: [{ text: long, chunkDelayMs: 400 }, { text: 'done after all' }] } } as never, port: 0 })
+    mock = await startMock([{ text: long, chunkDelayMs: 400 }, { text: 'done after all' }])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const file = path.join(dir, 'task.json')

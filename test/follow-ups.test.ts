@@ -1,17 +1,15 @@
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // Follow-ups (docs/policy.md, "Follow-ups"): `agentvisor send` continues a finished run as a new
 // turn under the same id, the model getting the whole conversation so far and the new message.
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const write = (file: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: file, content } }] })
 
@@ -26,13 +24,10 @@ const messagesOf = (request: number) => (mock!.requests[request]!.body as Body).
 
 describe('follow-ups', () => {
   it('runs a second and a third turn under the same run id, each starting from the whole conversation and the new message', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          m: [write('a.txt', 'one'), { text: 'Wrote a.txt.' }, write('b.txt', 'two'), { text: 'Wrote b.txt too.' }, { text: 'They hold one and two.' }]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        m: [write('a.txt', 'one'), { text: 'Wrote a.txt.' }, write('b.txt', 'two'), { text: 'Wrote b.txt too.' }, { text: 'They hold one and two.' }]
+      }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -82,20 +77,17 @@ describe('follow-ups', () => {
   })
 
   it("gives as output the answer that ended the last turn: never an earlier step's text, nothing when that answer had none", async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          m: [
-            { text: 'I will write a plan first.', ...write('a.txt', 'one') },
-            { text: 'All done: a.txt holds one.' },
-            { text: 'Writing b.txt now.', ...write('b.txt', 'two') },
-            { text: 'All done: b.txt holds two.' },
-            write('c.txt', 'three'),
-            { text: '' }
-          ]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        m: [
+          { text: 'I will write a plan first.', ...write('a.txt', 'one') },
+          { text: 'All done: a.txt holds one.' },
+          { text: 'Writing b.txt now.', ...write('b.txt', 'two') },
+          { text: 'All done: b.txt holds two.' },
+          write('c.txt', 'three'),
+          { text: '' }
+        ]
+      }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -126,7 +118,7 @@ describe('follow-ups', () => {
   })
 
   it('refuses a follow-up to a run that has not finished, exit 2, and changes nothing', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [write('a.txt', 'one')] } } as never, port: 0 })
+    mock = await startMock([write('a.txt', 'one')])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const task = writeTask(dir, {

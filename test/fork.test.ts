@@ -1,14 +1,12 @@
 import { readFileSync, rmSync } from 'node:fs'
 import * as path from 'node:path'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
 
@@ -21,10 +19,7 @@ interface Trace {
 
 /** A run of four steps, one file each; its verify passes once d.txt is written. The mock answers by turn. */
 const fourSteps = async (dir: string, db: string): Promise<string> => {
-  mock = await startMockLlm({
-    scenarios: { replay: 'turn', models: { m: [write('a.txt', 'A'), write('b.txt', 'B'), write('c.txt', 'C'), write('d.txt', 'D')] } } as never,
-    port: 0
-  })
+  mock = await startMock.scenarios({ replay: 'turn', models: { m: [write('a.txt', 'A'), write('b.txt', 'B'), write('c.txt', 'C'), write('d.txt', 'D')] } })
   const task = writeTask(dir, {
     goal: 'Write a, b, c and d',
     workspace: 'ws',

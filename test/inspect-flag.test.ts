@@ -2,10 +2,12 @@ import type { ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
-import { afterEach, describe, expect, inject, it } from 'vitest'
+import { type MockLlm, spawnTethered } from '@agentvisor/cli'
+import { afterEach, describe, expect, it } from 'vitest'
 import { WebSocketServer } from 'ws'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
+import { natsWorldPerTest } from './support/nats.js'
 
 /** A stand-in for the Stately relay: records every message of every connection. */
 interface Receiver {
@@ -19,6 +21,8 @@ interface Receiver {
 
 const receivers: Receiver[] = []
 let worker: ChildProcess | undefined
+const startMock = mockLlmPerTest()
+const natsWorld = natsWorldPerTest()
 let mock: MockLlm | undefined
 afterEach(async () => {
   if (worker !== undefined && worker.exitCode === null && worker.signalCode === null) {
@@ -27,8 +31,6 @@ afterEach(async () => {
     await exited
   }
   worker = undefined
-  await mock?.close()
-  mock = undefined
   await Promise.all(receivers.splice(0).map((r) => r.close()))
 })
 
@@ -162,25 +164,16 @@ describe('agentvisor resume --inspect', () => {
 
 describe('agentvisor worker --inspect', () => {
   it('streams the child run actors it drives and exits 0 on SIGTERM with the relay still up', async () => {
-    const suffix = Math.random().toString(36).slice(2, 8)
-    const env = {
-      AGENTVISOR_NATS_URL: inject('natsUrl'),
-      AGENTVISOR_NATS_PREFIX: `avtest${suffix}`,
-      AGENTVISOR_NATS_STREAM: `AV_TEST_${suffix}`,
-      AGENTVISOR_NATS_CONSUMER: `av-workers-${suffix}`
-    }
+    const env = natsWorld().env
     const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
-    mock = await startMockLlm({
-      port: 0,
-      scenarios: {
-        models: {
-          m: [
-            { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] },
-            write('out.txt', 'DONE')
-          ]
-        },
-        goals: { 'part A': [write('part.txt', 'A')] }
-      } as never
+    mock = await startMock.scenarios({
+      models: {
+        m: [
+          { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] },
+          write('out.txt', 'DONE')
+        ]
+      },
+      goals: { 'part A': [write('part.txt', 'A')] }
     })
     const receiver = await startReceiver()
     const dir = tempDir()

@@ -1,8 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // limits.contextTokens (docs/task-file.md, "Long conversations"): a 30-step run reading large
 // files never sends a request past the limit, records what it elided, and elides the same after a
@@ -13,11 +14,8 @@ const FILES = 30
 const SIZE = 4000
 const LIMIT = 6000
 
+const startMock = mockLlmPerTest(MODEL)
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 interface Body {
   readonly messages: ReadonlyArray<{
@@ -62,7 +60,7 @@ const setup = (dir: string, baseUrl: string, approval: string) => {
 
 describe('long conversations', () => {
   it('never sends a request above contextTokens, eliding the oldest tool results, and records each elision', async () => {
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: script() } } as never, port: 0 })
+    mock = await startMock(script())
     const dir = tempDir()
     const task = setup(dir, mock.url, 'auto')
     const db = path.join(dir, 'av.db')
@@ -89,14 +87,14 @@ describe('long conversations', () => {
   })
 
   it('elides the same after a pause and a resume as in a run that never stopped', async () => {
-    const straight = await startMockLlm({ scenarios: { models: { [MODEL]: script(18) } } as never, port: 0 })
+    const straight = await startMock(script(18))
     const straightDir = tempDir()
     const ran = await runCli(['run', setup(straightDir, straight.url, 'auto'), '--json', '--db', path.join(straightDir, 'av.db')])
     expect(ran.code, ran.stderr).toBe(0)
     const expected = straight.requests.map((r) => (r.body as Body).messages)
     await straight.close()
 
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: script(18) } } as never, port: 0 })
+    mock = await startMock(script(18))
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const paused = await runCli(['run', setup(dir, mock.url, 'defer'), '--json', '--db', db])

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import { type MockLlm, spawnTethered } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, tempDir, waitFor } from './support/cli.js'
 import { processesMatching } from './support/processes.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // Runs whose agents call the tools of MCP servers (docs/tools.md, "MCP servers"): a server built
 // with the SDK in the tests (packages/core/test/fixtures/mcp/test-server.mjs), spawned by the
@@ -12,11 +13,8 @@ const FIXTURES = path.join(import.meta.dirname, '..', 'packages', 'core', 'test'
 const SERVER = path.join(FIXTURES, 'test-server.mjs')
 const EVERYTHING = path.join(import.meta.dirname, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js')
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const call = (name: string, args: Record<string, unknown> = {}) => ({ name, arguments: args })
 interface Body {
@@ -52,17 +50,14 @@ const expectRefusedBeforeAnyRun = async (task: string, db: string, message: RegE
 describe('MCP servers in a run', () => {
   it('offers the server tools, feeds back text, structured and error results, and never stores a fromEnv secret', async () => {
     const token = `docs-token-${Math.random().toString(36).slice(2)}`
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          m: [
-            { toolCalls: [call('docs__lookup', { query: 'retries' }), call('docs__weather', { city: 'Oslo' }), call('docs__broken')] },
-            { toolCalls: [call('docs__whoami')] },
-            { text: 'done' }
-          ]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        m: [
+          { toolCalls: [call('docs__lookup', { query: 'retries' }), call('docs__weather', { city: 'Oslo' }), call('docs__broken')] },
+          { toolCalls: [call('docs__whoami')] },
+          { text: 'done' }
+        ]
+      }
     })
     const dir = tempDir()
     const log = path.join(dir, 'server.log')
@@ -104,7 +99,7 @@ describe('MCP servers in a run', () => {
   })
 
   it('refuses a call the policy denies before any request reaches the server', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [{ toolCalls: [call('docs__send', { to: 'everyone' })] }, { text: 'done' }] } } as never, port: 0 })
+    mock = await startMock([{ toolCalls: [call('docs__send', { to: 'everyone' })] }, { text: 'done' }])
     const dir = tempDir()
     const log = path.join(dir, 'server.log')
     const task = mcpTask(mock.url, log, { policy: { layers: [{ name: 'team', allow: { tool: ['docs__*'] }, deny: { tool: ['docs__send'] } }] } })
@@ -117,7 +112,7 @@ describe('MCP servers in a run', () => {
   })
 
   it('sends the MCP cancellation when the run is cancelled mid-call, and ends cancelled', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [{ toolCalls: [call('docs__slow')] }, { text: 'done' }] } } as never, port: 0 })
+    mock = await startMock([{ toolCalls: [call('docs__slow')] }, { text: 'done' }])
     const dir = tempDir()
     const log = path.join(dir, 'server.log')
     const { db, task } = taskInTempDir(mcpTask(mock.url, log))
@@ -135,11 +130,8 @@ describe('MCP servers in a run', () => {
   })
 
   it('fails only the call of a server that exits mid-run, and starts it again for the next call', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [call('docs__crash')] }, { toolCalls: [call('docs__lookup', { query: 'again' })] }, { text: 'done' }] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [call('docs__crash')] }, { toolCalls: [call('docs__lookup', { query: 'again' })] }, { text: 'done' }] }
     })
     const dir = tempDir()
     const { db, task } = taskInTempDir(mcpTask(mock.url, path.join(dir, 'server.log')))
@@ -150,18 +142,15 @@ describe('MCP servers in a run', () => {
   })
 
   it('feeds the model and stores the answer of the restarted server that performed a call, after a crash mid-call, and keeps it up', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          m: [
-            { toolCalls: [call('shop__charge', { id: 'a' })] },
-            { toolCalls: [call('shop__charge', { id: 'b' })] },
-            { toolCalls: [call('shop__charge', { id: 'c' })] },
-            { text: 'done' }
-          ]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        m: [
+          { toolCalls: [call('shop__charge', { id: 'a' })] },
+          { toolCalls: [call('shop__charge', { id: 'b' })] },
+          { toolCalls: [call('shop__charge', { id: 'c' })] },
+          { text: 'done' }
+        ]
+      }
     })
     const dir = tempDir()
     const { db, task } = taskInTempDir({
@@ -216,10 +205,7 @@ describe('MCP servers in a run', () => {
   })
 
   it("calls server-everything's echo over stdio, its tools' annotations giving their effect classes", async () => {
-    mock = await startMockLlm({
-      scenarios: { models: { m: [{ toolCalls: [call('everything__echo', { message: 'hello mcp' })] }, { text: 'done' }] } } as never,
-      port: 0
-    })
+    mock = await startMock([{ toolCalls: [call('everything__echo', { message: 'hello mcp' })] }, { text: 'done' }])
     const { db, task } = taskInTempDir({
       goal: 'Echo',
       workspace: 'ws',
@@ -241,7 +227,7 @@ describe('MCP servers in a run', () => {
 
 describe('a resumed run whose tools changed', () => {
   it('is told which tools are gone and which are new', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [{ toolCalls: [call('docs__send', { to: 'ops' })] }, { text: 'done' }] } } as never, port: 0 })
+    mock = await startMock([{ toolCalls: [call('docs__send', { to: 'ops' })] }, { text: 'done' }])
     const dir = tempDir()
     const task = mcpTask(mock.url, path.join(dir, 'server.log'), {
       // The server's extra tool is named by the environment of the process that starts it.
@@ -278,10 +264,7 @@ describe('an MCP server over Streamable HTTP in a run', () => {
         })
         server.once('exit', () => reject(new Error('the tickets server exited')))
       })
-      mock = await startMockLlm({
-        scenarios: { models: { m: [{ toolCalls: [call('tickets__open', { title: 'Login fails' }), call('tickets__whoami')] }, { text: 'done' }] } } as never,
-        port: 0
-      })
+      mock = await startMock([{ toolCalls: [call('tickets__open', { title: 'Login fails' }), call('tickets__whoami')] }, { text: 'done' }])
       const { db, task } = taskInTempDir({
         goal: 'Open a ticket',
         workspace: 'ws',

@@ -5,14 +5,16 @@ import { fileURLToPath } from 'node:url'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { Agentvisor, type ChildDelivery, childRunRow, handleChildDelivery, makeLeaseOwner, PROTOCOL_VERSION } from '@agentvisor/actors'
-import { spawnTethered, startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { spawnTethered, type MockLlm } from '@agentvisor/cli'
 import { insertRun, openStore } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { afterEach, describe, expect, inject, it, onTestFinished } from 'vitest'
 import { BIN, type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { type Hosts, makeHosts } from './support/hosts.js'
 import { freshDatabase, gaplessTransitions, type TestDatabase } from './support/pg.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 const processes: ChildProcess[] = []
 let hosts: Hosts | undefined
@@ -24,8 +26,6 @@ afterEach(async () => {
       await exited
     }
   }
-  await mock?.close()
-  mock = undefined
   await hosts?.close()
   hosts = undefined
 })
@@ -87,9 +87,8 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
     hosts = await makeHosts(2)
     // Child A's first model call never answers: whoever drives it is mid-dispatch until killed.
     // Its second call (by the worker that takes it over) waits for the test's go-ahead in its exec.
-    mock = await startMockLlm({
-      host: hosts.address,
-      scenarios: {
+    mock = await startMock.scenarios(
+      {
         models: { m: [{ toolCalls: letters.map(spawnChild) }, { toolCalls: [write('out.txt', 'DONE')] }] },
         goals: {
           'part A': [{ delayMs: 60_000, text: 'lost' }, { toolCalls: childWork('A', `; ${untilGo}`) }],
@@ -97,9 +96,9 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
           'part C': [{ delayMs: 2000, toolCalls: childWork('C') }],
           'part D': [{ delayMs: 2000, toolCalls: childWork('D') }]
         }
-      } as never,
-      port: 0
-    })
+      },
+      { host: hosts.address }
+    )
     const dir = tempDir('agentvisor-hosts-')
     const task = writeTask(
       dir,
@@ -214,13 +213,10 @@ const RACER = fileURLToPath(new URL('./support/resume-racer.mjs', import.meta.ur
  * dispatches again and then blocks in an exec until the test creates `ws/go`.
  */
 const interruptedRun = async () => {
-  mock = await startMockLlm({
-    scenarios: {
-      models: {
-        m: [{ delayMs: 60_000, text: 'lost' }, { toolCalls: [exec(`echo ran >> effects.txt; ${untilGo}`)] }, { toolCalls: [write('out.txt', 'DONE')] }]
-      }
-    } as never,
-    port: 0
+  mock = await startMock.scenarios({
+    models: {
+      m: [{ delayMs: 60_000, text: 'lost' }, { toolCalls: [exec(`echo ran >> effects.txt; ${untilGo}`)] }, { toolCalls: [write('out.txt', 'DONE')] }]
+    }
   })
   const dir = tempDir('agentvisor-race-')
   const task = writeTask(dir, mockTask(mock.url))

@@ -1,17 +1,15 @@
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { natsWorldPerTest } from './support/nats.js'
 import type { Worker } from './support/workers.js'
 import { processesMatching } from './support/processes.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const natsWorld = natsWorldPerTest()
 
@@ -29,16 +27,13 @@ const parentTask = (dir: string, url: string) =>
 
 describe('child runs over NATS on worker processes', () => {
   it('runs three children on two workers; results come back in spawn order and both workers work', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B'), spawnChild('part C')] }, write('out.txt', 'DONE')] },
-        goals: {
-          'part A': [{ delayMs: 800, ...write('part.txt', 'A') }],
-          'part B': [{ delayMs: 800, ...write('part.txt', 'B') }],
-          'part C': [{ delayMs: 800, ...write('part.txt', 'C') }]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B'), spawnChild('part C')] }, write('out.txt', 'DONE')] },
+      goals: {
+        'part A': [{ delayMs: 800, ...write('part.txt', 'A') }],
+        'part B': [{ delayMs: 800, ...write('part.txt', 'B') }],
+        'part C': [{ delayMs: 800, ...write('part.txt', 'C') }]
+      }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -72,12 +67,9 @@ describe('child runs over NATS on worker processes', () => {
   })
 
   it('finishes a child on another worker when the one driving it is killed', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [spawnChild('part A')] }, write('out.txt', 'DONE')] },
-        goals: { 'part A': [{ delayMs: 60_000, text: 'lost' }, write('part.txt', 'A')] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [spawnChild('part A')] }, write('out.txt', 'DONE')] },
+      goals: { 'part A': [{ delayMs: 60_000, text: 'lost' }, write('part.txt', 'A')] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -95,12 +87,9 @@ describe('child runs over NATS on worker processes', () => {
   })
 
   it('resumes a parent killed while its children run, re-attaching to them', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B')] }, write('out.txt', 'DONE')] },
-        goals: { 'part A': [{ delayMs: 1500, ...write('part.txt', 'A') }], 'part B': [{ delayMs: 300, ...write('part.txt', 'B') }] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B')] }, write('out.txt', 'DONE')] },
+      goals: { 'part A': [{ delayMs: 1500, ...write('part.txt', 'A') }], 'part B': [{ delayMs: 300, ...write('part.txt', 'B') }] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -126,15 +115,12 @@ describe('child runs over NATS on worker processes', () => {
 
   it('cancels every child with the parent, leaving no tool process behind', async () => {
     const marker = '41.0443'
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B')] }] },
-        goals: {
-          'part A': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }],
-          'part B': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [spawnChild('part A'), spawnChild('part B')] }] },
+      goals: {
+        'part A': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }],
+        'part B': [{ toolCalls: [{ name: 'exec', arguments: { command: `sleep ${marker}` } }] }]
+      }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

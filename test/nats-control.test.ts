@@ -1,28 +1,17 @@
-import type { ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 // Only the plain NATS client: this is what a service in any language does, no agentvisor code.
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import type { NatsConnection } from '@nats-io/transport-node'
 import { AgentvisorClient } from '@agentvisor/actors'
-import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
-import { afterEach, describe, expect, inject, it } from 'vitest'
-import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
+import { natsWorldPerTest } from './support/nats.js'
 
-let mock: MockLlm | undefined
+const startMock = mockLlmPerTest()
+// The default subjects, stream and consumer: what a service in another language talks to.
+const natsWorld = natsWorldPerTest({ defaultSubjects: true })
 let nc: NatsConnection | undefined
-let worker: ChildProcess | undefined
-afterEach(async () => {
-  if (worker !== undefined && worker.exitCode === null) {
-    const exited = new Promise((r) => worker!.once('exit', r))
-    worker.kill('SIGTERM')
-    await exited
-  }
-  worker = undefined
-  await nc?.close()
-  nc = undefined
-  await mock?.close()
-  mock = undefined
-})
 
 const ask = async (subject: string, payload: string | object): Promise<Record<string, unknown>> => {
   const data = typeof payload === 'string' ? payload : JSON.stringify(payload)
@@ -30,20 +19,11 @@ const ask = async (subject: string, payload: string | object): Promise<Record<st
   return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>
 }
 
-const startWorker = async (db: string) => {
-  // The default subjects, stream and consumer: what a service in another language talks to.
-  const env = { ...process.env, AGENTVISOR_NATS_URL: inject('natsUrl') }
-  worker = spawnTethered(process.execPath, [BIN, 'worker', '--db', db], { env, stdio: ['ignore', 'ignore', 'pipe'], watchesTether: true })
-  let log = ''
-  worker.stderr!.on('data', (d: Buffer) => (log += d.toString()))
-  await waitFor(() => (log.includes('serving') ? true : undefined), 'the worker')
-  return () => log
-}
-
 describe('supervising runs from another service over raw NATS', () => {
   it('reads status, approves a pending request (the run then finishes) and cancels a run', async () => {
     const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
-    mock = await startMockLlm({ scenarios: { models: { m: [writeDone, writeDone] } } as never, port: 0 })
+    const world = natsWorld()
+    const mock = await startMock([writeDone, writeDone])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const task = (name: string) =>
@@ -52,7 +32,7 @@ describe('supervising runs from another service over raw NATS', () => {
         {
           goal: 'Write DONE into out.txt',
           workspace: name,
-          providers: [{ name: 'p', kind: 'openai', baseUrl: mock!.url, model: 'm' }],
+          providers: [{ name: 'p', kind: 'openai', baseUrl: mock.url, model: 'm' }],
           verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
           approval: 'defer'
         },
@@ -61,8 +41,8 @@ describe('supervising runs from another service over raw NATS', () => {
     const first = lastJson<{ runId: string; status: string }>(await runCli(['run', task('one'), '--json', '--db', db]))
     const second = lastJson<{ runId: string; status: string }>(await runCli(['run', task('two'), '--json', '--db', db]))
     expect([first.status, second.status]).toEqual(['awaiting_approval', 'awaiting_approval'])
-    await startWorker(db)
-    nc = await connect({ servers: inject('natsUrl') })
+    await world.serving(db)
+    nc = await world.connect()
 
     const status = await ask(`agentvisor.control.${first.runId}.status`, { v: 1 })
     expect(status).toMatchObject({ v: 1, ok: true, id: first.runId, status: 'awaiting_approval', goal: 'Write DONE into out.txt', parentId: null })
@@ -86,7 +66,8 @@ describe('supervising runs from another service over raw NATS', () => {
 
   it('does the same through the TypeScript client, watching the run to its end', async () => {
     const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }
-    mock = await startMockLlm({ scenarios: { models: { m: [writeDone] } } as never, port: 0 })
+    const world = natsWorld()
+    const mock = await startMock([writeDone])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const task = writeTask(dir, {
@@ -97,8 +78,8 @@ describe('supervising runs from another service over raw NATS', () => {
       approval: 'defer'
     })
     const { runId } = lastJson<{ runId: string }>(await runCli(['run', task, '--json', '--db', db]))
-    await startWorker(db)
-    const client = await AgentvisorClient.connect({ servers: inject('natsUrl') })
+    await world.serving(db)
+    const client = await AgentvisorClient.connect({ servers: world.url })
     try {
       expect(await client.status(runId)).toMatchObject({ id: runId, status: 'awaiting_approval' })
       const events: string[] = []
@@ -117,8 +98,9 @@ describe('supervising runs from another service over raw NATS', () => {
   it('answers malformed payloads, unknown fields and invalid run ids with ok:false and keeps serving', async () => {
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
-    const log = await startWorker(db)
-    nc = await connect({ servers: inject('natsUrl') })
+    const world = natsWorld()
+    const [worker] = await world.serving(db)
+    nc = await world.connect()
     expect(await ask('agentvisor.control.some-run.approve', '{not json')).toMatchObject({ ok: false, error: 'payload is not JSON' })
     expect(await ask('agentvisor.control.some-run.approve', { v: 1, decision: 'maybe' })).toMatchObject({ ok: false })
     expect(await ask('agentvisor.control.some-run.status', { v: 2 })).toMatchObject({ ok: false })
@@ -134,7 +116,7 @@ describe('supervising runs from another service over raw NATS', () => {
     const idRule = 'is not valid: expected 1 to 64 letters, digits, "_" or "-"'
     expect(await ask(`agentvisor.control.${'r'.repeat(65)}.status`, { v: 1 })).toEqual({ v: 1, ok: false, error: `run id "${'r'.repeat(65)}" ${idRule}` })
     expect(await ask('agentvisor.control.run%2F~%24x.cancel', { v: 1 })).toEqual({ v: 1, ok: false, error: `run id "run%2F~%24x" ${idRule}` })
-    expect(worker!.exitCode).toBeNull()
-    expect(log()).not.toMatch(/internal error|TypeError|\n\s+at /)
+    expect(worker!.child.exitCode).toBeNull()
+    expect(worker!.log()).not.toMatch(/internal error|TypeError|\n\s+at /)
   })
 })

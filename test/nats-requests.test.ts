@@ -3,19 +3,19 @@ import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
 import type { NatsConnection } from '@nats-io/transport-node'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { natsWorldPerTest, startNatsServer } from './support/nats.js'
 import { serving } from './support/workers.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 let nc: NatsConnection | undefined
 afterEach(async () => {
   // The world closes its connections itself.
   nc = undefined
-  await mock?.close()
-  mock = undefined
 })
 
 const natsWorld = natsWorldPerTest()
@@ -24,12 +24,9 @@ const decode = (data: Uint8Array) => JSON.parse(new TextDecoder().decode(data)) 
 
 describe('supervising a tree from a raw NATS client', () => {
   it('hears every run start, learns of a child paused two levels down with its root, reads the tree and approves the child', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Produce part P' } }] }, write('out.txt', 'DONE')] },
-        goals: { 'Produce part P': [write('part.txt', 'P'), { text: 'part written' }] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Produce part P' } }] }, write('out.txt', 'DONE')] },
+      goals: { 'Produce part P': [write('part.txt', 'P'), { text: 'part written' }] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -95,7 +92,7 @@ describe('supervising a tree from a raw NATS client', () => {
 
 describe('a run driven by agentvisor run --nats, with no worker running', () => {
   it('is found by its started message while the model is slow, answers status, pending and tree, and is cancelled', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [{ delayMs: 5000, ...write('out.txt', 'DONE') }] } } as never, port: 0 })
+    mock = await startMock([{ delayMs: 5000, ...write('out.txt', 'DONE') }])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()
@@ -133,7 +130,7 @@ describe('a run driven by agentvisor run --nats, with no worker running', () => 
 
 describe('a run asking on its terminal under agentvisor run --nats, with no worker running', () => {
   it('lists its request with act and target over NATS, takes the approval given there, withdraws the prompt and finishes in the same process', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [write('docs/guide.md', 'G'), { text: 'written' }] } } as never, port: 0 })
+    mock = await startMock([write('docs/guide.md', 'G'), { text: 'written' }])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()
@@ -206,12 +203,9 @@ describe('a worker that cannot serve', () => {
 
 describe('a parent that times out while its child waits for a decision', () => {
   it('ends the child too and leaves no run unfinished and no request open', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Produce part Q' } }] }] },
-        goals: { 'Produce part Q': [write('part.txt', 'Q')] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Produce part Q' } }] }] },
+      goals: { 'Produce part Q': [write('part.txt', 'Q')] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

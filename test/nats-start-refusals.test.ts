@@ -1,49 +1,25 @@
-import type { ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import * as path from 'node:path'
 import { childContract, childRunRow } from '@agentvisor/actors'
-import { startMockLlm, type MockLlm, spawnTethered } from '@agentvisor/cli'
 import type { TaskContract } from '@agentvisor/core'
 import { getRun, insertRun, openStore } from '@agentvisor/store'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 // What an intruder on the bus has: a plain NATS client, no agentvisor code.
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import type { NatsConnection } from '@nats-io/transport-node'
 import { Either } from 'effect'
-import { afterEach, describe, expect, inject, it } from 'vitest'
-import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
-import { natsEnv } from './support/workers.js'
+import { describe, expect, it } from 'vitest'
+import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
+import { natsWorldPerTest } from './support/nats.js'
+import { serving } from './support/workers.js'
 
-const mocks: MockLlm[] = []
-let worker: { child: ChildProcess; log: () => string } | undefined
+const startMock = mockLlmPerTest()
+const natsWorld = natsWorldPerTest()
 let nc: NatsConnection | undefined
-afterEach(async () => {
-  if (worker !== undefined && worker.child.exitCode === null && worker.child.signalCode === null) {
-    const exited = new Promise((r) => worker!.child.once('exit', r))
-    worker.child.kill('SIGTERM')
-    await exited
-  }
-  worker = undefined
-  await nc?.close()
-  nc = undefined
-  for (const mock of mocks.splice(0)) await mock.close()
-})
 
 // The worker's own secret, which a forged contract names in `apiKeyEnv` to have it sent away.
 const STOLEN_ENV = 'AGENTVISOR_TEST_WORKER_SECRET'
 const STOLEN_VALUE = 'sk-worker-only-4b1d'
-
-const startWorker = async (db: string, env: Record<string, string>) => {
-  const child = spawnTethered(process.execPath, [BIN, 'worker', '--db', db, '--concurrency', '1'], {
-    env: { ...process.env, ...env, [STOLEN_ENV]: STOLEN_VALUE },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    watchesTether: true
-  })
-  let log = ''
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
-  worker = { child, log: () => log }
-  await waitFor(() => (log.includes('serving') ? true : undefined), 'the worker serving')
-  return worker
-}
 
 const exec = (command: string) => ({ toolCalls: [{ name: 'exec', arguments: { command } }] })
 const write = (p: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: { path: p, content } }] })
@@ -57,26 +33,22 @@ const setUp = async () => {
   const db = path.join(dir, 'av.db')
   const pwned = (name: string) => path.join(dir, `pwned-${name}`)
   // The intruder's endpoint: if anything reached it, the worker's key went with it.
-  const intruder = await startMockLlm({ scenarios: { models: { m: [exec(`touch ${pwned('intruder')}`)] } } as never, port: 0 })
-  const llm = await startMockLlm({
-    scenarios: {
-      models: {},
-      goals: {
-        'Hold the tree open': [exec('echo waiting')],
-        'Split the work': [
-          { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Write part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] },
-          write('out.txt', 'DONE')
-        ],
-        'Write part A': [write('part.txt', 'A')],
-        // What each forged child would do if it ran: leave a file an exec wrote.
-        'forged policy': [exec(`touch ${pwned('policy')}`)],
-        'forged workspace': [exec(`touch ${pwned('workspace')}`)],
-        'forged provider': [exec(`touch ${pwned('provider')}`)]
-      }
-    } as never,
-    port: 0
+  const intruder = await startMock([exec(`touch ${pwned('intruder')}`)])
+  const llm = await startMock.scenarios({
+    models: {},
+    goals: {
+      'Hold the tree open': [exec('echo waiting')],
+      'Split the work': [
+        { toolCalls: [{ name: 'spawn_child', arguments: { goal: 'Write part A', verify: { fileContains: { path: 'part.txt', text: 'A' } } } }] },
+        write('out.txt', 'DONE')
+      ],
+      'Write part A': [write('part.txt', 'A')],
+      // What each forged child would do if it ran: leave a file an exec wrote.
+      'forged policy': [exec(`touch ${pwned('policy')}`)],
+      'forged workspace': [exec(`touch ${pwned('workspace')}`)],
+      'forged provider': [exec(`touch ${pwned('provider')}`)]
+    }
   })
-  mocks.push(intruder, llm)
   const task = writeTask(dir, {
     goal: 'Hold the tree open',
     workspace: 'ws',
@@ -90,9 +62,11 @@ const setUp = async () => {
   const parentRow = await getRun(store.db, held.runId)
   await store.close()
   const parent: TaskContract = parentRow!.contract
-  const env = natsEnv()
-  const w = await startWorker(db, env)
-  nc = await connect({ servers: inject('natsUrl') })
+  const world = natsWorld()
+  const env = world.env
+  const w = world.worker(db, [], { [STOLEN_ENV]: STOLEN_VALUE })
+  await serving([w])
+  nc = await world.connect()
   // The worker creates its queue's stream as it starts consuming, a moment after it says it
   // serves: a publish before that would find no stream at all.
   const jsm = await jetstreamManager(nc)

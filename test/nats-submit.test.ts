@@ -3,14 +3,16 @@ import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { AgentvisorClient, ControlRefusedError, natsBusOptionsFromEnv } from '@agentvisor/actors'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 // Only the plain NATS client: what a service in any language does (docs/nats.md).
 import type { NatsConnection } from '@nats-io/transport-node'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { natsWorldPerTest } from './support/nats.js'
 import { serving } from './support/workers.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 let nc: NatsConnection | undefined
 let client: AgentvisorClient | undefined
@@ -19,8 +21,6 @@ afterEach(async () => {
   client = undefined
   // The world closes its connections itself.
   nc = undefined
-  await mock?.close()
-  mock = undefined
 })
 
 const natsWorld = natsWorldPerTest()
@@ -49,10 +49,7 @@ const runsIn = async (db: string): Promise<Array<{ id: string; status: string }>
 
 describe('a root run submitted over NATS', () => {
   it('is stored and queued, driven by a worker, announced, streamed and done, with its trace in the store like any run', async () => {
-    mock = await startMockLlm({
-      scenarios: { goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } } as never,
-      port: 0
-    })
+    mock = await startMock.scenarios({ goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()
@@ -100,7 +97,7 @@ describe('a root run submitted over NATS', () => {
   })
 
   it('is refused, naming the field, when malformed or wider than the template, and nothing of it runs', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [{ text: 'never asked' }] } } as never, port: 0 })
+    mock = await startMock([{ text: 'never asked' }])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()
@@ -175,11 +172,8 @@ describe('a root run submitted over NATS', () => {
   })
 
   it('answers every one of identical submissions in flight at once as the first, creates and drives the run once, and refuses another task under its id in plain words', async () => {
-    mock = await startMockLlm({
-      // Each run's conversation plays the script from its start (`replay: turn`).
-      scenarios: { replay: 'turn', goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } } as never,
-      port: 0
-    })
+    // Each run's conversation plays the script from its start (`replay: turn`).
+    mock = await startMock.scenarios({ replay: 'turn', goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()
@@ -236,7 +230,7 @@ describe('a root run submitted over NATS', () => {
   })
 
   it('says a store that fails under a submission or a control request in no reply, and logs its cause', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [{ text: 'never asked' }] } } as never, port: 0 })
+    mock = await startMock([{ text: 'never asked' }])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()
@@ -274,10 +268,7 @@ describe('a root run submitted over NATS', () => {
   })
 
   it('through the TypeScript client: taken once under one id, refused under a taken id, and said plainly when no worker takes submissions', async () => {
-    mock = await startMockLlm({
-      scenarios: { goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } } as never,
-      port: 0
-    })
+    mock = await startMock.scenarios({ goals: { 'Write the weekly report': [write('reports/weekly.txt', 'R'), { text: 'written' }] } })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()

@@ -3,11 +3,12 @@ import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { AgentvisorClient, natsBusOptionsFromEnv } from '@agentvisor/actors'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 import { natsWorldPerTest } from './support/nats.js'
 import { serving } from './support/workers.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // Registers an OpenTelemetry SDK in each agentvisor process, as docs/telemetry.md shows, writing its spans to a file.
 const SPANS_TO_FILE = fileURLToPath(new URL('./fixtures/otel/spans-to-file.mjs', import.meta.url))
@@ -21,13 +22,12 @@ interface SpanLine {
   readonly pid: number
 }
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 let client: AgentvisorClient | undefined
 afterEach(async () => {
   await client?.close()
   client = undefined
-  await mock?.close()
-  mock = undefined
 })
 
 const natsWorld = natsWorldPerTest()
@@ -45,26 +45,23 @@ const runSpan = (spans: ReadonlyArray<SpanLine>, runId: string): SpanLine | unde
 
 describe('OpenTelemetry across processes', () => {
   it('makes a tree driven by a parent and two workers one trace, each child under the step that spawned it', async () => {
-    mock = await startMockLlm({
-      scenarios: {
-        models: {
-          m: [
-            {
-              toolCalls: [
-                { name: 'spawn_child', arguments: { goal: 'Write part A' } },
-                { name: 'spawn_child', arguments: { goal: 'Write part B' } }
-              ]
-            },
-            write('out.txt', 'DONE')
-          ]
-        },
-        // Each child takes a while, so each worker (one run at a time) takes one of them.
-        goals: {
-          'Write part A': [{ delayMs: 1500, ...write('a.txt', 'A') }, { text: 'A written' }],
-          'Write part B': [{ delayMs: 1500, ...write('b.txt', 'B') }, { text: 'B written' }]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: {
+        m: [
+          {
+            toolCalls: [
+              { name: 'spawn_child', arguments: { goal: 'Write part A' } },
+              { name: 'spawn_child', arguments: { goal: 'Write part B' } }
+            ]
+          },
+          write('out.txt', 'DONE')
+        ]
+      },
+      // Each child takes a while, so each worker (one run at a time) takes one of them.
+      goals: {
+        'Write part A': [{ delayMs: 1500, ...write('a.txt', 'A') }, { text: 'A written' }],
+        'Write part B': [{ delayMs: 1500, ...write('b.txt', 'B') }, { text: 'B written' }]
+      }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
@@ -103,7 +100,7 @@ describe('OpenTelemetry across processes', () => {
   })
 
   it("makes a submitted run part of the submitter's trace, under the span it names", async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: [write('reports/r.txt', 'R'), { text: 'written' }] } } as never, port: 0 })
+    mock = await startMock([write('reports/r.txt', 'R'), { text: 'written' }])
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const world = natsWorld()

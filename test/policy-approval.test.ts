@@ -1,16 +1,14 @@
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { waitForLeaseHolderGone } from './support/processes.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 interface Trace {
   run: { id: string; status: string }
@@ -23,7 +21,7 @@ const write = (p: string, content = 'DONE') => ({ name: 'write_file', arguments:
 const exec = (command: string) => ({ name: 'exec', arguments: { command } })
 
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}, dir = tempDir()) => {
-  mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+  mock = await startMock(steps)
   const file = writeTask(dir, {
     goal: 'Write DONE into out.txt',
     workspace: 'ws',

@@ -2,27 +2,25 @@ import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { spawnTethered, startMockLlm, type MockLlm } from '@agentvisor/cli'
+import { spawnTethered, type MockLlm } from '@agentvisor/cli'
 import { migrationProvider } from '@agentvisor/store'
 import { Kysely, Migrator, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import { afterEach, describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase, gaplessTransitions } from './support/pg.js'
 import { accepts } from './support/free-port.js'
 import { descendants, isGone, killAll } from './support/processes.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' } }] }
 
 /** A task against the mock; the run's folder is also the CLI's cwd, so a stray SQLite store would show up in it. */
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
-  mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+  mock = await startMock(steps)
   const dir = tempDir('agentvisor-pg-run-')
   const file = writeTask(dir, mockTask(mock.url, task, 'primary'))
   return { dir, file, ws: path.join(dir, 'ws') }

@@ -3,25 +3,25 @@ import type { TaskInput } from '@agentvisor/core'
 import { it as effectIt } from '@effect/vitest'
 import { Agentvisor, loadRunTrace, type RunTrace, StoreLive, Supervisor, SupervisorLive } from '@agentvisor/actors'
 import { fallback, type ProviderConfig } from '@agentvisor/core'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { openStore } from '@agentvisor/store'
 import { Deferred, Effect, Layer, TestClock } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
 import { tempDir } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 let av: Agentvisor | undefined
 afterEach(async () => {
   await av?.close()
-  await mock?.close()
   av = undefined
-  mock = undefined
 })
 
 type Steps = Record<string, unknown[]>
 
 const start = async (models: Steps): Promise<MockLlm> => {
-  mock = await startMockLlm({ scenarios: { models } as never, port: 0 })
+  mock = await startMock.scenarios({ models })
   return mock
 }
 

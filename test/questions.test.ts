@@ -1,14 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Agentvisor, AgentvisorClient, type RunStreamEvent } from '@agentvisor/actors'
-import { type MockLlm, startMockLlm, spawnTethered } from '@agentvisor/cli'
-import { afterEach, describe, expect, inject, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { startInspector } from '../packages/cli/src/inspector/server.js'
 import { waitForLeaseHolderGone } from './support/processes.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { inspectorFetch, inspectorPost } from './support/inspector.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
+import { natsWorldPerTest } from './support/nats.js'
 
 // Questions (docs/policy.md, "Questions"): a model asks a person with ask_human, the run pauses
 // (awaiting_input, exit 3), anyone answers from another process, and the run goes on with the
@@ -17,21 +18,10 @@ import { inspectorFetch, inspectorPost } from './support/inspector.js'
 const QUESTION = 'Which bucket should the export go to?'
 const ANSWER = 'The staging bucket, please.'
 
+const startMock = mockLlmPerTest()
+// The default subjects: what a service in another language talks to.
+const natsWorld = natsWorldPerTest({ defaultSubjects: true })
 let mock: MockLlm | undefined
-let nc: NatsConnection | undefined
-let worker: ChildProcess | undefined
-afterEach(async () => {
-  if (worker !== undefined && worker.exitCode === null) {
-    const exited = new Promise((r) => worker!.once('exit', r))
-    worker.kill('SIGTERM')
-    await exited
-  }
-  worker = undefined
-  await nc?.close()
-  nc = undefined
-  await mock?.close()
-  mock = undefined
-})
 
 const script = [
   { text: 'I need to know one thing first.', toolCalls: [{ name: 'ask_human', arguments: { question: QUESTION } }] },
@@ -59,7 +49,7 @@ const toolAnswers = (request: number): string[] =>
 
 describe('questions', () => {
   it('pauses with exit 3 on ask_human, takes the answer from another process, and resumes with it as the result', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    mock = await startMock(script)
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const ran = await runCli(['run', task(dir, mock.url), '--json', '--db', db])
@@ -101,7 +91,7 @@ describe('questions', () => {
   })
 
   it('never answers a question by itself under approval: auto', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    mock = await startMock(script)
     const dir = tempDir()
     const ran = await runCli(['run', task(dir, mock.url, 'auto'), '--json', '--db', path.join(dir, 'av.db')])
     expect(ran.code, ran.stderr).toBe(3)
@@ -110,7 +100,7 @@ describe('questions', () => {
   })
 
   it('is answered through the TypeScript API: pending lists the question, answer records it', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    mock = await startMock(script)
     const dir = tempDir()
     const av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
     try {
@@ -128,25 +118,22 @@ describe('questions', () => {
   })
 
   it('is answered over raw NATS: pending, then answer; a worker drives the run on', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    mock = await startMock(script)
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const { runId } = lastJson<{ runId: string }>(await runCli(['run', task(dir, mock.url), '--json', '--db', db]))
-    const env = { ...process.env, AGENTVISOR_NATS_URL: inject('natsUrl') }
-    worker = spawnTethered(process.execPath, [BIN, 'worker', '--db', db], { env, stdio: ['ignore', 'ignore', 'pipe'], watchesTether: true })
-    let log = ''
-    worker.stderr!.on('data', (d: Buffer) => (log += d.toString()))
-    await waitFor(() => (log.includes('serving') ? true : undefined), 'the worker')
-    nc = await connect({ servers: inject('natsUrl') })
+    const world = natsWorld()
+    await world.serving(db)
+    const nc = await world.connect()
     const ask = async (verb: string, payload: object): Promise<Record<string, unknown>> => {
-      const reply = await nc!.request(`agentvisor.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(payload)), { timeout: 60_000 })
+      const reply = await nc.request(`agentvisor.control.${runId}.${verb}`, new TextEncoder().encode(JSON.stringify(payload)), { timeout: 60_000 })
       return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>
     }
     const pending = await ask('pending', { v: 1 })
     expect(pending).toMatchObject({ v: 1, ok: true, requests: [{ kind: 'input', step: 1, question: QUESTION }] })
     expect(await ask('answer', { v: 1, text: '' })).toMatchObject({ v: 1, ok: false, error: expect.stringContaining('text') })
     // The TS client says the same: the question, then a refusal of an unknown one.
-    const client = await AgentvisorClient.connect({ servers: inject('natsUrl') })
+    const client = await AgentvisorClient.connect({ servers: world.url })
     try {
       expect(await client.pending(runId)).toEqual([expect.objectContaining({ kind: 'input', question: QUESTION })])
       await expect(client.answer(runId, ANSWER, { requestId: 'nope' })).rejects.toThrow(/has no request nope/)
@@ -159,7 +146,7 @@ describe('questions', () => {
   })
 
   it('asks on the terminal under approval: prompt, and keeps the question pending when the process is killed there', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    mock = await startMock(script)
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const file = task(dir, mock.url, 'prompt')
@@ -189,7 +176,7 @@ describe('questions', () => {
   })
 
   it('is answered in the inspector: the answer is recorded and the paused run driven on to its end', async () => {
-    mock = await startMockLlm({ scenarios: { models: { m: script } } as never, port: 0 })
+    mock = await startMock(script)
     const dir = tempDir()
     const db = path.join(dir, 'av.db')
     const { runId } = lastJson<{ runId: string }>(await runCli(['run', task(dir, mock.url), '--json', '--db', db]))

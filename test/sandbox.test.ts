@@ -1,18 +1,18 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
+import type { MockLlm } from '@agentvisor/cli'
 import { countingServer, connectCommand } from './support/tcp.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 const markers: string[] = []
 const probes: string[] = []
 
 afterEach(async () => {
-  await mock?.close()
-  mock = undefined
   // Safety nets only: what a failing test may leave behind.
   for (const marker of markers.splice(0)) killMatching(marker)
   for (const file of probes.splice(0)) rmSync(file, { force: true })
@@ -21,7 +21,7 @@ afterEach(async () => {
 const exec = (command: string) => ({ toolCalls: [{ name: 'exec', arguments: { command } }] })
 
 const setup = async (steps: unknown[], task: Record<string, unknown> | ((url: string) => Record<string, unknown>) = {}) => {
-  mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+  mock = await startMock(steps)
   const overrides = typeof task === 'function' ? task(mock.url) : task
   const dir = tempDir()
   const file = writeTask(dir, {

@@ -1,19 +1,17 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
 import * as path from 'node:path'
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // limits.stall (docs/task-file.md, "Stalls"): a model that repeats one call, or makes no progress,
 // is warned once and then ended `failed` with kind `stalled`; no model call follows the end.
 
 const MODEL = 'stall-model'
 
+const startMock = mockLlmPerTest(MODEL)
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 interface Body {
   readonly messages: ReadonlyArray<{ readonly role: string; readonly content?: string | null }>
@@ -54,7 +52,7 @@ const events = async (db: string, runId: string): Promise<Array<Record<string, u
 describe('stall detection', () => {
   it('warns after the 3rd identical read_file and ends the run stalled at the 4th, with no further model call', async () => {
     // A fifth answer is scripted: the run must end before anyone asks for it.
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: [readA, readA, readA, readA, { text: 'done' }] } } as never, port: 0 })
+    mock = await startMock([readA, readA, readA, readA, { text: 'done' }])
     const { dir, db, task } = taskInTempDir(repeatTask(mock.url))
     seedWorkspace(dir)
     const ran = await runCli(['run', task, '--json', '--db', db])
@@ -91,7 +89,7 @@ describe('stall detection', () => {
 
   it('judges the same after a pause and a resume: the count goes on from the stored steps', async () => {
     const writeB = { toolCalls: [...readA.toolCalls, { name: 'write_file', arguments: { path: 'b.txt', content: 'b' } }] }
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: [readA, writeB, readA, readA, { text: 'done' }] } } as never, port: 0 })
+    mock = await startMock([readA, writeB, readA, readA, { text: 'done' }])
     const { dir, db, task } = taskInTempDir(
       repeatTask(mock.url, { approval: 'defer', policy: { layers: [{ name: 'team', allow: { read: ['**'] }, ask: { write: ['**'] } }] } })
     )
@@ -110,7 +108,7 @@ describe('stall detection', () => {
 
   it('warns after window steps without progress and ends the run at the next, telling the model in its feedback', async () => {
     // The model keeps saying it is done; verification keeps failing the same way.
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: [] } } as never, port: 0 })
+    mock = await startMock([])
     const { db, task } = taskInTempDir({
       goal: 'Write DONE into out.txt',
       workspace: 'ws',
@@ -136,7 +134,7 @@ describe('stall detection', () => {
   })
 
   it('is off without limits.stall: the same call repeats until the step cap', async () => {
-    mock = await startMockLlm({ scenarios: { models: { [MODEL]: Array.from({ length: 6 }, () => readA) } } as never, port: 0 })
+    mock = await startMock(Array.from({ length: 6 }, () => readA))
     const { dir, db, task } = taskInTempDir({ ...repeatTask(mock.url), limits: { maxSteps: 6 } })
     seedWorkspace(dir)
     const ran = await runCli(['run', task, '--json', '--db', db])
@@ -160,15 +158,12 @@ describe('stall detection', () => {
 
   it("stalls a child on its own, with its parent's setting, and the parent gets the child's failed result", async () => {
     const childGoal = 'Read a.txt again and again'
-    mock = await startMockLlm({
-      scenarios: {
-        models: { [MODEL]: [] },
-        goals: {
-          'Delegate the reading': [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: childGoal } }] }, { text: 'the child gave up' }],
-          [childGoal]: [readA, readA, readA, readA, readA, { text: 'never asked for' }]
-        }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { [MODEL]: [] },
+      goals: {
+        'Delegate the reading': [{ toolCalls: [{ name: 'spawn_child', arguments: { goal: childGoal } }] }, { text: 'the child gave up' }],
+        [childGoal]: [readA, readA, readA, readA, readA, { text: 'never asked for' }]
+      }
     })
     const { db, task } = taskInTempDir({ ...repeatTask(mock.url), goal: 'Delegate the reading' })
     const ran = await runCli(['run', task, '--json', '--db', db])

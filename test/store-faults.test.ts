@@ -3,19 +3,19 @@ import { randomUUID } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import pg from 'pg'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { connect } from '@nats-io/transport-node'
+import type { MockLlm } from '@agentvisor/cli'
 import { afterEach, describe, expect, inject, it, onTestFinished } from 'vitest'
 import { lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase, gaplessTransitions, type TestDatabase } from './support/pg.js'
 import { type PostgresServer, startPostgresServer } from './support/postgres-server.js'
-import { natsEnv, serving, workersPerTest } from './support/workers.js'
+import { natsWorldPerTest } from './support/nats.js'
+import { serving } from './support/workers.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
 const mounted: string[] = []
 afterEach(async () => {
-  await mock?.close()
-  mock = undefined
   for (const dir of mounted.splice(0)) execFileSync('umount', ['-l', dir])
 })
 
@@ -40,11 +40,8 @@ describe('a store that fails mid-run', () => {
     // Step 1 has an effect; the verification after it fills the store's disk (once), and step 2's
     // 2 MB reply then needs room the disk no longer has. Whichever commit fails first, the run
     // must stop where the store has it and finish once there is room again.
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [exec('echo once >> log.txt'), { text: 'x'.repeat(2 * 1024 * 1024), toolCalls: [writeDone] }, { toolCalls: [writeDone] }] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [exec('echo once >> log.txt'), { text: 'x'.repeat(2 * 1024 * 1024), toolCalls: [writeDone] }, { toolCalls: [writeDone] }] }
     })
     const task = writeTask(
       dir,
@@ -86,7 +83,7 @@ describe('a store that fails mid-run', () => {
     const db = await freshDatabase()
     const name = new URL(db.url).pathname.slice(1)
     const cut = path.join(dir, 'cut')
-    mock = await startMockLlm({ scenarios: { models: { m: [exec('echo once >> log.txt'), { toolCalls: [writeDone] }] } } as never, port: 0 })
+    mock = await startMock([exec('echo once >> log.txt'), { toolCalls: [writeDone] }])
     // The verification after step 1 shuts the run's database to new connections and ends the open
     // ones (once): the run's next commit finds no store.
     const shut = `psql "${inject('pgUrl')}" -q -c 'ALTER DATABASE "${name}" ALLOW_CONNECTIONS false' -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'" > /dev/null`
@@ -110,7 +107,7 @@ describe('a store that fails mid-run', () => {
   })
 })
 
-const startWorker = workersPerTest()
+const natsWorld = natsWorldPerTest()
 
 /** A PostgreSQL server of this test's own, which it stops and starts again; removed when the test finishes. */
 const ownServer = async (): Promise<{ readonly server: PostgresServer; readonly db: TestDatabase }> => {
@@ -137,10 +134,7 @@ describe('a PostgreSQL outage mid-run', () => {
     const dir = tempDir()
     const { server, db } = await ownServer()
     // Step 1's command holds until the store is down: its result is the first write that finds no store.
-    mock = await startMockLlm({
-      scenarios: { models: { m: [exec(`echo once >> log.txt; ${holdUntilGo(dir)}`), { toolCalls: [writeDone] }] } } as never,
-      port: 0
-    })
+    mock = await startMock([exec(`echo once >> log.txt; ${holdUntilGo(dir)}`), { toolCalls: [writeDone] }])
     const task = writeTask(dir, mockTask(mock.url))
     let stderr = ''
     const done = runCli(['run', task, '--json', '--db', server.url], { cwd: dir, env: { AGENTVISOR_DB: '' }, onStderr: (text) => (stderr = text) })
@@ -174,18 +168,18 @@ describe('a PostgreSQL outage mid-run', () => {
   it('past the limit interrupts the run, and the worker holding it resumes it once the store is back, nothing repeated', async () => {
     const dir = tempDir()
     const { server, db } = await ownServer()
-    mock = await startMockLlm({ scenarios: { models: { m: [exec('echo once >> log.txt'), { toolCalls: [writeDone] }] } } as never, port: 0 })
+    mock = await startMock([exec('echo once >> log.txt'), { toolCalls: [writeDone] }])
     // The verification after step 1 holds until the store is down (nothing of the run is in flight then).
     const template = writeTask(
       dir,
       mockTask(mock.url, { verify: { command: { run: `[ -e ${dir}/go ] || { ${holdUntilGo(dir)}; }; grep -q DONE out.txt` } } }),
       'template.json'
     )
-    const env = natsEnv()
-    const worker = startWorker(server.url, env, ['--submit-template', template, '--store-outage-ms', '2000'])
+    const world = natsWorld()
+    const env = world.env
+    const worker = world.worker(server.url, ['--submit-template', template, '--store-outage-ms', '2000'])
     await serving([worker])
-    const nc = await connect({ servers: env['AGENTVISOR_NATS_URL']! })
-    onTestFinished(() => nc.close())
+    const nc = await world.connect()
     const runId = randomUUID()
     const submission = new TextEncoder().encode(JSON.stringify({ v: 1, runId, contract: { goal: 'Write DONE into out.txt' } }))
     const reply = JSON.parse(new TextDecoder().decode((await nc.request(`${env['AGENTVISOR_NATS_PREFIX']}.runs.submit`, submission, { timeout: 60_000 })).data))

@@ -1,15 +1,13 @@
 import { readFileSync } from 'node:fs'
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, mockTask, runCli, tempDir, writeTask } from './support/cli.js'
 import { freshDatabase } from './support/pg.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 interface Trace {
   run: { id: string; status: string; goal: string }
@@ -23,7 +21,7 @@ describe('text with NUL bytes in the store (docs/deploy.md, "Text in the store")
       { toolCalls: [{ name: 'exec', arguments: { command: "printf 'a\\0b'" } }] },
       { toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE\n' } }] }
     ]
-    mock = await startMockLlm({ scenarios: { models: { m: steps } } as never, port: 0 })
+    mock = await startMock(steps)
     const dir = tempDir('agentvisor-pg-nul-')
     const file = writeTask(dir, mockTask(mock.url, {}, 'primary'))
     const db = await freshDatabase()

@@ -1,13 +1,11 @@
 import * as path from 'node:path'
-import { startMockLlm, type MockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const ESC = '\u001b'
 // What a terminal could act on: C0 but tab and newline, ESC, DEL, C1, separators, bidi controls.
@@ -28,11 +26,8 @@ describe('terminal output of untrusted text', () => {
 
   it('prints no control sequence of a goal, a command or a model answer in human mode, and stores the text as the model said it', async () => {
     const answer = `All done ${ESC}[2J${ESC}[31mred${ESC}[0m ${ESC}]0;pwned\u0007 csi\u009b2J rtl\u202eexe.txt`
-    mock = await startMockLlm({
-      scenarios: {
-        models: { m: [{ toolCalls: [{ name: 'exec', arguments: { command: `printf '${ESC}[2Jcleared'` } }] }, { text: answer }] }
-      } as never,
-      port: 0
+    mock = await startMock.scenarios({
+      models: { m: [{ toolCalls: [{ name: 'exec', arguments: { command: `printf '${ESC}[2Jcleared'` } }] }, { text: answer }] }
     })
     const dir = tempDir()
     const db = path.join(dir, 'av.db')

@@ -1,6 +1,7 @@
-import { type MockLlm, startMockLlm } from '@agentvisor/cli'
-import { afterEach, describe, expect, it } from 'vitest'
+import type { MockLlm } from '@agentvisor/cli'
+import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 // Usage and budgets (docs/task-file.md, "Usage and budgets") over the mock LLM: every figure is
 // checked against what the mock reported, every budget against the requests it received.
@@ -8,14 +9,11 @@ import { lastJson, runCli, taskInTempDir, writeTask } from './support/cli.js'
 const LEAD = 'lead-model'
 const WORKER = 'worker-model'
 
+const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
-afterEach(async () => {
-  await mock?.close()
-  mock = undefined
-})
 
 const start = async (models: Record<string, unknown[]>): Promise<string> => {
-  mock = await startMockLlm({ scenarios: { models } as never, port: 0 })
+  mock = await startMock.scenarios({ models })
   return mock.url
 }
 

@@ -4,7 +4,7 @@ import * as path from 'node:path'
 import { spawnTethered } from '@agentvisor/cli'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { afterEach } from 'vitest'
+import { afterAll, afterEach, beforeAll } from 'vitest'
 import { waitFor } from './cli.js'
 import { accepts, freePort } from './free-port.js'
 import { natsEnv, serving, type Worker, workersPerTest } from './workers.js'
@@ -58,14 +58,15 @@ export const startNatsServer = async (
 }
 
 /**
- * One test's world on the test run's NATS server (test/setup/nats-server.ts): its own subjects,
- * stream and consumer (`env`, for agentvisor processes), worker processes on them, plain NATS
- * connections. All of it ends after the test: workers stopped, connections closed, the stream
- * deleted.
+ * One test's world on a NATS server: its own subjects, stream and consumer (`env`, for agentvisor
+ * processes), worker processes on them, plain NATS connections. All of it ends after the test:
+ * workers stopped, connections closed, the stream deleted.
  */
 export interface NatsWorld {
   /** AGENTVISOR_NATS_* for this test (natsEnv of support/workers.ts). */
   readonly env: Record<string, string>
+  /** The server's URL. */
+  readonly url: string
   /** The subjects' prefix. */
   readonly prefix: string
   /** Starts `agentvisor worker --db DB` on this world's queue (`extraEnv` over its environment). */
@@ -76,10 +77,25 @@ export interface NatsWorld {
   readonly connect: () => Promise<NatsConnection>
 }
 
-/** Called once at the top of a test file: gives the function that makes a test's world. */
-export const natsWorldPerTest = (): (() => NatsWorld) => {
+/**
+ * Called once at the top of a test file: gives the function that makes a test's world. By
+ * default each world is on the test run's server (test/setup/nats-server.ts) under subjects,
+ * stream and consumer of its own. `defaultSubjects: true` gives each the defaults of
+ * docs/nats.md instead (`agentvisor.*`, what a service in another language talks to), on a
+ * nats-server of the file's own, so no other file's workers share its queue.
+ */
+export const natsWorldPerTest = (options: { readonly defaultSubjects?: boolean } = {}): (() => NatsWorld) => {
   const connections: NatsConnection[] = []
   const streams: Array<{ readonly url: string; readonly name: string }> = []
+  let own: NatsServer | undefined
+  if (options.defaultSubjects === true) {
+    beforeAll(async () => {
+      own = await startNatsServer()
+    })
+    afterAll(async () => {
+      await own?.stop()
+    })
+  }
   // Registered before the workers' hook, so it runs after it (vitest runs after-hooks as a stack):
   // no worker consumes the stream by the time it is deleted.
   afterEach(async () => {
@@ -97,14 +113,15 @@ export const natsWorldPerTest = (): (() => NatsWorld) => {
   })
   const startWorker = workersPerTest()
   return () => {
-    const env = natsEnv()
+    const env = own === undefined ? natsEnv() : { AGENTVISOR_NATS_URL: own.url }
     const url = env['AGENTVISOR_NATS_URL']!
-    streams.push({ url, name: env['AGENTVISOR_NATS_STREAM']! })
+    streams.push({ url, name: env['AGENTVISOR_NATS_STREAM'] ?? DEFAULT_STREAM })
     const worker = (db: string, extraArgs: ReadonlyArray<string> = [], extraEnv: Record<string, string> = {}) =>
       startWorker(db, { ...env, ...extraEnv }, extraArgs)
     return {
       env,
-      prefix: env['AGENTVISOR_NATS_PREFIX']!,
+      url,
+      prefix: env['AGENTVISOR_NATS_PREFIX'] ?? 'agentvisor',
       worker,
       serving: async (db, count = 1, extraArgs = []) => {
         const started = Array.from({ length: count }, () => worker(db, extraArgs))
@@ -119,3 +136,6 @@ export const natsWorldPerTest = (): (() => NatsWorld) => {
     }
   }
 }
+
+/** The stream a worker makes without AGENTVISOR_NATS_STREAM (docs/nats.md). */
+const DEFAULT_STREAM = 'AGENTVISOR_RUNS'
