@@ -4,6 +4,7 @@ import type { MockLlm } from '@agentvisor/cli'
 import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
@@ -32,7 +33,7 @@ const fourSteps = async (dir: string, db: string): Promise<string> => {
   return lastJson<{ runId: string }>(ran).runId
 }
 
-const show = async (db: string, runId: string): Promise<Trace> => lastJson<Trace>(await runCli(['show', runId, '--json', '--db', db]))
+const show = (db: string, runId: string): Promise<Trace> => storedTrace<Trace>(db, runId)
 const assistantTurns = (body: unknown): number => (body as { messages: Array<{ role: string }> }).messages.filter((m) => m.role === 'assistant').length
 
 describe('agentvisor fork', () => {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { waitForLeaseHolderGone } from './support/processes.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
@@ -33,7 +34,7 @@ const setup = async (steps: unknown[], task: Record<string, unknown> = {}, dir =
   return { dir, file, db: path.join(dir, 'av.db'), ws: path.join(dir, 'ws') }
 }
 
-const show = async (db: string, runId: string) => lastJson<Trace>(await runCli(['show', runId, '--json', '--db', db]))
+const show = (db: string, runId: string) => storedTrace<Trace>(db, runId)
 const toolMessages = (m: MockLlm, request: number) =>
   ((m.requests[request]!.body as { messages: Array<{ role: string; content: string }> }).messages ?? []).filter((x) => x.role === 'tool').map((x) => x.content)
 
