@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest'
 import { loadRunView } from '../packages/cli/src/inspector/run-view.js'
 import { lastJson, runCli, taskInTempDir, tempDir, writeTask } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 const startMock = mockLlmPerTest('test-model')
 
@@ -324,7 +325,7 @@ describe('a child run that cannot start', () => {
     const runs = lastJson<Array<{ id: string; status: string; parentId: string | null }>>(await runCli(['runs', '--json', '--db', db]))
     expect(runs.map((r) => r.status).sort()).toEqual(['failed', 'succeeded'])
     const parent = runs.find((r) => r.parentId === null)!
-    const trace = lastJson<Trace>(await runCli(['show', parent.id, '--json', '--db', db]))
+    const trace = await storedTrace<Trace>(db, parent.id)
     expect(trace.steps[1]!.results[0]).toMatch(/^Child run .* failed after 0 steps \(internal: Cannot open workspace .*f\.txt/)
   })
 })
@@ -335,7 +336,7 @@ describe('resume of a run that has ended', () => {
     const db = path.join(dir, 'av.db')
     const task = writeTask(dir, { goal: 'Say hi', workspace: 'ws', providers: [{ name: 'p', kind: 'scripted', steps: [{ text: 'hi' }] }] })
     const { runId } = lastJson<{ runId: string }>(await runCli(['run', task, '--json', '--db', db]))
-    const before = lastJson<{ transitions: unknown[] }>(await runCli(['show', runId, '--json', '--db', db])).transitions.length
+    const before = (await storedTrace<{ transitions: unknown[] }>(db, runId)).transitions.length
 
     const resumed = await runCli(['resume', runId, '--json', '--db', db])
     expect(resumed.code).toBe(0)
@@ -344,6 +345,6 @@ describe('resume of a run that has ended', () => {
     )
     expect(resumed.stderr).not.toContain('resuming')
     expect(lastJson(resumed)).toMatchObject({ runId, status: 'succeeded', steps: 1 })
-    expect(lastJson<{ transitions: unknown[] }>(await runCli(['show', runId, '--json', '--db', db])).transitions).toHaveLength(before)
+    expect((await storedTrace<{ transitions: unknown[] }>(db, runId)).transitions).toHaveLength(before)
   })
 })

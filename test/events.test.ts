@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, startRunInBackground, tempDir, waitFor } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
 import { natsWorldPerTest } from './support/nats.js'
+import { storedTrace } from './support/stored-trace.js'
 
 // A run's events (docs/streaming.md) over the mock LLM streaming its answers: text as it streams,
 // then every durable event in seq order, the same whether read live, from the store, or from
@@ -269,9 +270,7 @@ describe('events', () => {
     expect(example.stdout).toContain('model: Let me see what is there.')
     expect(example.stdout).toMatch(/done: succeeded after 5 steps/)
     const runId = /show (\S+)/.exec(example.stdout)![1]!
-    const trace = lastJson<{ run: { usage: { costUsd: number } }; steps: Array<{ promptSummary: string }> }>(
-      await runCli(['show', runId, '--json', '--db', db])
-    )
+    const trace = await storedTrace<{ run: { usage: { costUsd: number } }; steps: Array<{ promptSummary: string }> }>(db, runId)
     expect(trace.run.usage.costUsd).toBeGreaterThan(0)
     expect(trace.steps.at(-1)!.promptSummary).toContain('elided 1 tool result: read_file reports/alpha.md (step 2')
   })
@@ -303,9 +302,7 @@ describe('a driver killed mid-stream', () => {
 
     const resumed = await runCli(['resume', runId, '--json', '--db', db])
     expect(resumed.code, resumed.stderr).toBe(0)
-    const trace = lastJson<{ receipts: Array<{ attempts: Array<{ outcome: string; partialText?: string }> }> }>(
-      await runCli(['show', runId, '--json', '--db', db])
-    )
+    const trace = await storedTrace<{ receipts: Array<{ attempts: Array<{ outcome: string; partialText?: string }> }> }>(db, runId)
     expect(trace.receipts[0]!.attempts[0]).toMatchObject({ outcome: 'unknown', partialText: partial })
   })
 })

@@ -4,6 +4,7 @@ import type { MockLlm } from '@agentvisor/cli'
 import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 // Follow-ups (docs/policy.md, "Follow-ups"): `agentvisor send` continues a finished run as a new
 // turn under the same id, the model getting the whole conversation so far and the new message.
@@ -63,9 +64,7 @@ describe('follow-ups', () => {
     expect(turnThree.at(-1)!.content).toBe('What do the files hold?')
     expect(turnThree.slice(0, turnTwo.length).map((m) => m.role)).toEqual(turnTwo.map((m) => m.role))
 
-    const trace = lastJson<{ run: { id: string; status: string }; turns: Array<{ turn: number; firstStep: number; message?: string }> }>(
-      await runCli(['show', runId, '--json', '--db', db])
-    )
+    const trace = await storedTrace<{ run: { id: string; status: string }; turns: Array<{ turn: number; firstStep: number; message?: string }> }>(db, runId)
     expect(trace.run).toMatchObject({ id: runId, status: 'succeeded' })
     expect(trace.turns).toEqual([
       expect.objectContaining({ turn: 1, firstStep: 1 }),
@@ -104,7 +103,7 @@ describe('follow-ups', () => {
 
     const second = await runCli(['send', runId, 'Now write two into b.txt', '--json', '--db', db])
     expect(lastJson(second)).toMatchObject({ status: 'succeeded', steps: 4, output: 'All done: b.txt holds two.' })
-    const shown = lastJson<{ output?: unknown }>(await runCli(['show', runId, '--json', '--db', db]))
+    const shown = await storedTrace<{ output?: unknown }>(db, runId)
     expect(shown.output).toBe('All done: b.txt holds two.')
 
     // The third turn ends on an answer without text: no output, not the second turn's.
@@ -114,7 +113,7 @@ describe('follow-ups', () => {
     expect(ended).toMatchObject({ status: 'succeeded', steps: 6 })
     expect(ended).not.toHaveProperty('output')
     expect(readFileSync(path.join(dir, 'ws', 'c.txt'), 'utf8')).toBe('three')
-    expect(lastJson<{ output?: unknown }>(await runCli(['show', runId, '--json', '--db', db]))).not.toHaveProperty('output')
+    expect(await storedTrace<{ output?: unknown }>(db, runId)).not.toHaveProperty('output')
   })
 
   it('refuses a follow-up to a run that has not finished, exit 2, and changes nothing', async () => {

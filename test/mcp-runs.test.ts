@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, tempDir, waitFor } from './support/cli.js'
 import { processesMatching } from './support/processes.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 // Runs whose agents call the tools of MCP servers (docs/tools.md, "MCP servers"): a server built
 // with the SDK in the tests (packages/core/test/fixtures/mcp/test-server.mjs), spawned by the
@@ -170,7 +171,7 @@ describe('MCP servers in a run', () => {
     ])
     expect(toolMessages(bodies()[2]).at(-1)).toBe(`charged b by ${pid}`)
     expect(toolMessages(bodies()[3]).at(-1)).toBe(`charged c by ${pid}`)
-    const shown = lastJson<{ steps: Array<{ results: string[] }> }>(await runCli(['show', lastJson<{ runId: string }>(result).runId, '--json', '--db', db]))
+    const shown = await storedTrace<{ steps: Array<{ results: string[] }> }>(db, lastJson<{ runId: string }>(result).runId)
     expect(shown.steps.slice(0, 3).map((step) => step.results)).toEqual([
       [
         'MCP server "shop" stopped during the call of tool "charge" (exited with code 3; stderr: fatal: crashing mid-call): the call may have taken effect; it is not sent again'
@@ -218,9 +219,7 @@ describe('MCP servers in a run', () => {
     expect(result.code, result.stderr).toBe(0)
     expect(bodies()[0]!.tools!.map((t) => t.function.name)).toContain('everything__echo')
     expect(toolMessages(bodies()[1])[0]).toContain('hello mcp')
-    const trace = lastJson<{ steps: Array<{ toolCalls: Array<Record<string, unknown>> }> }>(
-      await runCli(['show', lastJson<{ runId: string }>(result).runId, '--json', '--db', db])
-    )
+    const trace = await storedTrace<{ steps: Array<{ toolCalls: Array<Record<string, unknown>> }> }>(db, lastJson<{ runId: string }>(result).runId)
     expect(trace.steps[0]!.toolCalls[0]).toMatchObject({ name: 'everything__echo', source: 'mcp:everything', effect: 'read' })
   })
 })

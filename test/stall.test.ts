@@ -4,6 +4,7 @@ import type { MockLlm } from '@agentvisor/cli'
 import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 // limits.stall (docs/task-file.md, "Stalls"): a model that repeats one call, or makes no progress,
 // is warned once and then ended `failed` with kind `stalled`; no model call follows the end.
@@ -69,8 +70,7 @@ describe('stall detection', () => {
     expect(lastMessage(sent[2]!)).not.toContain('[agentvisor]')
     expect(lastMessage(sent[3]!)).toContain('This exact call (the same tool with the same arguments) has now been made 3 times within 6 steps')
 
-    const shown = await runCli(['show', result.runId, '--json', '--db', db])
-    const trace = lastJson<Trace>(shown)
+    const trace = await storedTrace<Trace>(db, result.runId)
     expect(trace.run.status).toBe('failed')
     expect(trace.run.error?.kind).toBe('stalled')
     expect(trace.steps).toHaveLength(4)
@@ -169,12 +169,12 @@ describe('stall detection', () => {
     const ran = await runCli(['run', task, '--json', '--db', db])
     expect(ran.code, ran.stderr).toBe(0)
     const parent = lastJson<{ runId: string }>(ran)
-    const shown = lastJson<Trace & { children: Array<{ id: string; status: string }> }>(await runCli(['show', parent.runId, '--json', '--db', db]))
+    const shown = await storedTrace<Trace & { children: Array<{ id: string; status: string }> }>(db, parent.runId)
     expect(shown.children).toHaveLength(1)
     expect(shown.children[0]!.status).toBe('failed')
     // A first-edition task: the parent is told in a line of text, naming the child and why it ended.
     expect(shown.steps[0]!.results![0]).toContain(`Child run ${shown.children[0]!.id} failed after 4 steps (stalled: read_file {"path":"a.txt"} called 4 times`)
-    const child = lastJson<Trace>(await runCli(['show', shown.children[0]!.id, '--json', '--db', db]))
+    const child = await storedTrace<Trace>(db, shown.children[0]!.id)
     expect(child.run.error).toMatchObject({ kind: 'stalled', message: expect.stringContaining('4 times within 6 steps') })
     // The child's fifth answer was never asked for: 4 child requests and the parent's 2.
     expect(bodies(mock)).toHaveLength(6)

@@ -2,6 +2,7 @@ import type { MockLlm } from '@agentvisor/cli'
 import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, taskInTempDir, writeTask } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 // Usage and budgets (docs/task-file.md, "Usage and budgets") over the mock LLM: every figure is
 // checked against what the mock reported, every budget against the requests it received.
@@ -63,7 +64,7 @@ describe('usage', () => {
     expect(result.treeUsage).toBeUndefined()
     expect(ran.stderr).toContain(`used ${(expected.inputTokens + expected.outputTokens).toLocaleString('en-US')} tokens`)
 
-    const shown = lastJson<{ run: { usage: Usage } }>(await runCli(['show', result.runId, '--json', '--db', db]))
+    const shown = await storedTrace<{ run: { usage: Usage } }>(db, result.runId)
     expect(shown.run.usage).toEqual(result.usage)
     const listed = JSON.parse((await runCli(['runs', '--json', '--db', db])).stdout) as Array<{ id: string; usage: Usage }>
     expect(listed.find((row) => row.id === result.runId)?.usage).toEqual(result.usage)
@@ -148,13 +149,14 @@ describe('budgets', () => {
       inputTokens: 400 + childCalls * 50 + (requestsOf(LEAD) > 1 ? 600 : 0),
       outputTokens: 80 + childCalls * 10 + (requestsOf(LEAD) > 1 ? 10 : 0)
     })
-    const shown = lastJson<{ children: Array<{ id: string; status: string }> }>(await runCli(['show', result.runId, '--json', '--db', db]))
+    const shown = await storedTrace<{ children: Array<{ id: string; status: string }> }>(db, result.runId)
     expect(shown.children).toHaveLength(8)
     const refused = shown.children.filter((c) => c.status === 'failed')
     expect(refused).toHaveLength(8 - childCalls)
-    const traces = await Promise.all(refused.map((child) => runCli(['show', child.id, '--json', '--db', db])))
-    for (const shownChild of traces) {
-      const trace = lastJson<{ run: { error?: { kind: string; message: string } }; receipts: unknown[] }>(shownChild)
+    const traces = await Promise.all(
+      refused.map((child) => storedTrace<{ run: { error?: { kind: string; message: string } }; receipts: unknown[] }>(db, child.id))
+    )
+    for (const trace of traces) {
       expect(trace.run.error?.kind).toBe('budget')
       // The tree's bound, set by the root; the allowance the delegate's agent sets.
       expect(trace.run.error?.message).toMatch(
@@ -213,7 +215,7 @@ describe('budgets', () => {
       expect(ran.code).toBe(1)
       const result = lastJson<{ runId: string; status: string; steps: number; error?: { kind: string; message: string } }>(ran)
       expect(result).toMatchObject({ status: 'failed', steps: 0, error: { kind: 'budget' } })
-      const shown = lastJson<{ run: { error?: { message: string } } }>(await runCli(['show', result.runId, '--json', '--db', db]))
+      const shown = await storedTrace<{ run: { error?: { message: string } } }>(db, result.runId)
       expect(shown.run.error?.message).toBe(result.error?.message)
       return result.error!.message
     }
