@@ -2,17 +2,19 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { Agentvisor } from '@agentvisor/actors'
-import { startMockLlm } from '@agentvisor/cli'
 import { defineTool } from '@agentvisor/core'
 import { describe, expect, it } from 'vitest'
 import * as z from 'zod'
 import { lastJson, runCli, taskInTempDir, tempDir, writeTask } from './support/cli.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
+import { storedTrace } from './support/stored-trace.js'
 
 // agentvisor replay (docs/replay.md): a stored run re-driven against its recorded answers with
 // today's code, policy and tools, in a scratch workspace and store; the first departure reported.
 
 const MODEL = 'replay-model'
 const KEY = 'REPLAY_TEST_KEY'
+const startMock = mockLlmPerTest(MODEL)
 
 const script = [
   { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
@@ -42,7 +44,7 @@ const fingerprint = (dir: string): Record<string, string> => {
 
 /** A recorded run: made against the mock LLM, which is closed afterwards (a replay never asks it). */
 const recordedRun = async () => {
-  const mock = await startMockLlm({ scenarios: { models: { [MODEL]: script } } as never, port: 0 })
+  const mock = await startMock(script)
   const made = taskInTempDir(task(mock.url))
   mkdirSync(path.join(made.dir, 'ws'))
   writeFileSync(path.join(made.dir, 'ws', 'a.txt'), 'hello')
@@ -65,7 +67,7 @@ describe('agentvisor replay', () => {
     const workspace = path.join(run.dir, 'ws')
     const before = {
       files: fingerprint(workspace),
-      show: (await runCli(['show', run.runId, '--json', '--db', run.db])).stdout,
+      trace: await storedTrace(run.db, run.runId),
       runs: (await runCli(['runs', '--json', '--db', run.db])).stdout
     }
 
@@ -77,7 +79,7 @@ describe('agentvisor replay', () => {
     expect(replayed.stderr).toContain('replays identically (2 of 2 steps, succeeded)')
 
     expect(fingerprint(workspace)).toEqual(before.files)
-    expect((await runCli(['show', run.runId, '--json', '--db', run.db])).stdout).toBe(before.show)
+    expect(await storedTrace(run.db, run.runId)).toEqual(before.trace)
     // No row of the replay in the original store.
     expect((await runCli(['runs', '--json', '--db', run.db])).stdout).toBe(before.runs)
   })
@@ -122,7 +124,7 @@ describe('agentvisor replay', () => {
       'failing.json'
     )
     expect((await runCli(['run', failing, '--db', run.db])).code).toBe(1)
-    const mock = await startMockLlm({ scenarios: { models: { [MODEL]: script } } as never, port: 0 })
+    const mock = await startMock(script)
     const second = writeTask(run.dir, task(mock.url), 'second.json')
     expect((await runCli(['run', second, '--db', run.db], { env: { [KEY]: 'sk-test' } })).code).toBe(0)
     await mock.close()
@@ -161,27 +163,20 @@ describe('agentvisor replay', () => {
   })
 
   it("answers the replay's asks with the record's decisions: an approved write and a denied one replay identically", async () => {
-    const mock = await startMockLlm({
-      scenarios: {
-        models: {
-          [MODEL]: [
-            {
-              toolCalls: [
-                { name: 'write_file', arguments: { path: 'notes.txt', content: 'hello' } },
-                { name: 'write_file', arguments: { path: 'secret.txt', content: 'x' } }
-              ]
-            },
-            { text: 'done' }
-          ]
-        }
-      } as never,
-      port: 0
-    })
+    const mock = await startMock([
+      {
+        toolCalls: [
+          { name: 'write_file', arguments: { path: 'notes.txt', content: 'hello' } },
+          { name: 'write_file', arguments: { path: 'secret.txt', content: 'x' } }
+        ]
+      },
+      { text: 'done' }
+    ])
     const made = taskInTempDir({ ...task(mock.url, [{ name: 'team', allow: { read: ['**'] }, ask: { write: ['**'] } }]), approval: 'defer' })
     const paused = await runCli(['run', made.task, '--json', '--db', made.db], { env: { [KEY]: 'sk-test' } })
     expect(paused.code, paused.stderr).toBe(3)
     const { runId } = lastJson<{ runId: string }>(paused)
-    const pending = JSON.parse((await runCli(['show', runId, '--json', '--db', made.db])).stdout) as { approvals: Array<{ id: string; target: string }> }
+    const pending = await storedTrace<{ approvals: Array<{ id: string; target: string }> }>(made.db, runId)
     const secret = pending.approvals.find((a) => a.target === 'secret.txt')!
     expect((await runCli(['approve', runId, secret.id, '--deny', '--db', made.db])).code).toBe(0)
     expect((await runCli(['approve', runId, '--db', made.db])).code).toBe(0)
@@ -196,7 +191,7 @@ describe('agentvisor replay', () => {
 
   it("replays a stalled run to the same end, and departs where today's task no longer stops it", async () => {
     const readA = { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] }
-    const mock = await startMockLlm({ scenarios: { models: { [MODEL]: [readA, readA, readA, readA] } } as never, port: 0 })
+    const mock = await startMock([readA, readA, readA, readA])
     const stalling = { ...task(mock.url), verify: undefined, limits: { maxSteps: 8, stall: { window: 6, repeats: 3 } } }
     const made = taskInTempDir(stalling)
     mkdirSync(path.join(made.dir, 'ws'))
@@ -238,7 +233,7 @@ describe('agentvisor replay', () => {
     })
     // A run of 1 + `followUps` turns, recorded against the mock LLM; the replays never ask it.
     const recordWith = async (dir: string, db: string, followUps: number) => {
-      const mock = await startMockLlm({ scenarios: { models: { [MODEL]: turns.slice(0, followUps + 1).flat() } } as never, port: 0 })
+      const mock = await startMock(turns.slice(0, followUps + 1).flat())
       const file = writeTask(dir, followUpTask(mock.url), `task-${followUps}.json`)
       const ran = await runCli(['run', file, '--json', '--db', db], { env: { [KEY]: 'sk-test' } })
       expect(ran.code, ran.stderr).toBe(0)
@@ -267,9 +262,7 @@ describe('agentvisor replay', () => {
     expect(kept.code, kept.stderr).toBe(0)
     const twice = lastJson<Report & { scratch: { db: string } }>(kept)
     expect(twice).toMatchObject({ identical: true, steps: { recorded: 7, replayed: 7 } })
-    const replayTrace = lastJson<{ turns: Array<{ turn: number; firstStep: number; message?: string }> }>(
-      await runCli(['show', twice.replayRunId, '--json', '--db', twice.scratch.db])
-    )
+    const replayTrace = await storedTrace<{ turns: Array<{ turn: number; firstStep: number; message?: string }> }>(twice.scratch.db, twice.replayRunId)
     expect(replayTrace.turns.map(({ turn, firstStep, message }) => ({ turn, firstStep, message }))).toEqual([
       { turn: 1, firstStep: 1, message: undefined },
       { turn: 2, firstStep: 4, message: messages[0] },
