@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
-import { connect } from '@nats-io/transport-node'
 import { Effect, Exit, Scope } from 'effect'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import type { ChildDelivery } from '../packages/actors/src/protocol/bus.js'
 import { makeInProcessBus } from '../packages/actors/src/bus/in-process-bus.js'
 import { type ControlVerb, PROTOCOL_VERSION, Subjects } from '../packages/actors/src/protocol/messages.js'
-import { makeNatsBus, type NatsBusOptions, natsBusOptionsFromEnv } from '../packages/actors/src/bus/nats-bus.js'
+import { makeNatsBus, natsBusOptionsFromEnv } from '../packages/actors/src/bus/nats-bus.js'
 import { natsSubjects } from '../packages/actors/src/bus/nats-subjects.js'
 import { type BusFactoryOptions, busSuite } from './bus-suite.js'
 import { waitFor } from './support/cli.js'
+import { natsWorldPerTest } from './support/nats.js'
 
 const natsUrl = inject('natsUrl')
 
@@ -24,19 +24,17 @@ busSuite('in-process', async ({ ackWaitMs }) => {
   }
 })
 
-/** Options no other test shares: its own stream, durable and subjects on the shared server. */
-const isolatedOptions = (ackWaitMs: number): NatsBusOptions & { readonly streamName: string; readonly subjectPrefix: string } => {
-  const suffix = randomUUID().replaceAll('-', '').slice(0, 12)
-  return { servers: natsUrl, ackWaitMs, streamName: `TEST_${suffix}`, consumerName: `workers-${suffix}`, subjectPrefix: `t${suffix}` }
-}
+// Each test's own stream, durable and subjects on the shared server (its world), deleted after it.
+const natsWorld = natsWorldPerTest()
 
 /** Two workers (two connections) on one isolated queue, plus a raw connection playing a foreign client. */
 const natsUnderTest = async ({ ackWaitMs }: BusFactoryOptions) => {
-  const options = isolatedOptions(ackWaitMs)
+  const world = natsWorld()
+  const options = world.busOptions(ackWaitMs)
   const scope = await run(Scope.make())
   const bus = await run(Scope.extend(makeNatsBus(options), scope))
   const bus2 = await run(Scope.extend(makeNatsBus(options), scope))
-  const raw = await connect({ servers: natsUrl })
+  const raw = await world.connect()
   const subjects = natsSubjects(options.subjectPrefix)
   return {
     options,
@@ -45,12 +43,7 @@ const natsUnderTest = async ({ ackWaitMs }: BusFactoryOptions) => {
     bus2,
     rawControl: async (runId: string, verb: string, payload: Uint8Array) =>
       new TextDecoder().decode((await raw.request(subjects.control(runId, verb), payload, { timeout: 60_000 })).data),
-    close: async () => {
-      await run(Scope.close(scope, Exit.void))
-      const jsm = await jetstreamManager(raw)
-      await jsm.streams.delete(options.streamName).catch(() => false)
-      await raw.close()
-    }
+    close: () => run(Scope.close(scope, Exit.void))
   }
 }
 

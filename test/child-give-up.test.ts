@@ -1,11 +1,8 @@
-import { randomUUID } from 'node:crypto'
 import * as path from 'node:path'
-import { jetstreamManager } from '@nats-io/jetstream'
-import { connect } from '@nats-io/transport-node'
 import { Agentvisor } from '@agentvisor/actors'
 import { getRun, insertRun, openStore, type Store } from '@agentvisor/store'
 import { Effect, Exit, Scope } from 'effect'
-import { afterEach, describe, expect, inject, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { type Bus, MAX_CHILD_HANDLING_FAILURES } from '../packages/actors/src/protocol/bus.js'
 import { makeInProcessBus } from '../packages/actors/src/bus/in-process-bus.js'
 import { PROTOCOL_VERSION } from '../packages/actors/src/protocol/messages.js'
@@ -14,9 +11,12 @@ import { childRunRow } from '../packages/actors/src/protocol/child-contract.js'
 import type { RunHandle } from '../packages/actors/src/supervisor/run-handle.js'
 import { giveUpChild, handleChildDelivery } from '../packages/actors/src/worker/child-worker.js'
 import { tempDir, waitFor } from './support/cli.js'
+import { natsWorldPerTest } from './support/nats.js'
 
 const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
 
+// Registered before the cleanups, so its streams are deleted after each bus has closed.
+const natsWorld = natsWorldPerTest()
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
@@ -25,22 +25,9 @@ afterEach(async () => {
 const inProcess = async (): Promise<Bus> => makeInProcessBus({ ackWaitMs: 60_000 })
 
 const nats = async (): Promise<Bus> => {
-  const suffix = randomUUID().replaceAll('-', '').slice(0, 12)
-  const options = {
-    servers: inject('natsUrl'),
-    ackWaitMs: 60_000,
-    streamName: `GIVEUP_${suffix}`,
-    consumerName: `workers-${suffix}`,
-    subjectPrefix: `g${suffix}`
-  }
   const scope = await run(Scope.make())
-  cleanups.push(async () => {
-    await run(Scope.close(scope, Exit.void))
-    const raw = await connect({ servers: options.servers })
-    await (await jetstreamManager(raw)).streams.delete(options.streamName).catch(() => false)
-    await raw.close()
-  })
-  return run(Scope.extend(makeNatsBus(options), scope))
+  cleanups.push(() => run(Scope.close(scope, Exit.void)))
+  return run(Scope.extend(makeNatsBus(natsWorld().busOptions(60_000)), scope))
 }
 
 describe.each([

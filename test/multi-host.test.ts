@@ -3,18 +3,19 @@ import { existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { jetstreamManager } from '@nats-io/jetstream'
-import { connect } from '@nats-io/transport-node'
 import { Agentvisor, type ChildDelivery, childRunRow, handleChildDelivery, makeLeaseOwner, PROTOCOL_VERSION } from '@agentvisor/actors'
 import { spawnTethered, type MockLlm } from '@agentvisor/cli'
 import { insertRun, openStore } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { afterEach, describe, expect, inject, it, onTestFinished } from 'vitest'
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest'
 import { BIN, type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { type Hosts, makeHosts } from './support/hosts.js'
 import { freshDatabase, gaplessTransitions, type TestDatabase } from './support/pg.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { natsWorldPerTest } from './support/nats.js'
 
 const startMock = mockLlmPerTest()
+const natsWorld = natsWorldPerTest()
 let mock: MockLlm | undefined
 const processes: ChildProcess[] = []
 let hosts: Hosts | undefined
@@ -29,18 +30,6 @@ afterEach(async () => {
   await hosts?.close()
   hosts = undefined
 })
-
-/** Each test gets its own stream, consumer and subjects, so queued messages never cross tests. */
-const natsEnv = (): Record<string, string> => {
-  const suffix = Math.random().toString(36).slice(2, 8)
-  return {
-    AGENTVISOR_NATS_PREFIX: `avhosts${suffix}`,
-    AGENTVISOR_NATS_STREAM: `AV_HOSTS_${suffix}`,
-    AGENTVISOR_NATS_CONSUMER: `av-hosts-${suffix}`,
-    AGENTVISOR_NATS_ACK_WAIT_MS: '1500',
-    AGENTVISOR_DB: ''
-  }
-}
 
 interface Worker {
   readonly child: ChildProcess
@@ -105,8 +94,13 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
       mockTask(mock.url, { goal: 'Split the work in four parts and write DONE into out.txt', limits: { maxSteps: 4, timeoutMs: 60_000 } })
     )
     const db = await freshDatabase()
-    const env = natsEnv()
-    const nats = new URL(inject('natsUrl'))
+    const world = natsWorld()
+    // The world's subjects, stream and consumer; the server is each process's --nats (a worker's
+    // is across its network link). The ack wait shorter than B, C and D take: their workers keep
+    // them in progress.
+    const env: Record<string, string> = { ...world.env, AGENTVISOR_NATS_ACK_WAIT_MS: '1500', AGENTVISOR_DB: '' }
+    delete env['AGENTVISOR_NATS_URL']
+    const nats = new URL(world.url)
     const remoteNats = `nats://${hosts.address}:${await hosts.expose(Number(nats.port))}`
     const remoteDb = new URL(db.url)
     remoteDb.hostname = hosts.address
@@ -119,7 +113,7 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
       expect(new Set(stacks).size).toBe(3)
     }
 
-    const parent = runCli(['run', task, '--json', '--nats', inject('natsUrl'), '--db', db.url], { cwd: dir, env })
+    const parent = runCli(['run', task, '--json', '--nats', world.url, '--db', db.url], { cwd: dir, env })
 
     // The moment to kill: B, C and D are done, and A is mid-dispatch on one worker (its receipt
     // pending, its lease held by that worker's process, its call at the model).
@@ -184,18 +178,13 @@ describe('workers on many hosts sharing one PostgreSQL and one NATS', () => {
 
     // Four requests, delivered five times: once each, and A's once more after its worker died.
     // B, C and D took longer than the ack wait, but their workers kept them in progress.
-    const nc = await connect({ servers: inject('natsUrl') })
-    try {
-      const consumers = (await jetstreamManager(nc)).consumers
-      const info = await waitFor(async () => {
-        const now = await consumers.info(env['AGENTVISOR_NATS_STREAM']!, env['AGENTVISOR_NATS_CONSUMER']!)
-        return now.num_ack_pending === 0 ? now : undefined
-      }, 'every request acked')
-      expect(info.delivered.consumer_seq).toBe(5)
-      expect(info.num_pending).toBe(0)
-    } finally {
-      await nc.close()
-    }
+    const consumers = (await jetstreamManager(await world.connect())).consumers
+    const info = await waitFor(async () => {
+      const now = await consumers.info(env['AGENTVISOR_NATS_STREAM']!, env['AGENTVISOR_NATS_CONSUMER']!)
+      return now.num_ack_pending === 0 ? now : undefined
+    }, 'every request acked')
+    expect(info.delivered.consumer_seq).toBe(5)
+    expect(info.num_pending).toBe(0)
 
     // The logs tell the same story: A started on the victim and never ended there; the survivor
     // got A's message redelivered and finished it; every child ended exactly once.

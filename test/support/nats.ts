@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
+import { type NatsBusOptions, natsBusOptionsFromEnv } from '@agentvisor/actors'
 import { spawnTethered } from '@agentvisor/cli'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
@@ -75,6 +76,8 @@ export interface NatsWorld {
   readonly serving: (db: string, count?: number, extraArgs?: ReadonlyArray<string>) => Promise<Worker[]>
   /** A plain NATS connection to the server (what a service in any language has). */
   readonly connect: () => Promise<NatsConnection>
+  /** Options of an in-process bus (makeNatsBus) on this world, `ackWaitMs` over its own. */
+  readonly busOptions: (ackWaitMs?: number) => NatsBusOptions & { readonly streamName: string; readonly subjectPrefix: string }
 }
 
 /**
@@ -115,13 +118,15 @@ export const natsWorldPerTest = (options: { readonly defaultSubjects?: boolean }
   return () => {
     const env = own === undefined ? natsEnv() : { AGENTVISOR_NATS_URL: own.url }
     const url = env['AGENTVISOR_NATS_URL']!
-    streams.push({ url, name: env['AGENTVISOR_NATS_STREAM'] ?? DEFAULT_STREAM })
+    const stream = env['AGENTVISOR_NATS_STREAM'] ?? DEFAULT_STREAM
+    const prefix = env['AGENTVISOR_NATS_PREFIX'] ?? 'agentvisor'
+    streams.push({ url, name: stream })
     const worker = (db: string, extraArgs: ReadonlyArray<string> = [], extraEnv: Record<string, string> = {}) =>
       startWorker(db, { ...env, ...extraEnv }, extraArgs)
     return {
       env,
       url,
-      prefix: env['AGENTVISOR_NATS_PREFIX'] ?? 'agentvisor',
+      prefix,
       worker,
       serving: async (db, count = 1, extraArgs = []) => {
         const started = Array.from({ length: count }, () => worker(db, extraArgs))
@@ -132,7 +137,13 @@ export const natsWorldPerTest = (options: { readonly defaultSubjects?: boolean }
         const nc = await connect({ servers: url })
         connections.push(nc)
         return nc
-      }
+      },
+      busOptions: (ackWaitMs) => ({
+        ...natsBusOptionsFromEnv({}, env)!,
+        ...(ackWaitMs === undefined ? {} : { ackWaitMs }),
+        streamName: stream,
+        subjectPrefix: prefix
+      })
     }
   }
 }
