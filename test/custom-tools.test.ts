@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import * as path from 'node:path'
 import type { MockLlm } from '@agentvisor/cli'
 import { describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor, writeTask, startRunInBackground as startRun } from './support/cli.js'
+import { lastJson, runCli, waitFor, mockTaskFolder, startRunInBackground as startRun } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
 
 // Tools of a tool module with side effects (test/fixtures/tools/journal-tools.mjs), journalled by
@@ -17,21 +17,15 @@ const writeDone = call('write_file', { path: 'out.txt', content: 'DONE' })
 
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
   mock = await startMock(steps)
-  const dir = tempDir()
-  const file = writeTask(dir, {
-    goal: 'Write DONE into out.txt',
-    workspace: 'ws',
-    providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+  const made = mockTaskFolder(mock.url, {
     tools: ['write_file', 'append_line', 'record_key'],
     toolModules: [TOOLS],
     policy: { layers: [{ name: 'team', allow: { tool: ['append_line', 'record_key'], write: ['out.txt'] } }] },
     approval: 'defer',
     ...task
   })
-  const ws = path.join(dir, 'ws')
-  mkdirSync(ws)
-  return { dir, file, db: path.join(dir, 'av.db'), ws }
+  mkdirSync(made.ws)
+  return made
 }
 
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [])

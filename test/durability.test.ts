@@ -4,7 +4,7 @@ import { Agentvisor } from '@agentvisor/actors'
 import type { MockLlm } from '@agentvisor/cli'
 import { acquireLease, listTransitions, openStore } from '@agentvisor/store'
 import { describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor, writeTask, startRunInBackground as startRun } from './support/cli.js'
+import { lastJson, runCli, tempDir, waitFor, mockTaskFolder, startRunInBackground as startRun } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
 
@@ -17,16 +17,7 @@ const writeDone = { toolCalls: [{ name: 'write_file', arguments: { path: 'out.tx
 
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}) => {
   mock = await startMock(steps)
-  const dir = tempDir()
-  const file = writeTask(dir, {
-    goal: 'Write DONE into out.txt',
-    workspace: 'ws',
-    providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-    approval: 'auto',
-    ...task
-  })
-  return { dir, file, db: path.join(dir, 'av.db'), ws: path.join(dir, 'ws') }
+  return mockTaskFolder(mock.url, { approval: 'auto', ...task })
 }
 
 describe('crash and resume', () => {

@@ -4,7 +4,7 @@ import * as path from 'node:path'
 import type { MockLlm } from '@agentvisor/cli'
 import { describe, expect, it } from 'vitest'
 import { waitForLeaseHolderGone } from './support/processes.js'
-import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { BIN, lastJson, runCli, tempDir, waitFor, mockTaskFolder } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
 import { storedTrace } from './support/stored-trace.js'
 
@@ -23,15 +23,7 @@ const exec = (command: string) => ({ name: 'exec', arguments: { command } })
 
 const setup = async (steps: unknown[], task: Record<string, unknown> = {}, dir = tempDir()) => {
   mock = await startMock(steps)
-  const file = writeTask(dir, {
-    goal: 'Write DONE into out.txt',
-    workspace: 'ws',
-    providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-    approval: 'defer',
-    ...task
-  })
-  return { dir, file, db: path.join(dir, 'av.db'), ws: path.join(dir, 'ws') }
+  return mockTaskFolder(mock.url, { approval: 'defer', ...task }, dir)
 }
 
 const show = (db: string, runId: string) => storedTrace<Trace>(db, runId)

@@ -3,7 +3,7 @@ import * as path from 'node:path'
 import type { MockLlm } from '@agentvisor/cli'
 import { countingServer, connectCommand } from './support/tcp.js'
 import { afterEach, describe, expect, it } from 'vitest'
-import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
+import { lastJson, runCli, waitFor, mockTaskFolder } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
 
@@ -23,17 +23,7 @@ const exec = (command: string) => ({ toolCalls: [{ name: 'exec', arguments: { co
 const setup = async (steps: unknown[], task: Record<string, unknown> | ((url: string) => Record<string, unknown>) = {}) => {
   mock = await startMock(steps)
   const overrides = typeof task === 'function' ? task(mock.url) : task
-  const dir = tempDir()
-  const file = writeTask(dir, {
-    goal: 'Write DONE into out.txt',
-    workspace: 'ws',
-    providers: [{ name: 'primary', kind: 'openai', baseUrl: mock.url, model: 'm' }],
-    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
-    limits: { maxSteps: 5, timeoutMs: 60_000 },
-    approval: 'auto',
-    ...overrides
-  })
-  return { dir, file, db: path.join(dir, 'av.db'), ws: path.join(dir, 'ws') }
+  return mockTaskFolder(mock.url, { limits: { maxSteps: 5, timeoutMs: 60_000 }, approval: 'auto', ...overrides })
 }
 
 /** Every tool result the model was sent, in order (the last request carries the whole conversation). */

@@ -73,6 +73,24 @@ export const mockTask = (baseUrl: string, overrides: Record<string, unknown> = {
   ...overrides
 })
 
+/**
+ * A fresh folder (or `dir`) holding `task.json` against the mock LLM at `baseUrl` (provider
+ * `primary`, model `m`): write DONE into `ws/out.txt`, verified; `overrides` replace any field
+ * (approvals, policy, limits: each test file says its own). With the paths a test reads.
+ */
+export const mockTaskFolder = (baseUrl: string, overrides: Record<string, unknown> = {}, dir = tempDir()) => ({
+  dir,
+  file: writeTask(dir, {
+    goal: 'Write DONE into out.txt',
+    workspace: 'ws',
+    providers: [{ name: 'primary', kind: 'openai', baseUrl, model: 'm' }],
+    verify: { fileContains: { path: 'out.txt', text: 'DONE' } },
+    ...overrides
+  }),
+  db: path.join(dir, 'av.db'),
+  ws: path.join(dir, 'ws')
+})
+
 /** Polls `check` until it returns a value (not undefined), failing after `timeoutMs`. */
 export const waitFor = async <T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 120_000): Promise<T> => {
   const until = Date.now() + timeoutMs
