@@ -1,6 +1,5 @@
 // Shared helpers of the benchmark scenarios.
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -55,15 +54,7 @@ export const round = (x) => (x === null || x === undefined ? x : Math.round(x * 
 export const nowMs = () => Number(process.hrtime.bigint()) / 1e6
 
 /** A port free on 127.0.0.1 right now (for the servers the bench starts). */
-export const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from '../scripts/free-port.mjs'
 
 /** µs per step of `av.run(task)`, which must end after at least `steps` steps, succeeded or failed. */
 export const timedRunPerStepUs = async (av, task, steps) => {

@@ -4,10 +4,10 @@
 import { execFileSync, spawn as spawnChild } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
 import pg from 'pg'
+import { freePort } from './free-port.mjs'
 
 /** @param {string} command */
 const onPath = (command) => {
@@ -60,17 +60,6 @@ const serverUser = () => {
   }
   return { uid: Number(uid), gid: Number(gid) }
 }
-
-/** @returns {Promise<number>} a port free on 127.0.0.1 a moment ago */
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
 
 /**
  * @typedef {object} PostgresServerOptions
