@@ -344,9 +344,8 @@ const SQLITE_PLAIN = ({ shape, rules, fk }) => {
   const rowid = { clustered: [], rowid: ['steps', 'attempts', 'journal_entries'], mixed: ['steps', 'journal_entries'], journal: ['journal_entries'] }[shape]
   const options = (table) => (rowid.includes(table) ? '' : ' without rowid')
   const ref = fk ? ' references "runs" ("id") on delete cascade' : ''
-  const check = (name, column, values) =>
-    rules === 'none' || rules === 'ref' ? '' : `, constraint "${name}" check (${oneOf(column, values, rules === 'eq')})`
-  const valueOf = (table) => (rules === 'ref' ? ` references "${table}" ("value")` : '')
+  const check = (name, column, values) => (rules === 'none' || rules === 'ref' ? '' : `, constraint "${name}" check (${oneOf(column, values, rules === 'eq')})`)
+  const keyToValues = (table) => (rules === 'ref' ? ` references "${table}" ("value")` : '')
   const references =
     rules === 'ref'
       ? [
@@ -365,7 +364,7 @@ const SQLITE_PLAIN = ({ shape, rules, fk }) => {
     'drop view tool_effects',
     'drop table run_log',
     `create table "steps" ("run_id" text not null${ref}, "step" integer not null, "provider" text not null, "prompt_summary" text default '' not null, "text" text default '' not null, "tool_calls_json" text default '[]' not null, "results_json" text, "feedback" text, "tokens_in" integer default 0 not null, "tokens_out" integer default 0 not null, "at" text not null, constraint "steps_pk" primary key ("run_id", "step"))${options('steps')}`,
-    `create table "attempts" ("run_id" text not null${ref}, "step" integer not null, "attempt" integer not null, "provider" text not null, "reason" text not null${valueOf('attempt_reasons')}, "outcome" text default 'pending' not null${valueOf('attempt_outcomes')}, "error_kind" text, "http_status" integer, "error_message" text, "latency_ms" integer, "ttft_ms" integer, "tokens_in" integer, "tokens_out" integer, "partial_text" text, "started_at" text not null, "settled_at" text, constraint "attempts_pk" primary key ("run_id", "step", "attempt")${check('attempts_reason_check', 'reason', ['initial', 'retry', 'fallover'])}${check('attempts_outcome_check', 'outcome', ['pending', 'ok', 'failed', 'unknown', 'cancelled'])})${options('attempts')}`,
+    `create table "attempts" ("run_id" text not null${ref}, "step" integer not null, "attempt" integer not null, "provider" text not null, "reason" text not null${keyToValues('attempt_reasons')}, "outcome" text default 'pending' not null${keyToValues('attempt_outcomes')}, "error_kind" text, "http_status" integer, "error_message" text, "latency_ms" integer, "ttft_ms" integer, "tokens_in" integer, "tokens_out" integer, "partial_text" text, "started_at" text not null, "settled_at" text, constraint "attempts_pk" primary key ("run_id", "step", "attempt")${check('attempts_reason_check', 'reason', ['initial', 'retry', 'fallover'])}${check('attempts_outcome_check', 'outcome', ['pending', 'ok', 'failed', 'unknown', 'cancelled'])})${options('attempts')}`,
     `create table "journal_entries" ("run_id" text not null${ref}, "seq" integer not null, "first_seq" integer not null, "transitions_json" text not null, "snapshot_json" text not null, constraint "journal_entries_pk" primary key ("run_id", "seq"))${options('journal_entries')}`
   ]
 }

@@ -3,11 +3,10 @@ import { spawnTethered } from '@agentvisor/cli'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
-import BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
 import { insertRun, openStore } from '@agentvisor/store'
 import { afterAll, describe, expect, it } from 'vitest'
-import { MIGRATION_NAMES } from '../packages/store/src/migrations/names.js'
+import { asPreviousRelease } from './support/older-store.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase } from './support/pg.js'
 import { admin } from '../packages/store/test/support/temp-store.js'
@@ -145,9 +144,7 @@ describe('the read commands on a read-only store (docs/cli.md, "Read-only stores
     const store = path.join(dir, 'store')
     const db = path.join(store, 'av.db')
     await runTask(dir, db, 'old run')
-    const raw = new BetterSqlite3(db)
-    raw.prepare('DELETE FROM kysely_migration WHERE name = ?').run(MIGRATION_NAMES.at(-1))
-    raw.close()
+    asPreviousRelease(db)
 
     const view = path.join(readOnlyView(store), 'av.db')
     for (const args of [

@@ -103,7 +103,7 @@ describe('migrations on PostgreSQL', () => {
 
 describe.each(DIALECTS)('migrations on %s', (dialect) => {
   it('move existing contracts out of the runs rows when run_contracts arrives', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
@@ -130,7 +130,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
   })
 
   it('turn each transition of an older store into a journal entry of its own, its snapshot in the version 1 envelope', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
@@ -182,7 +182,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
   })
 
   it('let a run be awaiting_input after the awaiting-input migration, and still refuse a status nobody writes', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const migrator = new Migrator({ db: store.db, provider: migrationProvider })
@@ -195,7 +195,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
   })
 
   it('roll back to nothing and forward again', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const migrator = new Migrator({ db: store.db, provider: migrationProvider })
@@ -210,7 +210,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
 // docs/durability.md, "How a run is stored".
 describe('the run log migration on SQLite', () => {
   it("moves an older store's receipts, steps, entries and tool effects into run_log, read under their old names as they were", async () => {
-    const store = await tempStore('sqlite')
+    const store = await tempStore('sqlite', { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
@@ -340,7 +340,7 @@ describe('the run log migration on SQLite', () => {
 // columns, and the status, reason and outcome rules are domains (2026-12-01T170000).
 describe('the step-commit migration on PostgreSQL', () => {
   it("keeps an older store's rows as they were, finds its pending receipts, enforces its rules and commits on from them", async () => {
-    const store = await tempStore('postgres')
+    const store = await tempStore('postgres', { byChain: true })
     const db = store.db as unknown as Kysely<any>
     const pool = store.pool!
     const migrator = new Migrator({ db, provider: migrationProvider })

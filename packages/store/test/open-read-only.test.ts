@@ -2,7 +2,7 @@ import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { insertRun, listRuns, openStore } from '@agentvisor/store'
-import { MIGRATION_NAMES } from '../src/migrations/names.js'
+import { newStoreNames, UPGRADED_STORE_NAMES } from '../src/migrations/names.js'
 import { olderSqliteStore, run, tempDir } from './support/temp-store.js'
 
 const migrationsOf = (file: string): string[] => {
@@ -39,7 +39,7 @@ describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
 
     const store = await openStore(file, { readOnly: true })
     await store.close()
-    expect(migrationsOf(file)).toEqual([...MIGRATION_NAMES])
+    expect(migrationsOf(file)).toEqual([...UPGRADED_STORE_NAMES])
   })
 
   it('creates a missing store where it can be written, as a writable open does', async () => {
@@ -50,7 +50,7 @@ describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
     } finally {
       await store.close()
     }
-    expect(migrationsOf(file)).toEqual([...MIGRATION_NAMES])
+    expect(migrationsOf(file)).toEqual([...newStoreNames('sqlite')])
   })
 
   it('opens writable where it can write when asked for read-only only if the store is unwritable', async () => {

@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
+import { getRun, insertRun, openStore, StoreError } from '@agentvisor/store'
+import { BASELINE_NAMES, newStoreNames } from '../src/migrations/names.js'
 import { openAtOnce } from './support/open-at-once.js'
 import { rejectionOf } from './support/rejection-of.js'
 import { databaseUrl, run, tempLocation } from './support/temp-store.js'
@@ -19,9 +20,10 @@ const TABLES = [
   'journal_entries',
   'transitions'
 ]
-const INITIAL = '2026-11-29T120000-initial'
-/** Every migration, in the order they run. */
-const ALL = Object.keys(migrations).sort()
+/** The first migration a new store runs: its dialect's baseline (docs/deploy.md, "Migrations"). */
+const INITIAL = BASELINE_NAMES.postgres[0]
+/** Every migration a new store runs, in the order they run. */
+const ALL = newStoreNames('postgres')
 /** Kysely's migration lock on PostgreSQL: a session advisory lock with this key. */
 const KYSELY_MIGRATION_LOCK = '3853314791062309107'
 

@@ -25,7 +25,7 @@ const packedStep = (token: number, n: number): unknown[] => [
 
 describe('the plain-tables migration on PostgreSQL', () => {
   it("turns a store of the previous release's packed layout into plain tables, every row read back through the repositories as before", async () => {
-    const store = await tempStore('postgres')
+    const store = await tempStore('postgres', { byChain: true })
     const db = store.db as unknown as Kysely<unknown>
     const pool = store.pool!
     const migrator = new Migrator({ db, provider: migrationProvider })
