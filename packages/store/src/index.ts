@@ -55,6 +55,7 @@ export { insertStep, setStepResults, setStepFeedback, listSteps, lastStepText } 
 export {
   insertAttempt,
   settleAttempt,
+  keepPartialText,
   listAttempts,
   settlePendingAttempts,
   countProviderDispatches,

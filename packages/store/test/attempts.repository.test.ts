@@ -4,6 +4,7 @@ import {
   countTreeDispatches,
   insertAttempt,
   insertRun,
+  keepPartialText,
   listAttempts,
   settleAttempt,
   settlePendingAttempts,
@@ -61,6 +62,23 @@ describe.each(DIALECTS)('attempts repository on %s', (dialect) => {
         settled_at: '2026-11-29T12:00:00.600Z'
       }
     ])
+  })
+
+  it("keeps a pending receipt's streamed text, the other receipts' and columns left as they are, and never a settled one's", async () => {
+    const { db } = await tempStore(dialect)
+    await insertRun(db, run())
+    await insertAttempt(db, attempt())
+    await insertAttempt(db, attempt({ attempt: 1 }))
+    expect(await keepPartialText(db, 'run-1', 1, 0, 'I am wri')).toBe(true)
+    expect(await keepPartialText(db, 'run-1', 1, 0, 'I am writing ✓ "it"')).toBe(true)
+    const [kept, other] = await listAttempts(db, 'run-1')
+    expect(kept).toMatchObject({ ...attempt(), outcome: 'pending', partial_text: 'I am writing ✓ "it"', settled_at: null })
+    expect(other).toMatchObject({ attempt: 1, outcome: 'pending', partial_text: null })
+
+    await settleAttempt(db, 'run-1', 1, 0, { outcome: AttemptOutcome.unknown, settled_at: '2026-11-29T12:00:09.000Z' })
+    expect(await keepPartialText(db, 'run-1', 1, 0, 'later')).toBe(false)
+    expect((await listAttempts(db, 'run-1'))[0]).toMatchObject({ outcome: 'unknown', partial_text: 'I am writing ✓ "it"' })
+    expect(await keepPartialText(db, 'run-1', 9, 0, 'no such receipt')).toBe(false)
   })
 
   it('never rewrites a receipt that is already settled', async () => {

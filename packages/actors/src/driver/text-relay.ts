@@ -1,3 +1,4 @@
+import { keepPartialText } from '@agentvisor/store'
 import type { RunContext } from '../machine/run-machine.js'
 import { iso } from '../io/driver-io.js'
 import { listens, notify } from './run-observer.js'
@@ -88,13 +89,7 @@ const partialTextKeeper = (drive: Drive, ctx: RunContext) => {
       if (writing || now - writtenAt < PARTIAL_TEXT_EVERY_MS) return
       writing = true
       writtenAt = now
-      db.updateTable('attempts')
-        .set({ partial_text: text })
-        .where('run_id', '=', runId)
-        .where('step', '=', step)
-        .where('attempt', '=', attempt)
-        .where('outcome', '=', 'pending')
-        .execute()
+      keepPartialText(db, runId, step, attempt, text)
         .catch((error: unknown) =>
           drive.deps.warn?.(`run ${runId}: cannot keep the streamed text of step ${step}: ${error instanceof Error ? error.message : String(error)}`)
         )

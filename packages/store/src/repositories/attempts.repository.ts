@@ -1,3 +1,5 @@
+import { sql } from 'kysely'
+import { dialectOf } from '../dialect.js'
 import type { Executor } from '../executor.js'
 import { insertForRun } from './run-rows.js'
 import { AttemptOutcome, type AttemptRow, type AttemptSettlement, type NewAttempt, type SettledAttemptOutcome } from '../tables/attempts.table.js'
@@ -17,6 +19,30 @@ export async function insertAttempt(db: Executor, row: NewAttempt): Promise<void
       .values({ ...row, outcome: AttemptOutcome.pending, settled_at: null })
       .execute()
   )
+}
+
+/**
+ * Keeps what a pending receipt's call has streamed so far in its `partial_text` (docs/streaming.md,
+ * "Text"); false when the receipt is no longer pending (a takeover settled it). On SQLite the row
+ * is written in `run_log` itself, as the run writer writes it, not through the `attempts` view's
+ * trigger, which rewrites every column of the row (docs/durability.md, "How a run is stored").
+ */
+export async function keepPartialText(db: Executor, runId: string, step: number, attempt: number, text: string): Promise<boolean> {
+  if (dialectOf(db) === 'sqlite') {
+    const kept = await sql<{ run_id: string }>`update run_log set partial_text = ${text}
+      where run_id = ${runId} and step = ${step} and kind = 'a' and n = ${attempt} and outcome = 'pending' returning run_id`.execute(db)
+    return kept.rows.length > 0
+  }
+  const kept = await db
+    .updateTable('attempts')
+    .set({ partial_text: text })
+    .where('run_id', '=', runId)
+    .where('step', '=', step)
+    .where('attempt', '=', attempt)
+    .where('outcome', '=', AttemptOutcome.pending)
+    .returning(UPDATED)
+    .execute()
+  return kept.length > 0
 }
 
 /**
