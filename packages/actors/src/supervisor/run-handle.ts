@@ -1,6 +1,6 @@
 import type { RunError, Usage } from '@agentvisor/core'
 import type { LeaseConflictError, LeaseLostError, RunStatus, StoreError } from '@agentvisor/store'
-import type { ContractError, WorkspaceError } from '@agentvisor/core'
+import type { ContractError, TaskContract, WorkspaceError } from '@agentvisor/core'
 import type { Effect, Fiber } from 'effect'
 import type { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
 import type { Approver } from '../driver/drive.js'
@@ -60,6 +60,15 @@ export interface StartOptions {
    * under that span. A worker passes the one a child or submitted run arrived with (docs/telemetry.md).
    */
   readonly traceparent?: string | undefined
+}
+
+/**
+ * Creating a run and restoring one from the store, each driven by one supervised fiber
+ * (supervisor/launch-run.ts): what the Supervisor service's `start` and `resume` are.
+ */
+export interface LaunchRun {
+  readonly start: (contract: TaskContract, startOptions?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
+  readonly resume: (runId: string, startOptions?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
 }
 
 /** Why a run could not be started or resumed. */
