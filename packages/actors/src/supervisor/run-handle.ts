@@ -68,8 +68,16 @@ export interface StartOptions {
  */
 export interface LaunchRun {
   readonly start: (contract: TaskContract, startOptions?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
+  /** Fails with `LeaseConflictError` while another live driver moves the run. */
   readonly resume: (runId: string, startOptions?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
 }
+
+/**
+ * Starts a child of `parentId` from code (what `spawn_child` does for a model): the parent's
+ * providers and policy, narrowed limits, a workspace inside the parent's; it runs wherever the
+ * bus sends it. `result` waits for it to end (or pause). Made by supervisor/spawn.ts.
+ */
+export type SpawnChild = (parentId: string, child: ChildSpec) => Effect.Effect<RunHandle, LaunchError | ContractError>
 
 /** Why a run could not be started or resumed. */
 /** `ContractError`: the task's tools do not fit what the process offers (docs/tools.md). */
