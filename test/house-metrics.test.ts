@@ -33,34 +33,39 @@ const checkCycles = (root: string) => {
   return { code: run.status, stderr: run.stderr, stdout: run.stdout }
 }
 
+/** The check fails on `ring`, naming the ring's files in `named`, and passes on the same tree with `cut` written over it. */
+const expectRingCaughtAndCut = (ring: Record<string, string>, named: string, cut: Record<string, string>): void => {
+  const failing = checkCycles(tree(ring))
+  expect(failing.code).toBe(1)
+  expect(failing.stderr).toContain(named)
+
+  const passing = checkCycles(tree({ ...ring, ...cut }))
+  expect(passing.stderr).toBe('')
+  expect(passing.code).toBe(0)
+}
+
 describe('the import-cycle check of npm run lint (scripts/house-metrics.mjs --check-cycles)', () => {
   it('fails on a ring of type-only imports, naming its files, and passes once the ring is cut', () => {
-    const ring = {
-      'one/src/run.ts': "import type { Step } from './step.js'\nexport interface Run { readonly steps: Step[] }\n",
-      'one/src/step.ts': "import type { Run } from './run.js'\nexport interface Step { readonly run: Run }\n"
-    }
-    const failing = checkCycles(tree(ring))
-    expect(failing.code).toBe(1)
-    expect(failing.stderr).toContain('import cycle (2 files): packages/one/src/run.ts, packages/one/src/step.ts')
-
-    const cut = checkCycles(tree({ ...ring, 'one/src/step.ts': 'export interface Step { readonly runId: string }\n' }))
-    expect(cut.stderr).toBe('')
-    expect(cut.code).toBe(0)
+    expectRingCaughtAndCut(
+      {
+        'one/src/run.ts': "import type { Step } from './step.js'\nexport interface Run { readonly steps: Step[] }\n",
+        'one/src/step.ts': "import type { Run } from './run.js'\nexport interface Step { readonly run: Run }\n"
+      },
+      'import cycle (2 files): packages/one/src/run.ts, packages/one/src/step.ts',
+      { 'one/src/step.ts': 'export interface Step { readonly runId: string }\n' }
+    )
   })
 
   it('fails on a ring of value imports across packages (through their exports maps) and passes once the ring is cut', () => {
-    const ring = {
-      'low/src/index.ts': "import { top } from '@demo/high'\nexport const low = (): number => top.length\n",
-      'high/src/index.ts': "import { helper } from './helper.js'\nexport const top = helper()\n",
-      'high/src/helper.ts': "import { low } from '@demo/low'\nexport const helper = (): string => String(low)\n"
-    }
-    const failing = checkCycles(tree(ring))
-    expect(failing.code).toBe(1)
-    expect(failing.stderr).toContain('import cycle (3 files): packages/high/src/helper.ts, packages/high/src/index.ts, packages/low/src/index.ts')
-
-    const cut = checkCycles(tree({ ...ring, 'low/src/index.ts': 'export const low = (): number => 1\n' }))
-    expect(cut.stderr).toBe('')
-    expect(cut.code).toBe(0)
+    expectRingCaughtAndCut(
+      {
+        'low/src/index.ts': "import { top } from '@demo/high'\nexport const low = (): number => top.length\n",
+        'high/src/index.ts': "import { helper } from './helper.js'\nexport const top = helper()\n",
+        'high/src/helper.ts': "import { low } from '@demo/low'\nexport const helper = (): string => String(low)\n"
+      },
+      'import cycle (3 files): packages/high/src/helper.ts, packages/high/src/index.ts, packages/low/src/index.ts',
+      { 'low/src/index.ts': 'export const low = (): number => 1\n' }
+    )
   })
 
   it('fails on a file that imports itself', () => {
