@@ -1,5 +1,4 @@
 import { makeMcpPool } from '@agentvisor/core'
-import type { ContractError, TaskContract } from '@agentvisor/core'
 import { DEFAULT_STORE_OUTAGE_MS, makeRunWriter, type OutageRidingWriter, rideOutStoreOutages, type RunWriter } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 import { busObserver } from '../bus/bus-observer.js'
@@ -10,28 +9,20 @@ import { makeLaunchRun } from '../supervisor/launch-run.js'
 import { DEFAULT_LEASE_POLICY, makeLeaseOwner } from '../supervisor/lease.js'
 import { makeLeaseKeeper, storeLeaseQueries } from '../supervisor/lease-keeper.js'
 import { makeRunFibers } from '../supervisor/run-fibers.js'
-import type { ChildSpec, LaunchError, RunHandle, StartOptions } from '../supervisor/run-handle.js'
+import type { LaunchRun, SpawnChild, StartOptions } from '../supervisor/run-handle.js'
 import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
 import type { RunObserver } from '../driver/run-observer.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { serveBus } from './serve-bus.js'
 import { StoreService } from '../supervisor/store-service.js'
 
+/** What the Supervisor service hands out: runs launched (launch-run.ts) and children spawned from code (spawn.ts). */
+export interface SupervisorApi extends LaunchRun {
+  readonly spawn: SpawnChild
+}
+
 /** Starts and resumes runs, one supervised fiber each, all interrupted when the layer closes. */
-export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
-  Supervisor,
-  {
-    readonly start: (contract: TaskContract, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
-    /** Fails with `LeaseConflictError` while another live driver moves the run. */
-    readonly resume: (runId: string, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
-    /**
-     * Starts a child of `parentId` from code (what `spawn_child` does for a model): the parent's
-     * providers and policy, narrowed limits, a workspace inside the parent's; it runs wherever
-     * the bus sends it. `result` waits for it to end (or pause).
-     */
-    readonly spawn: (parentId: string, child: ChildSpec) => Effect.Effect<RunHandle, LaunchError | ContractError>
-  }
->() {}
+export class Supervisor extends Context.Tag('agentvisor/Supervisor')<Supervisor, SupervisorApi>() {}
 
 /**
  * The supervisor layer; it needs the store. Its concepts live apart: launching a run (start,

@@ -2,7 +2,7 @@ import { type ChatMessage, type StallSettings, type ToolDefinition, toolActOf } 
 import type { ApprovalRow, LeaseLostError, NewPolicyEvent, RunWrite, StoreError, ToolEffectRow } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { type CallPlan, planStep, type StepPlan } from '../approval/step-plan.js'
-import type { SpawnPlan } from './child-runs.js'
+import type { SpawnPlan } from './child-spawns.js'
 import type { RunContext } from '../machine/run-machine.js'
 import type { ToolResultRecord } from './conversation.js'
 import { iso, store } from '../io/driver-io.js'

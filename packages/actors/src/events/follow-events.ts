@@ -2,7 +2,8 @@ import type { Executor } from '@agentvisor/store'
 import type { TextDelta } from '../driver/run-observer.js'
 import type { EventHub } from './event-hub.js'
 import type { RunStreamEvent } from '../protocol/run-stream-event.js'
-import { type EventCursor, eventCursor, readEvents, textKey } from './run-events.js'
+import { type EventCursor, eventCursor, textKey } from './event-cursor.js'
+import { readEvents } from './run-events.js'
 
 export interface FollowOptions {
   /** The first transition whose events are wanted (default 1: all of them). */

@@ -7,7 +7,7 @@ import { PROTOCOL_VERSION } from '../protocol/messages.js'
 import { RunNotFoundError } from '../errors.js'
 import { surviving } from '../loop/survive.js'
 import { store as storeCall } from '../io/driver-io.js'
-import type { ChildSpec, RunHandle, RunResult } from './run-handle.js'
+import type { ChildSpec, RunHandle, RunResult, SpawnChild } from './run-handle.js'
 import { requestRunCancel } from '../io/run-cancel.js'
 
 /** A run whose driver never let it go with a tally (it never called a model) cost nothing. */
@@ -19,7 +19,11 @@ import { childContract, childRunRow } from '../protocol/child-contract.js'
  * providers and policy, narrowed limits, a workspace inside the parent's. The child runs
  * wherever the bus sends it; its handle waits on the store, the truth wherever it runs.
  */
-export const makeSpawn = (deps: { readonly db: Kysely<Database>; readonly bus: Bus | undefined; readonly warn: (line: string) => void }) =>
+export const makeSpawn = (deps: {
+  readonly db: Kysely<Database>
+  readonly bus: Bus | undefined
+  readonly warn: (line: string) => void
+}): Effect.Effect<SpawnChild> =>
   Effect.gen(function* () {
     const { db, bus, warn } = deps
     // Children are numbered by how many their parent has: spawns are taken one at a time.
