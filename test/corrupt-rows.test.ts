@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 import { inspectorFetch } from './support/inspector.js'
+import { runCall } from './support/run-call.js'
 
 /** A real run through the built CLI: one step that writes out.txt, then one that says it is done. */
 const realRun = async (dir: string, db: string): Promise<string> => {
@@ -53,19 +54,19 @@ describe('a stored row whose JSON does not decode (docs/durability.md, "Corrupt 
     const store = await openStore(db)
     try {
       const expected = { _tag: 'StoreError', runId, column: 'steps.results_json', message: messageOf(runId) }
-      await expect(listSteps(store.db, runId)).rejects.toMatchObject(expected)
+      await expect(runCall(listSteps(store.db, runId))).rejects.toMatchObject(expected)
       await expect(Promise.resolve(kyselyRunWriter(store.db).loadRun(runId))).rejects.toMatchObject(expected)
       // The prepared-statement writer reads synchronously: it throws the same error.
       const writer = sqliteRunWriter(store.db, store.sqlite!)
       let thrown: unknown
       try {
-        writer.loadRun(runId)
+        runCall(writer.loadRun(runId))
       } catch (error) {
         thrown = error
       }
       expect(thrown).toBeInstanceOf(StoreError)
       expect(thrown).toMatchObject(expected)
-      await writer.close()
+      await runCall(writer.close())
     } finally {
       await store.close()
     }

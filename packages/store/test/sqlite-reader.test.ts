@@ -6,6 +6,7 @@ import { insertRun, migrations, openStore } from '@agentvisor/store'
 import { MIGRATION_NAMES } from '../src/migrations/names.js'
 import { openCurrentSqlite } from '@agentvisor/store/runs'
 import { olderSqliteStore, run, tempDir } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 describe('openCurrentSqlite, the read path of `agentvisor runs`', () => {
   it('knows exactly the migrations the migrator runs, in their order', () => {
@@ -16,7 +17,7 @@ describe('openCurrentSqlite, the read path of `agentvisor runs`', () => {
   it('opens an up-to-date store and reads what the store wrote', async () => {
     const file = path.join(tempDir(), 'agentvisor.db')
     const store = await openStore(file)
-    await insertRun(store.db, run({ id: 'run-a' }))
+    await runCall(insertRun(store.db, run({ id: 'run-a' })))
     await store.close()
 
     const sqlite = openCurrentSqlite(file)

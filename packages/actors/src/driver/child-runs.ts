@@ -18,7 +18,7 @@ import type { Bus } from '../protocol/bus.js'
 import { PROTOCOL_VERSION } from '../protocol/messages.js'
 import type { RunEvent } from '../machine/run-machine.js'
 import { storedOutput } from './conversation.js'
-import { iso, nowMs, store } from '../io/driver-io.js'
+import { iso, nowMs } from './now.js'
 import { isUndriven } from '../io/run-cancel.js'
 import { childContract, childRunId } from '../protocol/child-contract.js'
 import { causeLine, type LogLine, stderrLog, surviving } from '../loop/survive.js'
@@ -111,7 +111,7 @@ export const makeChildRuns = (env: {
       let unfinished = false
       // Most steps spawn nothing: only a step that does reads its children.
       if (!calls.some(startsChild)) return { results, newChildren, unfinished }
-      const existing = new Map((yield* store('load child runs', () => listChildren(db, runId))).map((c) => [c.id, c]))
+      const existing = new Map((yield* listChildren(db, runId)).map((c) => [c.id, c]))
       let ordinal = existing.size
       for (const [position, item] of calls.entries()) {
         if (!startsChild(item)) continue
@@ -126,7 +126,7 @@ export const makeChildRuns = (env: {
         const child = existing.get(id)
         if (child !== undefined) {
           if (isFinalStatus(child.status)) {
-            const steps = yield* store('load child steps', () => listSteps(db, id))
+            const steps = yield* listSteps(db, id)
             results.set(position, { ok: child.status === 'succeeded', output: describeChild(contract, child, steps) })
           } else {
             unfinished = true
@@ -151,13 +151,10 @@ export const makeChildRuns = (env: {
 
   /** This step's children, in spawn order. */
   const stepChildren = (step: number): Effect.Effect<RunWithContract[], StoreError | LeaseLostError> =>
-    Effect.map(
-      store('load child runs', () => listChildren(db, runId)),
-      (rows) => {
-        const order = new Map(env.toolCalls().map((_, position) => [childRunId(runId, step, position), position]))
-        return rows.filter((r) => order.has(r.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!)
-      }
-    )
+    Effect.map(listChildren(db, runId), (rows) => {
+      const order = new Map(env.toolCalls().map((_, position) => [childRunId(runId, step, position), position]))
+      return rows.filter((r) => order.has(r.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!)
+    })
 
   /**
    * Waits until every child of the step has ended. Children are handed to the bus in spawn
@@ -212,7 +209,7 @@ export const makeChildRuns = (env: {
   const cancelChildren: Effect.Effect<void> = Effect.gen(function* () {
     // A parent ending on a failing store cannot reach its children; it says so rather than
     // leaving them to run on unnoticed (they end at their own deadlines).
-    const rows = yield* store('load child runs', () => listChildren(db, runId)).pipe(
+    const rows = yield* listChildren(db, runId).pipe(
       Effect.catchAll((error) =>
         Effect.as(
           Effect.sync(() => warn(`run ${runId}: cannot cancel its children: ${error.message}`)),
@@ -222,7 +219,7 @@ export const makeChildRuns = (env: {
     )
     const at = iso(yield* nowMs)
     for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
-      yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(
+      yield* requestCancel(db, child.id, at).pipe(
         Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot cancel child run ${child.id}: ${error.message}`)))
       )
       // Nobody answering is no failure: the request in the store reaches the child's next driver.

@@ -1,5 +1,5 @@
 import type { RunContext } from '../machine/run-machine.js'
-import { iso } from '../io/driver-io.js'
+import { iso } from './now.js'
 import { listens, notify } from './run-observer.js'
 import type { Drive } from './drive.js'
 

@@ -37,7 +37,6 @@ import { machineInput, type runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../driver/circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote } from '../driver/conversation.js'
-import { store as storeCall } from '../io/driver-io.js'
 import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
 import type { ControlHandler } from '../protocol/bus.js'
 import type { LeaseKeeper } from './lease-keeper.js'
@@ -127,10 +126,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
    */
   const providerDispatchesOf = (runId: string, contract: TaskContract): Effect.Effect<ReadonlyArray<number> | undefined, StoreError | LeaseLostError> => {
     if (options.makeProvider === undefined && !contract.providers.some((config) => config.kind === 'scripted')) return Effect.succeed(undefined)
-    return Effect.map(
-      storeCall(`count run ${runId}'s dispatches`, () => countProviderDispatches(db, runId)),
-      (counts) => contract.providers.map((config) => counts.get(config.name) ?? 0)
-    )
+    return Effect.map(countProviderDispatches(db, runId), (counts) => contract.providers.map((config) => counts.get(config.name) ?? 0))
   }
 
   const launch = (
@@ -236,20 +232,20 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
       const parentId = startOptions.parentId ?? null
       // A task carries no lineage (docs/task-file.md): a run started under a parent joins
       // the parent's tree, whose root is the parent's own root, or the parent if it is one.
-      const parent = parentId === null || contract.lineage !== undefined ? undefined : yield* storeCall('load the parent run', () => getRun(db, parentId))
+      const parent = parentId === null || contract.lineage !== undefined ? undefined : yield* getRun(db, parentId)
       // A task with tools of its own records what its agent had, for a resume to compare (docs/tools.md).
       const row = childRunRow(runId, parentId, tools === builtinCatalogue ? contract : { ...contract, startedWithTools: toolNames(tools) }, createdAt)
       if (parent?.root_id != null) row.root_id = parent.root_id
       const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
       // Among runs being driven, its row joins their group commit (docs/durability.md, "Group commit").
-      const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }, driving > 0 ? BATCH : undefined))
+      const token = yield* writer.createRun(row, { owner: leaseOwner, expiresAt }, driving > 0 ? BATCH : undefined)
       const actor = newActor(contract, runId)
       return yield* launch(runId, contract, actor, undefined, 0, createdAt, startOptions, token, false, workspace, tools)
     })
 
   const resume = (runId: string, startOptions: StartOptions = {}): Effect.Effect<RunHandle, LaunchError> =>
     Effect.gen(function* () {
-      const loaded = yield* storeCall(`load run ${runId}`, () => writer.loadRun(runId))
+      const loaded = yield* writer.loadRun(runId)
       if (loaded === undefined) return yield* new RunNotFoundError({ runId })
       // The contract and steps come decoded: a corrupt one failed the load (docs/durability.md, "Corrupt rows").
       const { run, last, steps } = loaded
@@ -259,7 +255,7 @@ export const makeLaunchRun = (deps: LaunchDeps) => {
         if (!isFinalStatus(run.status)) return yield* new FollowUpRefusedError({ runId, reason: `it is ${run.status}: a follow-up continues a finished run` })
         if (steps.length === 0) return yield* new FollowUpRefusedError({ runId, reason: 'no model answer was ever recorded for it: start a new run' })
         // A cancel that ended the last turn does not end the next one.
-        if (run.cancel_requested_at !== null) yield* storeCall(`clear run ${runId}'s cancel request`, () => clearCancelRequest(db, runId))
+        if (run.cancel_requested_at !== null) yield* clearCancelRequest(db, runId)
       }
       const decoded = last === undefined ? Either.right(undefined) : decodeRunSnapshot(last.snapshot_json, machineInput(contract))
       if (Either.isLeft(decoded)) return yield* new RunNotResumableError({ runId, reason: `its last snapshot ${decoded.left}` })

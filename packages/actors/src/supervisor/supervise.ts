@@ -6,12 +6,11 @@ import type { Actor } from 'xstate'
 import { oneLine } from '../loop/one-line.js'
 import type { runMachine } from '../machine/run-machine.js'
 import { statusOfState } from '../machine/run-state.js'
-import { store as storeCall } from '../io/driver-io.js'
 import { dropLease } from './lease.js'
 import type { LeaseKeeper } from './lease-keeper.js'
 import type { RunHandle, RunResult } from './run-handle.js'
 import type { RunDriver } from '../driver/run-driver.js'
-import { storedTreeUsage } from '../driver/run-usage.js'
+import { treeUsageOf } from '../driver/run-usage.js'
 import { notify, type RunObserver } from '../driver/run-observer.js'
 import type { StopSignal } from './stop-signal.js'
 
@@ -71,7 +70,7 @@ export const makeSupervise =
       // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
       // that comes later reaches the driver through the lease keeper.
       if (cancelRequested) {
-        yield* storeCall('settle lost attempts', () => writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString()))
+        yield* writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString())
         yield* driver.commit({ event: { type: 'CANCEL' } })
         yield* driver.cancelChildren
         return
@@ -103,7 +102,7 @@ export const makeSupervise =
       // leaves none behind: they are closed (docs/policy.md). Only the ends that can leave one.
       const closing =
         stoppedBy === undefined && (result.status === 'cancelled' || result.status === 'timed_out' || result.status === 'failed')
-          ? storeCall('close the open requests', () => closeOpenRequests(deps.db, runId, new Date().toISOString())).pipe(
+          ? closeOpenRequests(deps.db, runId, new Date().toISOString()).pipe(
               Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot close its open requests: ${oneLine(error.message)}`)))
             )
           : Effect.void
@@ -114,7 +113,7 @@ export const makeSupervise =
     })
     const finishedWith = (result: RunResult): Effect.Effect<RunResult> => {
       // A run that started children reports its tree's usage too, summed from the store.
-      const tree = stoppedBy === undefined && driver.context().spawnedChildren ? storedTreeUsage(deps.db, runId) : undefined
+      const tree = stoppedBy === undefined && driver.context().spawnedChildren ? treeUsageOf(deps.db, runId) : undefined
       return Effect.map(tree === undefined ? Effect.succeed(undefined) : Effect.option(tree), (treeUsage) => {
         // In the documented key order: `treeUsage` after `usage`, before `error` (docs/cli.md, `--json`).
         const { error, ...rest } = result

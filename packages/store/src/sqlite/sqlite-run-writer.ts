@@ -4,8 +4,8 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
 import type { RunCreation } from '../run-writer/run-write.js'
-import { FIRST_LEASE_TOKEN, type LeaseRequest, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
-import type { LeaseAcquisition } from '../repositories/leases.repository.js'
+import { FIRST_LEASE_TOKEN, leasedRun, type RawRunWriter } from '../run-writer/run-writer.js'
+import type { LeaseAcquisition, LeaseRequest } from '../repositories/leases.repository.js'
 import type { StoredRunRow } from '../tables/runs.table.js'
 import type { StoredStepRow } from '../tables/steps.table.js'
 import type { JournalHead } from '../repositories/journal-entries.repository.js'
@@ -34,7 +34,7 @@ import { BUSY_TIMEOUT_MS } from './sqlite-reader.js'
 const GROUP_COMMIT_LIMITS: GroupCommitLimits = { threadMinBatch: 16, threadChunk: 64 }
 
 /**
- * The SQLite `RunWriter`: every write of a transition is a cached prepared statement, all of
+ * The SQLite `RawRunWriter` (the store's `sqliteRunWriter` is its `RunWriter`): every write of a transition is a cached prepared statement, all of
  * them in one synchronous `BEGIN IMMEDIATE` transaction, with the fence folded into the run's
  * own update (`WHERE lease_token = ?`). No query is built and no promise is made on this path:
  * at every step that is most of what a durable transition costs through Kysely.
@@ -49,7 +49,7 @@ const GROUP_COMMIT_LIMITS: GroupCommitLimits = { threadMinBatch: 16, threadChunk
  * is done (it holds the file's write lock meanwhile, and a write here would wait for it on the
  * main thread, synchronously), and new commits queue behind them.
  */
-export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Database): RunWriter {
+export function sqliteRawWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Database): RawRunWriter {
   const { statement, update, apply, writeHead, fence, commitNow, writeNow, commitAll } = sqliteCommits(sqlite)
 
   // Checkpoints move off the hot path into a worker thread (see checkpointer.ts).
