@@ -1,6 +1,7 @@
 import * as path from 'node:path'
 import { kyselyRunWriter, listSteps, openStore, sqliteRunWriter, StoreError } from '@agentvisor/store'
 import BetterSqlite3 from 'better-sqlite3'
+import { Effect } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
@@ -55,15 +56,10 @@ describe('a stored row whose JSON does not decode (docs/durability.md, "Corrupt 
     try {
       const expected = { _tag: 'StoreError', runId, column: 'steps.results_json', message: messageOf(runId) }
       await expect(runCall(listSteps(store.db, runId))).rejects.toMatchObject(expected)
-      await expect(Promise.resolve(kyselyRunWriter(store.db).loadRun(runId))).rejects.toMatchObject(expected)
-      // The prepared-statement writer reads synchronously: it throws the same error.
+      await expect(runCall(kyselyRunWriter(store.db).loadRun(runId))).rejects.toMatchObject(expected)
+      // The prepared-statement writer reads synchronously: it fails with the same error at once.
       const writer = sqliteRunWriter(store.db, store.sqlite!)
-      let thrown: unknown
-      try {
-        runCall(writer.loadRun(runId))
-      } catch (error) {
-        thrown = error
-      }
+      const thrown = Effect.runSync(Effect.flip(writer.loadRun(runId)))
       expect(thrown).toBeInstanceOf(StoreError)
       expect(thrown).toMatchObject(expected)
       await runCall(writer.close())
