@@ -18,7 +18,7 @@ const FIRST_WAIT_MS = 100
 const MAX_WAIT_MS = 5_000
 
 /**
- * A `RawRunWriter` that rides out store outages (the store's `outageRidingWriter` is its `RunWriter`) (docs/durability.md, "A store outage"): a call
+ * A `RawRunWriter` that rides out store outages (docs/durability.md, "A store outage"): a call
  * that fails for an outage (`isStoreOutage`) is made again, the same call with the same
  * arguments, after a capped, jittered exponential backoff, until it succeeds or the outage has
  * lasted `limitMs`; then it fails with a `StoreError` naming the outage, and the run is

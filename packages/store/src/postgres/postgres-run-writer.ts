@@ -24,7 +24,7 @@ import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, to
 const MAX_PREPARED = 200
 
 /**
- * The PostgreSQL `RawRunWriter` (the store's `postgresRunWriter` is its `RunWriter`): every call one statement on the store's `pg` pool, one round trip.
+ * The PostgreSQL `RawRunWriter`: every call one statement on the store's `pg` pool, one round trip.
  * A step's commit is one call of `agentvisor_commit` with the rows it writes as records (migration
  * 2026-12-05T000000-postgres-plain-tables); any other commit or write list one statement of plain
  * SQL (postgres-statement.ts): the fence (the head's UPDATE under the lease token, or for a commit

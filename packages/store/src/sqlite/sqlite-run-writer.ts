@@ -34,7 +34,7 @@ import { BUSY_TIMEOUT_MS } from './sqlite-reader.js'
 const GROUP_COMMIT_LIMITS: GroupCommitLimits = { threadMinBatch: 16, threadChunk: 64 }
 
 /**
- * The SQLite `RawRunWriter` (the store's `sqliteRunWriter` is its `RunWriter`): every write of a transition is a cached prepared statement, all of
+ * The SQLite `RawRunWriter`: every write of a transition is a cached prepared statement, all of
  * them in one synchronous `BEGIN IMMEDIATE` transaction, with the fence folded into the run's
  * own update (`WHERE lease_token = ?`). No query is built and no promise is made on this path:
  * at every step that is most of what a durable transition costs through Kysely.
