@@ -6,6 +6,7 @@ import { acquireLease, listTransitions, openStore } from '@agentvisor/store'
 import { afterEach, describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask, startRunInBackground as startRun } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
+import { runCall } from './support/run-call.js'
 
 let mock: MockLlm | undefined
 afterEach(async () => {
@@ -154,17 +155,19 @@ describe('one driver per run', () => {
       const store = await openStore(db)
       try {
         // Another driver takes the run over (as if this one's lease had expired).
-        const takeover = await acquireLease(store.db, {
-          runId: run.runId,
-          owner: 'other-host/1/x',
-          now: Date.now() + 3_600_000,
-          ttlMs: 60_000,
-          isAbandoned: () => false
-        })
+        const takeover = await runCall(
+          acquireLease(store.db, {
+            runId: run.runId,
+            owner: 'other-host/1/x',
+            now: Date.now() + 3_600_000,
+            ttlMs: 60_000,
+            isAbandoned: () => false
+          })
+        )
         expect(takeover).toEqual({ token: 2 })
         const result = await run.result
         expect(result.error?.message).toMatch(/lease was taken over/)
-        expect(await listTransitions(store.db, run.runId)).toEqual([])
+        expect(await runCall(listTransitions(store.db, run.runId))).toEqual([])
         expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
       } finally {
         await store.close()

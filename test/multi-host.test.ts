@@ -12,6 +12,7 @@ import { afterEach, describe, expect, inject, it, onTestFinished } from 'vitest'
 import { BIN, type CliResult, lastJson, mockTask, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { type Hosts, makeHosts } from './support/hosts.js'
 import { freshDatabase, gaplessTransitions, type TestDatabase } from './support/pg.js'
+import { runCall } from './support/run-call.js'
 
 let mock: MockLlm | undefined
 const processes: ChildProcess[] = []
@@ -353,9 +354,9 @@ describe('a worker handed a child it drives already', () => {
     onTestFinished(() => store.close())
     const contract = Agentvisor.contract({ goal: 'Write part A into part.txt', workspace: tempDir(), providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
     // Workers share their parents' store (docs/deploy.md): the parent's row is there too.
-    await insertRun(store.db, childRunRow('parent-a', null, contract, new Date().toISOString()))
+    await runCall(insertRun(store.db, childRunRow('parent-a', null, contract, new Date().toISOString())))
     const row = childRunRow('child-a', 'parent-a', contract, new Date().toISOString())
-    await insertRun(store.db, { ...row, lease_owner: makeLeaseOwner(), lease_expires_at: Date.now() + 60_000, lease_token: 1 })
+    await runCall(insertRun(store.db, { ...row, lease_owner: makeLeaseOwner(), lease_expires_at: Date.now() + 60_000, lease_token: 1 }))
     const calls: string[] = []
     const delivery: ChildDelivery = {
       request: { v: PROTOCOL_VERSION, runId: 'child-a', parentId: 'parent-a', contract },

@@ -12,6 +12,7 @@ import { Either } from 'effect'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { natsEnv } from './support/workers.js'
+import { runCall } from './support/run-call.js'
 
 const mocks: MockLlm[] = []
 let worker: { child: ChildProcess; log: () => string } | undefined
@@ -87,7 +88,7 @@ const setUp = async () => {
   const held = lastJson<{ runId: string; status: string }>(await runCli(['run', task, '--json', '--db', db]))
   expect(held.status).toBe('awaiting_approval')
   const store = await openStore(db)
-  const parentRow = await getRun(store.db, held.runId)
+  const parentRow = await runCall(getRun(store.db, held.runId))
   await store.close()
   const parent: TaskContract = parentRow!.contract
   const env = natsEnv()
@@ -110,7 +111,7 @@ const setUp = async () => {
   const rowOf = async (runId: string) => {
     const s = await openStore(db)
     try {
-      return await getRun(s.db, runId)
+      return await runCall(getRun(s.db, runId))
     } finally {
       await s.close()
     }
@@ -203,7 +204,7 @@ describe('child-run requests published straight on the start subject', () => {
     // What a parent does before it hands a child to the bus: the child's row, in the shared store.
     const contract = Either.getOrThrow(childContract(parent, parentId, JSON.stringify({ goal: 'Write part A', workspace: 'stored-ws' }), 1))
     const store = await openStore(db)
-    await insertRun(store.db, childRunRow('stored-child', parentId, contract, new Date().toISOString()))
+    await runCall(insertRun(store.db, childRunRow('stored-child', parentId, contract, new Date().toISOString())))
     await store.close()
     // The request names that child but carries a wider contract of its own.
     const replaced = {
@@ -219,7 +220,7 @@ describe('child-run requests published straight on the start subject', () => {
 
     const after = await openStore(db)
     try {
-      const row = await getRun(after.db, 'stored-child')
+      const row = await runCall(getRun(after.db, 'stored-child'))
       expect({ status: row?.status, goal: row?.goal, contract: row?.contract }).toEqual({
         status: 'succeeded',
         goal: 'Write part A',

@@ -10,6 +10,7 @@ import { asPreviousRelease } from './support/older-store.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase } from './support/pg.js'
 import { admin } from '../packages/store/test/support/temp-store.js'
+import { runCall } from './support/run-call.js'
 
 // A read-only mount, as root sees one: chmod does not stop root, a `ro` bind mount does (EROFS).
 const mounts: string[] = []
@@ -119,16 +120,18 @@ describe('the read commands on a read-only store (docs/cli.md, "Read-only stores
     // A writer that stays open: its commit sits in the -wal file, not yet in the database file.
     const writer = await openStore(db)
     try {
-      await insertRun(writer.db, {
-        id: 'live-run',
-        parent_id: null,
-        status: 'running',
-        goal: 'still in the WAL',
-        contract_json: '{}',
-        state: 'dispatching',
-        created_at: '2026-12-01T00:00:00.000Z',
-        updated_at: '2026-12-01T00:00:00.000Z'
-      })
+      await runCall(
+        insertRun(writer.db, {
+          id: 'live-run',
+          parent_id: null,
+          status: 'running',
+          goal: 'still in the WAL',
+          contract_json: '{}',
+          state: 'dispatching',
+          created_at: '2026-12-01T00:00:00.000Z',
+          updated_at: '2026-12-01T00:00:00.000Z'
+        })
+      )
       expect(statSync(`${db}-wal`).size).toBeGreaterThan(0)
       expect(existsSync(`${db}-shm`)).toBe(true)
 

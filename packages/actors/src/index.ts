@@ -45,7 +45,7 @@ export * from './events/run-events.js'
 export * from './protocol/run-stream-event.js'
 export * from './events/event-hub.js'
 export * from './events/follow-events.js'
-export { storedTreeUsage, treeUsageOf } from './driver/run-usage.js'
+export { treeUsageOf } from './driver/run-usage.js'
 // The task types the TS API takes, so that a consumer of this package alone can name them.
 export type { TaskContract, TaskInput } from '@agentvisor/core'
 // What `Agentvisor.contract` and `Agentvisor.spawn` throw for a bad task.
@@ -55,3 +55,5 @@ export * from './use-cases/fork.js'
 export * from './replay/recording.js'
 export * from './replay/replay-run.js'
 export type { Departure } from './replay/compare.js'
+// Store calls (and the use cases) are Effects; async code awaits them through this, with their own errors.
+export { runPromise } from './loop/run-promise.js'

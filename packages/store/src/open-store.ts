@@ -58,7 +58,7 @@ export interface Store {
  *
  * @example
  * const store = await openStore(resolveDbPath(flags.db))
- * try { await listRuns(store.db, { status: 'running' }) } finally { await store.close() }
+ * try { await Effect.runPromise(listRuns(store.db, { status: 'running' })) } finally { await store.close() }
  */
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (isPostgresUrl(location)) return openPostgresStore(location)

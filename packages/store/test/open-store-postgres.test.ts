@@ -7,6 +7,7 @@ import { openAtOnce } from './support/open-at-once.js'
 import { rejectionOf } from './support/rejection-of.js'
 import { databaseUrl, run, tempLocation } from './support/temp-store.js'
 import { freePort } from '../../../test/support/free-port.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const TABLES = [
   'approvals',
@@ -93,12 +94,12 @@ describe('openStore on PostgreSQL', () => {
   it('keeps the data and applies no migration twice when a database is reopened', async () => {
     const url = await tempLocation('postgres')
     const first = await openStore(url)
-    await insertRun(first.db, run())
+    await runCall(insertRun(first.db, run()))
     await first.close()
 
     const second = await openStore(url)
     try {
-      expect(await getRun(second.db, 'run-1')).toMatchObject({ id: 'run-1', status: 'running', steps: 0, lease_token: 0 })
+      expect(await runCall(getRun(second.db, 'run-1'))).toMatchObject({ id: 'run-1', status: 'running', steps: 0, lease_token: 0 })
     } finally {
       await second.close()
     }

@@ -7,6 +7,7 @@ import { BASELINE_NAMES, CHAIN_NAMES, LATER_NAMES } from '../src/migrations/name
 import { baselineMigrations, laterMigrations } from '../src/migrations/index.js'
 import { openCurrentSqlite } from '@agentvisor/store/runs'
 import { olderSqliteStore, run, tempDir } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 describe('openCurrentSqlite, the read path of `agentvisor runs`', () => {
   it('knows exactly the migrations the migrator runs, in their order', () => {
@@ -23,7 +24,7 @@ describe('openCurrentSqlite, the read path of `agentvisor runs`', () => {
   it('opens an up-to-date store and reads what the store wrote', async () => {
     const file = path.join(tempDir(), 'agentvisor.db')
     const store = await openStore(file)
-    await insertRun(store.db, run({ id: 'run-a' }))
+    await runCall(insertRun(store.db, run({ id: 'run-a' })))
     await store.close()
 
     const sqlite = openCurrentSqlite(file)

@@ -1,5 +1,5 @@
 import { makeMcpPool } from '@agentvisor/core'
-import { DEFAULT_STORE_OUTAGE_MS, makeRunWriter, type OutageRidingWriter, rideOutStoreOutages, type RunWriter } from '@agentvisor/store'
+import { DEFAULT_STORE_OUTAGE_MS, makeRunWriter, type OutageRidingWriter, outageRidingWriter, type RunWriter, type Store } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 import { busObserver } from '../bus/bus-observer.js'
 import { makeSpawn } from '../supervisor/spawn.js'
@@ -37,13 +37,11 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const { db } = storeService
       // Failures a loop survives are logged with their cause: to the worker's log, else stderr.
       const warn = options.log ?? ((line: string) => void process.stderr.write(`agentvisor: ${line}\n`))
-      const { writer, riding } = outageWriter(makeRunWriter(storeService), storeService.sqlite === undefined, options.storeOutageMs, warn)
+      const { writer, riding } = outageWriter(storeService, options.storeOutageMs, warn)
       // Runs before the store closes (layers close in reverse): the checkpointer ends first. A
       // last write that fails is reported, not a defect of the closing layer.
       yield* Effect.addFinalizer(() =>
-        Effect.tryPromise(() => writer.close()).pipe(
-          Effect.catchAllCause((cause) => Effect.sync(() => warn(`cannot close the run writer: ${causeLine(cause)}`)))
-        )
+        writer.close().pipe(Effect.catchAllCause((cause) => Effect.sync(() => warn(`cannot close the run writer: ${causeLine(cause)}`))))
       )
 
       // A run's observers: telemetry and the supervisor's, then the run's own, then the bus's.
@@ -87,13 +85,12 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
  * them (PostgreSQL; never SQLite, whose hot path stays synchronous), else the writer itself.
  */
 const outageWriter = (
-  writer: RunWriter,
-  remote: boolean,
+  store: Pick<Store, 'db' | 'sqlite' | 'pool'>,
   limitMs: number | undefined,
   log: (line: string) => void
 ): { readonly writer: RunWriter; readonly riding: OutageRidingWriter | undefined } => {
   const limit = limitMs ?? DEFAULT_STORE_OUTAGE_MS
-  if (!remote || limit <= 0) return { writer, riding: undefined }
-  const riding = rideOutStoreOutages(writer, { limitMs: limit, log })
+  if (store.sqlite !== undefined || limit <= 0) return { writer: makeRunWriter(store), riding: undefined }
+  const riding = outageRidingWriter(store, { limitMs: limit, log })
   return { writer: riding, riding }
 }

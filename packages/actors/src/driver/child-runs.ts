@@ -6,7 +6,7 @@ import type { CallPlan } from '../approval/step-plan.js'
 import type { Bus } from '../protocol/bus.js'
 import { PROTOCOL_VERSION } from '../protocol/messages.js'
 import type { RunEvent } from '../machine/run-machine.js'
-import { iso, nowMs, store } from '../io/driver-io.js'
+import { iso, nowMs } from './now.js'
 import { isUndriven } from '../io/run-cancel.js'
 import { type LogLine, stderrLog } from '../loop/survive.js'
 import { planSpawns, type SpawnPlan } from './child-spawns.js'
@@ -78,7 +78,7 @@ const cancelChildren = (children: Children): Effect.Effect<void> =>
     const { db, runId, bus, warn } = children
     // A parent ending on a failing store cannot reach its children; it says so rather than
     // leaving them to run on unnoticed (they end at their own deadlines).
-    const rows = yield* store('load child runs', () => listChildren(db, runId)).pipe(
+    const rows = yield* listChildren(db, runId).pipe(
       Effect.catchAll((error) =>
         Effect.as(
           Effect.sync(() => warn(`run ${runId}: cannot cancel its children: ${error.message}`)),
@@ -88,7 +88,7 @@ const cancelChildren = (children: Children): Effect.Effect<void> =>
     )
     const at = iso(yield* nowMs)
     for (const child of rows.filter((r) => !isFinalStatus(r.status))) {
-      yield* store('request a child cancel', () => requestCancel(db, child.id, at)).pipe(
+      yield* requestCancel(db, child.id, at).pipe(
         Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot cancel child run ${child.id}: ${error.message}`)))
       )
       // Nobody answering is no failure: the request in the store reaches the child's next driver.

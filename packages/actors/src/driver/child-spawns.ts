@@ -13,7 +13,6 @@ import {
 import { Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { CallPlan } from '../approval/step-plan.js'
-import { store } from '../io/driver-io.js'
 import { childContract, childRunId } from '../protocol/child-contract.js'
 import { storedOutput } from './conversation.js'
 
@@ -76,7 +75,7 @@ export const planSpawns = (scope: SpawnScope, calls: ReadonlyArray<CallPlan>, st
     let unfinished = false
     // Most steps spawn nothing: only a step that does reads its children.
     if (!calls.some(startsChild)) return { results, newChildren, unfinished }
-    const existing = new Map((yield* store('load child runs', () => listChildren(db, runId))).map((c) => [c.id, c]))
+    const existing = new Map((yield* listChildren(db, runId)).map((c) => [c.id, c]))
     let ordinal = existing.size
     for (const [position, item] of calls.entries()) {
       if (!startsChild(item)) continue
@@ -91,7 +90,7 @@ export const planSpawns = (scope: SpawnScope, calls: ReadonlyArray<CallPlan>, st
       const child = existing.get(id)
       if (child !== undefined) {
         if (isFinalStatus(child.status)) {
-          const steps = yield* store('load child steps', () => listSteps(db, id))
+          const steps = yield* listSteps(db, id)
           results.set(position, { ok: child.status === 'succeeded', output: describeChild(contract, child, steps) })
         } else {
           unfinished = true

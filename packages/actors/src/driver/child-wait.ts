@@ -2,7 +2,6 @@ import type { ChildLimits, ToolCall } from '@agentvisor/core'
 import { type Database, isFinalStatus, type LeaseLostError, listChildren, type RunWithContract, type StoreError } from '@agentvisor/store'
 import { Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'
-import { store } from '../io/driver-io.js'
 import { causeLine, type LogLine, surviving } from '../loop/survive.js'
 import type { RunEvent } from '../machine/run-machine.js'
 import type { Bus } from '../protocol/bus.js'
@@ -25,13 +24,10 @@ export interface ChildWait {
 /** This step's children, in spawn order. */
 const stepChildren = (wait: ChildWait, step: number): Effect.Effect<RunWithContract[], StoreError | LeaseLostError> => {
   const { db, runId } = wait
-  return Effect.map(
-    store('load child runs', () => listChildren(db, runId)),
-    (rows) => {
-      const order = new Map(wait.toolCalls().map((_, position) => [childRunId(runId, step, position), position]))
-      return rows.filter((r) => order.has(r.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!)
-    }
-  )
+  return Effect.map(listChildren(db, runId), (rows) => {
+    const order = new Map(wait.toolCalls().map((_, position) => [childRunId(runId, step, position), position]))
+    return rows.filter((r) => order.has(r.id)).sort((a, b) => order.get(a.id)! - order.get(b.id)!)
+  })
 }
 
 /**

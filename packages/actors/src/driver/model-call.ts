@@ -23,13 +23,12 @@ import type { RunContext } from '../machine/run-machine.js'
 import { type Admission, type CallOutcome, circuitKey } from './circuit-breaker.js'
 import { stepMessages, summarizePrompt } from './conversation.js'
 import { attemptWithin } from './deadline.js'
-import { iso, store } from '../io/driver-io.js'
+import { iso, later, type Now, thenNow } from './now.js'
 import { type AttemptSettled, listens, notify } from './run-observer.js'
 import { type TextRelay, textRelay } from './text-relay.js'
 import { describeElisions, type Elision, fitToContext } from './context-window.js'
 import { attemptKey, type BudgetSubject, ownSpending, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
 import type { Drive } from './drive.js'
-import { later, type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
 
 /**
@@ -46,12 +45,10 @@ export const dispatch = (drive: Drive, ctx: RunContext): Now<Work, StoreError | 
   // In a tree the ceiling is shared: every run counts the dispatches of all of them.
   const tree = contract.lineage ?? (ctx.spawnedChildren ? { rootId: runId, treeDispatchCeiling: contract.limits.dispatchCeiling } : undefined)
   if (tree === undefined) return guardedSend(drive, ctx)
-  return Effect.flatMap(
-    store('count tree dispatches', () => countTreeDispatches(deps.db, tree.rootId)),
-    (used) =>
-      used >= tree.treeDispatchCeiling
-        ? Effect.succeed<Work>({ event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } })
-        : later(guardedSend(drive, ctx))
+  return Effect.flatMap(countTreeDispatches(deps.db, tree.rootId), (used) =>
+    used >= tree.treeDispatchCeiling
+      ? Effect.succeed<Work>({ event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } })
+      : later(guardedSend(drive, ctx))
   )
 }
 
@@ -175,12 +172,10 @@ const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effe
         const end = drive.now()
         deps.breakers.record(key, admission, 'abandoned', end)
         notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'cancelled', latencyMs: end - startedAt })
-        return journal
-          .write('settle a cancelled attempt', settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt }))
-          .pipe(
-            Effect.ignore,
-            Effect.tap(() => releaseReservation(drive, ctx))
-          )
+        return journal.write(settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })).pipe(
+          Effect.ignore,
+          Effect.tap(() => releaseReservation(drive, ctx))
+        )
       })
     ),
     (outcome) => settled(drive, ctx, call, outcome, relay)

@@ -1,5 +1,6 @@
-import { type ModelPrice, priceOf, type StallSettings, UsageTally } from '@agentvisor/core'
+import { type ModelPrice, priceOf, type StallSettings, type TaskContract, UsageTally } from '@agentvisor/core'
 import { type Executor, runContracts } from '@agentvisor/store'
+import { Effect } from 'effect'
 
 /**
  * Where a reader of a run's events stands: the next transition to read and what the run's
@@ -35,11 +36,16 @@ export interface EventCursor {
 export const textKey = (step: number, attempt: number): string => `${step}/${attempt}`
 
 /** A cursor at the start of a run, yielding from `fromSeq` (1: everything). Prices from its contract, when it reads. */
-export const eventCursor = async (db: Executor, runId: string, fromSeq = 1, heardText: Set<string> = new Set()): Promise<EventCursor> => {
-  const contract = await runContracts(db, [runId]).then(
-    (found) => found.get(runId),
-    () => undefined
+export const eventCursor = (db: Executor, runId: string, fromSeq = 1, heardText: Set<string> = new Set()): Effect.Effect<EventCursor> =>
+  Effect.map(
+    runContracts(db, [runId]).pipe(
+      Effect.map((found) => found.get(runId)),
+      Effect.orElseSucceed(() => undefined)
+    ),
+    (contract) => cursorOf(runId, fromSeq, heardText, contract)
   )
+
+const cursorOf = (runId: string, fromSeq: number, heardText: Set<string>, contract: TaskContract | undefined): EventCursor => {
   const prices = new Map<string, ModelPrice | undefined>()
   for (const provider of contract?.providers ?? []) prices.set(provider.name, priceOf(contract?.pricing, provider))
   return {

@@ -35,7 +35,6 @@ import { causeLine } from '../loop/survive.js'
 import type { runMachine } from '../machine/run-machine.js'
 import { type CircuitBreakers, DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../driver/circuit-breaker.js'
 import { openingMessages, rebuildConversation, type StepRecord, toolsChangedNote } from '../driver/conversation.js'
-import { store as storeCall } from '../io/driver-io.js'
 import { isLeaseConflict, type LeasePolicy, takeLease } from './lease.js'
 import type { ControlHandler } from '../protocol/bus.js'
 import type { LeaseKeeper } from './lease-keeper.js'
@@ -176,14 +175,14 @@ const start = (launcher: Launcher, contract: TaskContract, startOptions: StartOp
     const parentId = startOptions.parentId ?? null
     // A task carries no lineage (docs/task-file.md): a run started under a parent joins
     // the parent's tree, whose root is the parent's own root, or the parent if it is one.
-    const parent = parentId === null || contract.lineage !== undefined ? undefined : yield* storeCall('load the parent run', () => getRun(db, parentId))
+    const parent = parentId === null || contract.lineage !== undefined ? undefined : yield* getRun(db, parentId)
     // A task with tools of its own records what its agent had, for a resume to compare (docs/tools.md).
     const row = childRunRow(runId, parentId, tools === builtinCatalogue ? contract : { ...contract, startedWithTools: toolNames(tools) }, createdAt)
     if (parent?.root_id != null) row.root_id = parent.root_id
     const expiresAt = Date.parse(createdAt) + leasePolicy.ttlMs
     const driving = launcher.driving
     // Among runs being driven, its row joins their group commit (docs/durability.md, "Group commit").
-    const token = yield* storeCall('create the run', () => writer.createRun(row, { owner: leaseOwner, expiresAt }, driving > 0 ? BATCH : undefined))
+    const token = yield* writer.createRun(row, { owner: leaseOwner, expiresAt }, driving > 0 ? BATCH : undefined)
     const actor = launcher.newActor(contract, runId)
     return yield* launch(launcher, {
       runId,
@@ -290,10 +289,7 @@ const providerDispatchesOf = (
 ): Effect.Effect<ReadonlyArray<number> | undefined, StoreError | LeaseLostError> => {
   const { db, options } = launcher
   if (options.makeProvider === undefined && !contract.providers.some((config) => config.kind === 'scripted')) return Effect.succeed(undefined)
-  return Effect.map(
-    storeCall(`count run ${runId}'s dispatches`, () => countProviderDispatches(db, runId)),
-    (counts) => contract.providers.map((config) => counts.get(config.name) ?? 0)
-  )
+  return Effect.map(countProviderDispatches(db, runId), (counts) => contract.providers.map((config) => counts.get(config.name) ?? 0))
 }
 
 // A child with its cancel requested and no driver ends here: resuming it writes only its

@@ -5,7 +5,6 @@ import type { Kysely } from 'kysely'
 import type { Actor } from 'xstate'
 import type { StepRecord } from '../driver/conversation.js'
 import { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
-import { store as storeCall } from '../io/driver-io.js'
 import { machineInput, type runMachine } from '../machine/run-machine.js'
 import { decodeRunSnapshot } from '../machine/run-snapshot.js'
 import { restoredActor } from './run-actors.js'
@@ -46,7 +45,7 @@ export const restoreRun = (
 ): Effect.Effect<RestoredRun, StoreError | LeaseLostError | RunNotFoundError | FollowUpRefusedError | RunNotResumableError> =>
   Effect.gen(function* () {
     const { db, writer, options, newActor } = deps
-    const loaded = yield* storeCall(`load run ${runId}`, () => writer.loadRun(runId))
+    const loaded = yield* writer.loadRun(runId)
     if (loaded === undefined) return yield* new RunNotFoundError({ runId })
     const { run, last, steps } = loaded
     const { contract } = run
@@ -55,7 +54,7 @@ export const restoreRun = (
       if (!isFinalStatus(run.status)) return yield* new FollowUpRefusedError({ runId, reason: `it is ${run.status}: a follow-up continues a finished run` })
       if (steps.length === 0) return yield* new FollowUpRefusedError({ runId, reason: 'no model answer was ever recorded for it: start a new run' })
       // A cancel that ended the last turn does not end the next one.
-      if (run.cancel_requested_at !== null) yield* storeCall(`clear run ${runId}'s cancel request`, () => clearCancelRequest(db, runId))
+      if (run.cancel_requested_at !== null) yield* clearCancelRequest(db, runId)
     }
     const decoded = last === undefined ? Either.right(undefined) : decodeRunSnapshot(last.snapshot_json, machineInput(contract))
     if (Either.isLeft(decoded)) return yield* new RunNotResumableError({ runId, reason: `its last snapshot ${decoded.left}` })

@@ -3,9 +3,8 @@ import type { Kysely } from 'kysely'
 import { Effect } from 'effect'
 import { oneLine } from '../loop/one-line.js'
 import { statusOfState } from '../machine/run-state.js'
-import { store as storeCall } from '../io/driver-io.js'
 import type { RunDriver } from '../driver/run-driver.js'
-import { storedTreeUsage } from '../driver/run-usage.js'
+import { treeUsageOf } from '../driver/run-usage.js'
 import { notify } from '../driver/run-observer.js'
 import type { RunObserver } from '../driver/run-observer.js'
 import type { RunResult } from './run-handle.js'
@@ -39,7 +38,7 @@ export const finishedRun = (deps: EndingDeps, run: EndingRun, letGo: LetGo | und
   // Only the ends that can leave one.
   const closing =
     letGo === undefined && (result.status === 'cancelled' || result.status === 'timed_out' || result.status === 'failed')
-      ? storeCall('close the open requests', () => closeOpenRequests(deps.db, runId, new Date().toISOString())).pipe(
+      ? closeOpenRequests(deps.db, runId, new Date().toISOString()).pipe(
           Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot close its open requests: ${oneLine(error.message)}`)))
         )
       : Effect.void
@@ -52,7 +51,7 @@ export const finishedRun = (deps: EndingDeps, run: EndingRun, letGo: LetGo | und
 const finishedWith = (deps: EndingDeps, run: EndingRun, letGo: LetGo | undefined, result: RunResult): Effect.Effect<RunResult> => {
   const { runId, driver } = run
   // A run that started children reports its tree's usage too, summed from the store.
-  const tree = letGo === undefined && driver.context().spawnedChildren ? storedTreeUsage(deps.db, runId) : undefined
+  const tree = letGo === undefined && driver.context().spawnedChildren ? treeUsageOf(deps.db, runId) : undefined
   return Effect.map(tree === undefined ? Effect.succeed(undefined) : Effect.option(tree), (treeUsage) => {
     // In the documented key order: `treeUsage` after `usage`, before `error` (docs/cli.md, `--json`).
     const { error, ...rest } = result

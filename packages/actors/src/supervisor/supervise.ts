@@ -5,7 +5,6 @@ import { Cause, Clock, Effect, Fiber } from 'effect'
 import type { Actor } from 'xstate'
 import { oneLine } from '../loop/one-line.js'
 import type { runMachine } from '../machine/run-machine.js'
-import { store as storeCall } from '../io/driver-io.js'
 import { dropLease } from './lease.js'
 import type { LeaseKeeper } from './lease-keeper.js'
 import type { RunHandle, RunResult } from './run-handle.js'
@@ -67,7 +66,7 @@ export const makeSupervise =
       // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
       // that comes later reaches the driver through the lease keeper.
       if (cancelRequested) {
-        yield* storeCall('settle lost attempts', () => writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString()))
+        yield* writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString())
         yield* driver.commit({ event: { type: 'CANCEL' } })
         yield* driver.cancelChildren
         return

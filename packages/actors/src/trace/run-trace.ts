@@ -18,7 +18,7 @@ import {
   recordedUsage,
   runContracts,
   type StepRow,
-  StoreError,
+  type StoreError,
   toRunRecord
 } from '@agentvisor/store'
 import { Effect } from 'effect'
@@ -155,50 +155,44 @@ const parseArguments = (raw: string): unknown => {
  * const trace = await Effect.runPromise(loadRunTrace(store.db, runId))
  */
 export const loadRunTrace = (db: Executor, runId: string): Effect.Effect<RunTrace | undefined, StoreError> =>
-  Effect.tryPromise({
-    try: () => readRunTrace(db, runId),
-    // A corrupt row's StoreError already names the run and column (docs/durability.md, "Corrupt rows").
-    catch: (cause) =>
-      cause instanceof StoreError
-        ? cause
-        : new StoreError({ message: `store: cannot read the trace of run ${runId}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+  Effect.gen(function* () {
+    const run = yield* getRunRow(db, runId)
+    if (run === undefined) return undefined
+    const [transitions, steps, attempts, listed, approvals, policyEvents, forks] = yield* Effect.all(
+      [
+        listTransitions(db, runId),
+        listSteps(db, runId),
+        listAttempts(db, runId),
+        listRuns(db, { parentId: runId }),
+        listApprovals(db, runId),
+        listPolicyEvents(db, runId),
+        listForks(db, runId)
+      ],
+      { concurrency: 'unbounded' }
+    )
+    // In spawn order: the children of one step share a timestamp; the parent's calls order them.
+    const children = inSpawnOrder(listed, spawnRanks(runId, steps))
+    const usage = recordedUsage(run.usage_json) ?? (yield* usageFromReceipts(db, runId))
+    const treeUsage = children.length > 0 ? yield* treeUsageOf(db, runId) : undefined
+    return {
+      run: {
+        ...toRunRecord(run),
+        usage,
+        ...(treeUsage !== undefined ? { treeUsage } : {}),
+        ...(run.error !== null ? { error: run.error } : {}),
+        ...(run.forked_from_run != null ? { forkedFrom: { runId: run.forked_from_run, seq: run.forked_from_seq ?? 0 } } : {})
+      },
+      ...(forks.length > 0 ? { forks: forks.map((fork) => ({ runId: fork.id, seq: fork.seq })) } : {}),
+      transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
+      steps: steps.map(stepTrace),
+      receipts: receiptsOf(attempts),
+      policyEvents: policyEvents.map(policyEventTrace),
+      approvals: approvals.map(approvalTrace),
+      children: children.map((c) => ({ id: c.id, status: c.status, createdAt: c.created_at })),
+      ...outputOf(run.status, steps),
+      turns: yield* turnsOf(db, runId, transitions)
+    }
   })
-
-const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
-  const run = await getRunRow(db, runId)
-  if (run === undefined) return undefined
-  const [transitions, steps, attempts, listed, approvals, policyEvents, forks] = await Promise.all([
-    listTransitions(db, runId),
-    listSteps(db, runId),
-    listAttempts(db, runId),
-    listRuns(db, { parentId: runId }),
-    listApprovals(db, runId),
-    listPolicyEvents(db, runId),
-    listForks(db, runId)
-  ])
-  // In spawn order: the children of one step share a timestamp; the parent's calls order them.
-  const children = inSpawnOrder(listed, spawnRanks(runId, steps))
-  const usage = recordedUsage(run.usage_json) ?? (await usageFromReceipts(db, runId))
-  const treeUsage = children.length > 0 ? await treeUsageOf(db, runId) : undefined
-  return {
-    run: {
-      ...toRunRecord(run),
-      usage,
-      ...(treeUsage !== undefined ? { treeUsage } : {}),
-      ...(run.error !== null ? { error: run.error } : {}),
-      ...(run.forked_from_run != null ? { forkedFrom: { runId: run.forked_from_run, seq: run.forked_from_seq ?? 0 } } : {})
-    },
-    ...(forks.length > 0 ? { forks: forks.map((fork) => ({ runId: fork.id, seq: fork.seq })) } : {}),
-    transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
-    steps: steps.map(stepTrace),
-    receipts: receiptsOf(attempts),
-    policyEvents: policyEvents.map(policyEventTrace),
-    approvals: approvals.map(approvalTrace),
-    children: children.map((c) => ({ id: c.id, status: c.status, createdAt: c.created_at })),
-    ...outputOf(run.status, steps),
-    turns: await turnsOf(db, runId, transitions)
-  }
-}
 
 // Each row as the trace shows it (docs/cli.md, `--json`): optional fields only when the row has them.
 
@@ -275,11 +269,23 @@ const approvalTrace = (a: ApprovalRow): ApprovalTrace => ({
 })
 
 /** The turns of a run: where each began (`FOLLOW_UP` transitions), with its message read from the journal. */
-const turnsOf = async (db: Executor, runId: string, transitions: ReadonlyArray<{ seq: number; event: string; at: string }>): Promise<RunTrace['turns']> => {
+const turnsOf = (
+  db: Executor,
+  runId: string,
+  transitions: ReadonlyArray<{ seq: number; event: string; at: string }>
+): Effect.Effect<RunTrace['turns'], StoreError> => {
   const turns: Array<RunTrace['turns'][number]> = [{ turn: 1, seq: 1, firstStep: 1, at: transitions[0]?.at ?? '' }]
-  if (!transitions.some((t) => t.event === 'FOLLOW_UP')) return turns
+  if (!transitions.some((t) => t.event === 'FOLLOW_UP')) return Effect.succeed(turns)
+  return Effect.map(listJournalEntries(db, runId), (entries) => turnsFrom(turns, entries, transitions))
+}
+
+const turnsFrom = (
+  turns: Array<RunTrace['turns'][number]>,
+  entries: ReadonlyArray<{ readonly transitions_json: string }>,
+  transitions: ReadonlyArray<{ seq: number; event: string; at: string }>
+): RunTrace['turns'] => {
   const messages = new Map<number, string>()
-  for (const entry of await listJournalEntries(db, runId)) {
+  for (const entry of entries) {
     try {
       const events = JSON.parse(entry.transitions_json) as Array<{ seq: number; event: { type?: unknown; text?: unknown } }>
       for (const t of events) if (t.event?.type === 'FOLLOW_UP' && typeof t.event.text === 'string') messages.set(t.seq, t.event.text)
@@ -302,13 +308,14 @@ const turnsOf = async (db: Executor, runId: string, transitions: ReadonlyArray<{
  * contract. A contract that does not read leaves the tokens without dollars: a trace never
  * depends on the contract (docs/durability.md, "Corrupt rows").
  */
-const usageFromReceipts = async (db: Executor, runId: string): Promise<Usage> => {
-  const contract = await runContracts(db, [runId]).then(
-    (found) => found.get(runId),
-    () => undefined
-  )
-  return (await runUsageOf(db, runId, contract)).usage
-}
+const usageFromReceipts = (db: Executor, runId: string): Effect.Effect<Usage, StoreError> =>
+  Effect.gen(function* () {
+    const contract = yield* runContracts(db, [runId]).pipe(
+      Effect.map((found) => found.get(runId)),
+      Effect.orElseSucceed(() => undefined)
+    )
+    return (yield* runUsageOf(db, runId, contract)).usage
+  })
 
 const outputOf = (status: string, steps: ReadonlyArray<StepRow>): { output?: unknown } => {
   if (status !== 'succeeded') return {}

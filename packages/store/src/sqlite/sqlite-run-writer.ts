@@ -3,15 +3,15 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../database.js'
 import { LeaseLostError } from '../errors.js'
 import type { RunCreation } from '../run-writer/run-write.js'
-import { FIRST_LEASE_TOKEN, type LeaseRequest, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
-import type { LeaseAcquisition } from '../repositories/leases.repository.js'
+import { FIRST_LEASE_TOKEN, leasedRun, type RawRunWriter } from '../run-writer/run-writer.js'
+import type { LeaseAcquisition, LeaseRequest } from '../repositories/leases.repository.js'
 import { encodeText } from '../text-codec.js'
 import { sqliteCommits } from './sqlite-commits.js'
 import { sqliteRunReads } from './run-reads.js'
 import { sqliteWriteQueue } from './write-queue.js'
 
 /**
- * The SQLite `RunWriter`: every write of a transition is a cached prepared statement, all of
+ * The SQLite `RawRunWriter`: every write of a transition is a cached prepared statement, all of
  * them in one synchronous `BEGIN IMMEDIATE` transaction, with the fence folded into the run's
  * own update (`WHERE lease_token = ?`). No query is built and no promise is made on this path:
  * at every step that is most of what a durable transition costs through Kysely.
@@ -27,7 +27,7 @@ import { sqliteWriteQueue } from './write-queue.js'
  * for it on the main thread, synchronously), and new commits queue behind them. Its reads are
  * run-reads.ts's, its writes sqlite-commits.ts's.
  */
-export function sqliteRunWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Database): RunWriter {
+export function sqliteRawWriter(db: Kysely<Database>, sqlite: BetterSqlite3.Database): RawRunWriter {
   const { statement, update, apply, writeHead, fence, commitNow, writeNow, commitAll } = sqliteCommits(sqlite)
   const reads = sqliteRunReads(statement)
 
