@@ -1,8 +1,10 @@
 // A paired A/B of the per-step cost of two builds in one process (docs/development.md; not part of `npm run bench`):
 // each repetition runs the same scenario on both, one after the other, so host drift cancels.
-//   node --expose-gc ab.mjs /path/to/other/checkout
+//   node --expose-gc ab.mjs /path/to/other/checkout   (AB_REPS pairs, default 15, of AB_STEPS-step runs, default 1000)
 import { join } from 'node:path'
 import { nowMs, rm, scriptedTask, tmp, workspace } from './lib.mjs'
+const REPS = Number(process.env.AB_REPS ?? 15)
+const STEPS = Number(process.env.AB_STEPS ?? 1000)
 const builds = {
   new: (await import(new URL('../packages/actors/dist/index.js', import.meta.url).href)).Agentvisor,
   base: (await import(`file://${join(process.argv[2], 'packages/actors/dist/index.js')}`)).Agentvisor
@@ -34,16 +36,20 @@ for (const k of ['new', 'base']) {
   await listDir(s[k], 2000)
 }
 const ratios = { noTool: [], listDir: [] }
+const perStep = { new: { noTool: [], listDir: [] }, base: { noTool: [], listDir: [] } }
 const med = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
-for (let i = 0; i < 15; i++) {
+for (let i = 0; i < REPS; i++) {
   global.gc?.()
   const order = i % 2 === 0 ? ['new', 'base'] : ['base', 'new']
   const t = {}
-  for (const k of order) t[k] = { noTool: await noTool(s[k], 1000), listDir: await listDir(s[k], 1000) }
+  for (const k of order) t[k] = { noTool: await noTool(s[k], STEPS), listDir: await listDir(s[k], STEPS) }
   ratios.noTool.push(t.new.noTool / t.base.noTool)
   ratios.listDir.push(t.new.listDir / t.base.listDir)
+  for (const k of order) for (const scenario of ['noTool', 'listDir']) perStep[k][scenario].push(t[k][scenario])
 }
-console.log(`new/base per step: no-tool ${med(ratios.noTool).toFixed(3)}, list_dir ${med(ratios.listDir).toFixed(3)}  (medians of 15 pairs)`)
+console.log(`new/base per step: no-tool ${med(ratios.noTool).toFixed(3)}, list_dir ${med(ratios.listDir).toFixed(3)}  (medians of ${REPS} pairs)`)
+for (const k of ['new', 'base'])
+  console.log(`${k}: no-tool ${med(perStep[k].noTool).toFixed(1)} µs/step, list_dir ${med(perStep[k].listDir).toFixed(1)} µs/step  (medians)`)
 for (const k of ['new', 'base']) {
   await s[k].av.close()
   rm(s[k].dir)

@@ -330,20 +330,58 @@ const pgRound = async (server, layout, synchronousCommit) => {
 const oneOf = (column, values, eq) =>
   eq ? `(${values.map((v) => `"${column}" = '${v}'`).join(' or ')})` : `${column} in (${values.map((v) => `'${v}'`).join(', ')})`
 
-const SQLITE_PLAIN = (rowid, eq) => {
-  const clustered = rowid ? '' : ' without rowid'
+/**
+ * The four tables of a plain SQLite layout. `shape`: `clustered` (WITHOUT ROWID, as
+ * 2026-11-29T210000 left them), `rowid` (rowid tables, the key a unique index beside each), or
+ * `mixed` (`attempts`, a narrow row, clustered; `steps` and `journal_entries`, wide rows that
+ * arrive in commit order, rowid tables that grow at their end with the key an index beside).
+ * `journal` (only `journal_entries`, the widest row, a rowid table). `rules`: `in` (CHECKs with IN
+ * lists), `eq` (CHECKs as `=` comparisons), `none` (no CHECK: the writer's values are the rules),
+ * `ref` (foreign keys to a table of the values, one row each: a new value is an INSERT). `fk`:
+ * the foreign keys to `runs`.
+ */
+const SQLITE_PLAIN = ({ shape, rules, fk }) => {
+  const rowid = { clustered: [], rowid: ['steps', 'attempts', 'journal_entries'], mixed: ['steps', 'journal_entries'], journal: ['journal_entries'] }[shape]
+  const options = (table) => (rowid.includes(table) ? '' : ' without rowid')
+  const ref = fk ? ' references "runs" ("id") on delete cascade' : ''
+  const check = (name, column, values) => (rules === 'none' || rules === 'ref' ? '' : `, constraint "${name}" check (${oneOf(column, values, rules === 'eq')})`)
+  const keyToValues = (table) => (rules === 'ref' ? ` references "${table}" ("value")` : '')
+  const references =
+    rules === 'ref'
+      ? [
+          'create table "attempt_reasons" ("value" text primary key) without rowid',
+          `insert into "attempt_reasons" values ('initial'), ('retry'), ('fallover')`,
+          'create table "attempt_outcomes" ("value" text primary key) without rowid',
+          `insert into "attempt_outcomes" values ('pending'), ('ok'), ('failed'), ('unknown'), ('cancelled')`
+        ]
+      : []
   return [
+    ...references,
     'drop view transitions',
     'drop view attempts',
     'drop view steps',
     'drop view journal_entries',
     'drop view tool_effects',
     'drop table run_log',
-    `create table "steps" ("run_id" text not null references "runs" ("id") on delete cascade, "step" integer not null, "provider" text not null, "prompt_summary" text default '' not null, "text" text default '' not null, "tool_calls_json" text default '[]' not null, "results_json" text, "feedback" text, "tokens_in" integer default 0 not null, "tokens_out" integer default 0 not null, "at" text not null, constraint "steps_pk" primary key ("run_id", "step"))${clustered}`,
-    `create table "attempts" ("run_id" text not null references "runs" ("id") on delete cascade, "step" integer not null, "attempt" integer not null, "provider" text not null, "reason" text not null, "outcome" text default 'pending' not null, "error_kind" text, "http_status" integer, "error_message" text, "latency_ms" integer, "ttft_ms" integer, "tokens_in" integer, "tokens_out" integer, "partial_text" text, "started_at" text not null, "settled_at" text, constraint "attempts_pk" primary key ("run_id", "step", "attempt"), constraint "attempts_reason_check" check (${oneOf('reason', ['initial', 'retry', 'fallover'], eq)}), constraint "attempts_outcome_check" check (${oneOf('outcome', ['pending', 'ok', 'failed', 'unknown', 'cancelled'], eq)}))${clustered}`,
-    `create table "journal_entries" ("run_id" text not null references "runs" ("id") on delete cascade, "seq" integer not null, "first_seq" integer not null, "transitions_json" text not null, "snapshot_json" text not null, constraint "journal_entries_pk" primary key ("run_id", "seq"))${clustered}`
+    `create table "steps" ("run_id" text not null${ref}, "step" integer not null, "provider" text not null, "prompt_summary" text default '' not null, "text" text default '' not null, "tool_calls_json" text default '[]' not null, "results_json" text, "feedback" text, "tokens_in" integer default 0 not null, "tokens_out" integer default 0 not null, "at" text not null, constraint "steps_pk" primary key ("run_id", "step"))${options('steps')}`,
+    `create table "attempts" ("run_id" text not null${ref}, "step" integer not null, "attempt" integer not null, "provider" text not null, "reason" text not null${keyToValues('attempt_reasons')}, "outcome" text default 'pending' not null${keyToValues('attempt_outcomes')}, "error_kind" text, "http_status" integer, "error_message" text, "latency_ms" integer, "ttft_ms" integer, "tokens_in" integer, "tokens_out" integer, "partial_text" text, "started_at" text not null, "settled_at" text, constraint "attempts_pk" primary key ("run_id", "step", "attempt")${check('attempts_reason_check', 'reason', ['initial', 'retry', 'fallover'])}${check('attempts_outcome_check', 'outcome', ['pending', 'ok', 'failed', 'unknown', 'cancelled'])})${options('attempts')}`,
+    `create table "journal_entries" ("run_id" text not null${ref}, "seq" integer not null, "first_seq" integer not null, "transitions_json" text not null, "snapshot_json" text not null, constraint "journal_entries_pk" primary key ("run_id", "seq"))${options('journal_entries')}`
   ]
 }
+
+/** The plain SQLite layouts measured beside `packed`: name, table shape, rules, foreign keys. */
+const SQLITE_PLAIN_LAYOUTS = [
+  ['plain', 'clustered', 'in', true],
+  ['plain-eq', 'clustered', 'eq', true],
+  ['plain-eq-rowid', 'rowid', 'eq', true],
+  ['plain-nocheck', 'clustered', 'none', true],
+  ['plain-nocheck-nofk', 'clustered', 'none', false],
+  ['plain-mixed', 'mixed', 'eq', true],
+  ['plain-mixed-nocheck', 'mixed', 'none', true],
+  ['plain-rowid-nocheck-nofk', 'rowid', 'none', false],
+  ['plain-journal-nocheck', 'journal', 'none', true],
+  ['plain-ref', 'clustered', 'ref', true]
+]
 
 const SQLITE_LAYOUTS = {
   packed: {
@@ -356,14 +394,10 @@ const SQLITE_LAYOUTS = {
     next: "INSERT INTO run_log (kind, run_id, step, n, provider, reason, outcome, started_at) VALUES ('a', ?, ?, ?, ?, ?, 'pending', ?)"
   },
   ...Object.fromEntries(
-    [
-      ['plain', false, false],
-      ['plain-eq', false, true],
-      ['plain-eq-rowid', true, true]
-    ].map(([name, rowid, eq]) => [
+    SQLITE_PLAIN_LAYOUTS.map(([name, shape, rules, fk]) => [
       name,
       {
-        setup: SQLITE_PLAIN(rowid, eq),
+        setup: SQLITE_PLAIN({ shape, rules, fk }),
         // The entry has no step column: the step argument is bound and ignored (`? IS NOT NULL`), so every layout binds the same values.
         entry:
           'INSERT INTO journal_entries (run_id, seq, first_seq, transitions_json, snapshot_json) SELECT ?, ?, ?, ?, ? WHERE ? IS NOT NULL AND (SELECT lease_token FROM runs WHERE id = ?) = ?',
@@ -414,15 +448,19 @@ const sqliteRound = async (layout) => {
     let step = 1
     for (; step <= WARM; step++) commit(step)
     globalThis.gc?.()
+    const cpu0 = process.cpuUsage()
     const t0 = nowMs()
     for (const end = step + COMMITS; step < end; step++) commit(step)
     const us = ((nowMs() - t0) * 1000) / COMMITS
+    const cpu = process.cpuUsage(cpu0)
+    // The process's CPU a commit (user and system): what a loaded host's scheduler does not add.
+    const cpuUs = (cpu.user + cpu.system) / COMMITS
     const rows = db
       .prepare('select (select count(*) from steps where run_id = ?) as steps, (select count(*) from journal_entries where run_id = ?) as entries')
       .get(RUN_ID, RUN_ID)
     if (rows.steps !== WARM + COMMITS || rows.entries !== WARM + COMMITS) throw new Error(`${layout}: ${JSON.stringify(rows)}`)
     db.close()
-    return { us }
+    return { us, cpuUs }
   } finally {
     rm(dir)
   }
@@ -436,7 +474,7 @@ const layoutsOf = (layouts) =>
 
 /** Every layout once a round, the order rotated; medians of the figures and of the ratios to `packed`. */
 const rounds = async (label, layouts, measure) => {
-  const figures = Object.fromEntries(layouts.map((l) => [l, { us: [], serverUs: [], ratio: [] }]))
+  const figures = Object.fromEntries(layouts.map((l) => [l, { us: [], serverUs: [], cpuUs: [], ratio: [], cpuRatio: [] }]))
   for (const l of layouts) await measure(l) // warm-up: the JIT, the server's caches
   for (let r = 0; r < ROUNDS; r++) {
     const order = layouts.map((_, i) => layouts[(i + r) % layouts.length])
@@ -445,6 +483,10 @@ const rounds = async (label, layouts, measure) => {
     for (const l of layouts) {
       figures[l].us.push(got[l].us)
       if (got[l].serverUs !== undefined) figures[l].serverUs.push(got[l].serverUs)
+      if (got[l].cpuUs !== undefined) {
+        figures[l].cpuUs.push(got[l].cpuUs)
+        figures[l].cpuRatio.push(got[l].cpuUs / got.packed.cpuUs)
+      }
       figures[l].ratio.push(got[l].us / got.packed.us)
     }
   }
@@ -452,8 +494,12 @@ const rounds = async (label, layouts, measure) => {
   for (const l of layouts) {
     const f = figures[l]
     const server = f.serverUs.length > 0 ? `, server CPU µs a commit ${round(median(f.serverUs))}` : ''
+    const cpu =
+      f.cpuUs.length > 0
+        ? `; CPU µs a commit ${round(median(f.cpuUs))} (${round(Math.min(...f.cpuUs))}–${round(Math.max(...f.cpuUs))}), /packed ${median(f.cpuRatio).toFixed(3)}`
+        : ''
     console.log(
-      `  ${l.padEnd(12)} µs a commit ${round(median(f.us))} (${round(Math.min(...f.us))}–${round(Math.max(...f.us))})${server}; /packed ${median(f.ratio).toFixed(3)} (${f.ratio.map((x) => x.toFixed(2)).join(', ')})`
+      `  ${l.padEnd(12)} µs a commit ${round(median(f.us))} (${round(Math.min(...f.us))}–${round(Math.max(...f.us))})${server}; /packed ${median(f.ratio).toFixed(3)} (${f.ratio.map((x) => x.toFixed(2)).join(', ')})${cpu}`
     )
   }
 }

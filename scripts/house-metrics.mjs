@@ -9,17 +9,30 @@
 //   node scripts/house-metrics.mjs --check-cycles   exit 1, listing each cycle, if packages/ has one
 //                                                   or an actors folder imports a folder above it
 //   node scripts/house-metrics.mjs --layers <json>  measure against another layer order
+//   node scripts/house-metrics.mjs --root <dir>     measure the packages/ of another tree (the
+//                                                   check's own test builds one: test/house-metrics.test.ts)
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const packagesDir = join(root, 'packages')
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
+const optionOf = (flag) => {
+  const at = args.indexOf(flag)
+  if (at < 0) return undefined
+  const value = args[at + 1]
+  if (value === undefined || value.startsWith('--')) {
+    console.error(`house-metrics: ${flag} needs a value`)
+    process.exit(2)
+  }
+  return resolve(value)
+}
+const root = optionOf('--root') ?? repo
+const packagesDir = join(root, 'packages')
 const checkOnly = args.includes('--check-cycles')
-const layersAt = args.indexOf('--layers')
-const layersFile = layersAt >= 0 ? resolve(args[layersAt + 1]) : join(root, 'scripts', 'actors-layers.json')
+// The layer order is the repository's unless told otherwise, whichever tree is measured.
+const layersFile = optionOf('--layers') ?? join(repo, 'scripts', 'actors-layers.json')
 const longFunctionLines = 80
 
 const rel = (file) => relative(root, file).split(sep).join('/')
@@ -259,7 +272,7 @@ for (const name of packages) {
   console.log(`${name}: ${folders.length} folders: ${folders.join(', ')}`)
 }
 console.log(
-  `\n## packages/actors/src: ${new Set([...arrows.keys()].flatMap((arrow) => arrow.split(' → '))).size} folders with arrows, ${arrows.size} arrows between folders, ${upward.length} back up (layers: ${rel(layersFile)})`
+  `\n## packages/actors/src: ${new Set([...arrows.keys()].flatMap((arrow) => arrow.split(' → '))).size} folders with arrows, ${arrows.size} arrows between folders, ${upward.length} back up (layers: ${relative(repo, layersFile).split(sep).join('/')})`
 )
 console.log(`order, bottom first: ${layers.map((layer) => layer.folder).join(' < ')}`)
 for (const [arrow, count] of [...arrows].sort()) {

@@ -6,6 +6,7 @@ import { listTransitions, openStore } from '@agentvisor/store'
 import { describe, expect, it } from 'vitest'
 import { runWithApi } from '../examples/api-run.js'
 import { lastJson, runCli, tempDir } from './support/cli.js'
+import { runCall } from './support/run-call.js'
 
 describe('the TypeScript API', () => {
   it('runs the example task without the CLI and leaves its trace in the store', async () => {
@@ -22,7 +23,7 @@ describe('the TypeScript API', () => {
       expect(mock.requests).toHaveLength(3)
       const store = await openStore(db)
       try {
-        const transitions = await listTransitions(store.db, result.runId)
+        const transitions = await runCall(listTransitions(store.db, result.runId))
         expect(transitions.at(-1)).toMatchObject({ to_state: 'finished.succeeded' })
       } finally {
         await store.close()

@@ -5,6 +5,7 @@ import { listApprovals, listTransitions, openStore } from '@agentvisor/store'
 import { describe, expect, it } from 'vitest'
 import { type CliResult, lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 import { killMatching } from './support/processes.js'
+import { runCall } from './support/run-call.js'
 
 /** A small seeded PRNG (mulberry32), so a failing seed can be replayed. */
 const prng = (seed: number) => () => {
@@ -78,7 +79,7 @@ describe('chaos: SIGKILL at random moments, resume, again and again', () => {
             const store = await openStore(db)
             try {
               const log = readFileSync(path.join(ws, 'effects.log'), { encoding: 'utf8', flag: 'a+' })
-              for (const request of (await listApprovals(store.db, runId!)).filter((r) => r.status === 'pending' && r.kind === 'recovery')) {
+              for (const request of (await runCall(listApprovals(store.db, runId!))).filter((r) => r.status === 'pending' && r.kind === 'recovery')) {
                 const line = /echo (\w)/.exec(request.target)![1]!
                 const decision = log.split('\n').includes(line) ? ['--completed', `${line} is in effects.log`] : ['--retry']
                 const approve = await runCli(['approve', runId!, request.id, ...decision, '--db', db])
@@ -99,7 +100,7 @@ describe('chaos: SIGKILL at random moments, resume, again and again', () => {
         expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('DONE')
         const store = await openStore(db)
         try {
-          const seqs = (await listTransitions(store.db, runId!)).map((t) => t.seq)
+          const seqs = (await runCall(listTransitions(store.db, runId!))).map((t) => t.seq)
           expect(seqs).toEqual(seqs.map((_, i) => i + 1))
         } finally {
           await store.close()

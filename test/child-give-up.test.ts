@@ -12,6 +12,7 @@ import type { RunHandle } from '../packages/actors/src/supervisor/run-handle.js'
 import { giveUpChild, handleChildDelivery } from '../packages/actors/src/worker/child-worker.js'
 import { tempDir, waitFor } from './support/cli.js'
 import { natsWorldPerTest } from './support/nats.js'
+import { runCall } from './support/run-call.js'
 
 const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
 
@@ -40,9 +41,9 @@ describe.each([
     cleanups.push(() => store.close())
     const contract = Agentvisor.contract({ goal: 'Write DONE into out.txt', workspace: dir, providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
     const at = new Date().toISOString()
-    await insertRun(store.db, childRunRow('parent', null, contract, at))
-    await insertRun(store.db, childRunRow('doomed', 'parent', contract, at))
-    await insertRun(store.db, childRunRow('fine', 'parent', contract, at))
+    await runCall(insertRun(store.db, childRunRow('parent', null, contract, at)))
+    await runCall(insertRun(store.db, childRunRow('doomed', 'parent', contract, at)))
+    await runCall(insertRun(store.db, childRunRow('fine', 'parent', contract, at)))
     const resumes: string[] = []
     // Resuming the doomed child dies (a bug in the driver, say); the other one runs.
     const resume = (runId: string): Effect.Effect<RunHandle> =>
@@ -74,7 +75,7 @@ describe.each([
     await run(bus.submitChild({ v: PROTOCOL_VERSION, runId: 'fine', parentId: 'parent', contract }))
 
     const doomed = await waitFor(async () => {
-      const row = await getRun(store.db, 'doomed')
+      const row = await runCall(getRun(store.db, 'doomed'))
       return row?.status === 'failed' ? row : undefined
     }, 'the doomed child to end failed')
     await waitFor(() => (resumes.includes('fine') ? true : undefined), 'the other child to be driven')

@@ -6,6 +6,7 @@ import { listChildren, openStore } from '@agentvisor/store'
 import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { runCall } from './support/run-call.js'
 
 const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
@@ -49,7 +50,7 @@ describe('child runs from the TypeScript API', () => {
       expect(await parent.result).toMatchObject({ status: 'succeeded' })
       const store = await openStore(path.join(dir, 'av.db'))
       try {
-        const rows = await listChildren(store.db, parent.runId)
+        const rows = await runCall(listChildren(store.db, parent.runId))
         expect(rows.map((r) => r.id).sort()).toEqual(children.map((c) => c.runId).sort())
         // Limits never exceed the parent's: the asked-for 50 steps became the parent's 10.
         expect(rows.map((r) => r.contract.limits.maxSteps)).toEqual([10, 10])
@@ -126,7 +127,7 @@ describe('parent and child runs on the embedded in-process bus', () => {
       if (parentId === undefined || mock!.requests.filter((r) => JSON.stringify(r.body).includes('part A')).length !== 1) return undefined
       const store = await openStore(db)
       try {
-        const children = await listChildren(store.db, parentId)
+        const children = await runCall(listChildren(store.db, parentId))
         return children.some((c) => c.goal === 'part B' && c.status === 'succeeded') ? true : undefined
       } finally {
         await store.close()
@@ -241,7 +242,7 @@ describe('a parent that stops', () => {
     }
     const store = await openStore(db)
     try {
-      const children = await listChildren(store.db, parentId)
+      const children = await runCall(listChildren(store.db, parentId))
       expect(children.map((c) => c.status)).toEqual(['cancelled'])
     } finally {
       await store.close()

@@ -4,6 +4,8 @@ import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { BIN, lastJson, runCli, tempDir, writeTask } from './support/cli.js'
+import { asPreviousRelease } from './support/older-store.js'
+import { CHAIN_NAMES } from '../packages/store/src/migrations/names.js'
 
 const scriptedTask = (steps: unknown[], goal: string) => ({
   goal,
@@ -48,10 +50,8 @@ describe('agentvisor runs and show', () => {
     const task = writeTask(dir, scriptedTask([{ toolCalls: [{ name: 'write_file', arguments: { path: 'out.txt', content: 'DONE' } }] }], 'older'))
     const run = lastJson(await runCli(['run', task, '--json', '--db', db]))
     // What an older version's store looks like to this one: its newest migration not yet applied.
-    const raw = new BetterSqlite3(db)
-    const newest = raw.prepare('SELECT max(name) FROM kysely_migration').pluck().get() as string
-    raw.prepare('DELETE FROM kysely_migration WHERE name = ?').run(newest)
-    raw.close()
+    asPreviousRelease(db)
+    const newest = CHAIN_NAMES.at(-1)
 
     const listed = await runCli(['runs', '--db', db])
     expect(listed.code, listed.stderr).toBe(0)

@@ -1,10 +1,12 @@
 import * as path from 'node:path'
 import { kyselyRunWriter, listSteps, openStore, sqliteRunWriter, StoreError } from '@agentvisor/store'
 import BetterSqlite3 from 'better-sqlite3'
+import { Effect } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Inspector, startInspector } from '../packages/cli/src/inspector/server.js'
 import { lastJson, runCli, tempDir, writeTask } from './support/cli.js'
 import { inspectorFetch } from './support/inspector.js'
+import { runCall } from './support/run-call.js'
 
 /** A real run through the built CLI: one step that writes out.txt, then one that says it is done. */
 const realRun = async (dir: string, db: string): Promise<string> => {
@@ -53,19 +55,14 @@ describe('a stored row whose JSON does not decode (docs/durability.md, "Corrupt 
     const store = await openStore(db)
     try {
       const expected = { _tag: 'StoreError', runId, column: 'steps.results_json', message: messageOf(runId) }
-      await expect(listSteps(store.db, runId)).rejects.toMatchObject(expected)
-      await expect(Promise.resolve(kyselyRunWriter(store.db).loadRun(runId))).rejects.toMatchObject(expected)
-      // The prepared-statement writer reads synchronously: it throws the same error.
+      await expect(runCall(listSteps(store.db, runId))).rejects.toMatchObject(expected)
+      await expect(runCall(kyselyRunWriter(store.db).loadRun(runId))).rejects.toMatchObject(expected)
+      // The prepared-statement writer reads synchronously: it fails with the same error at once.
       const writer = sqliteRunWriter(store.db, store.sqlite!)
-      let thrown: unknown
-      try {
-        writer.loadRun(runId)
-      } catch (error) {
-        thrown = error
-      }
+      const thrown = Effect.runSync(Effect.flip(writer.loadRun(runId)))
       expect(thrown).toBeInstanceOf(StoreError)
       expect(thrown).toMatchObject(expected)
-      await writer.close()
+      await runCall(writer.close())
     } finally {
       await store.close()
     }

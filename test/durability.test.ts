@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { lastJson, runCli, tempDir, waitFor, mockTaskFolder, startRunInBackground as startRun } from './support/cli.js'
 import { killMatching, processesMatching } from './support/processes.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { runCall } from './support/run-call.js'
 
 const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
@@ -143,17 +144,19 @@ describe('one driver per run', () => {
       const store = await openStore(db)
       try {
         // Another driver takes the run over (as if this one's lease had expired).
-        const takeover = await acquireLease(store.db, {
-          runId: run.runId,
-          owner: 'other-host/1/x',
-          now: Date.now() + 3_600_000,
-          ttlMs: 60_000,
-          isAbandoned: () => false
-        })
+        const takeover = await runCall(
+          acquireLease(store.db, {
+            runId: run.runId,
+            owner: 'other-host/1/x',
+            now: Date.now() + 3_600_000,
+            ttlMs: 60_000,
+            isAbandoned: () => false
+          })
+        )
         expect(takeover).toEqual({ token: 2 })
         const result = await run.result
         expect(result.error?.message).toMatch(/lease was taken over/)
-        expect(await listTransitions(store.db, run.runId)).toEqual([])
+        expect(await runCall(listTransitions(store.db, run.runId))).toEqual([])
         expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
       } finally {
         await store.close()

@@ -9,6 +9,7 @@ import { type Inspector, startInspector } from '../packages/cli/src/inspector/se
 import { launchChromium } from './support/chromium.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { inspectorFetch, inspectorPost } from './support/inspector.js'
+import { runCall } from './support/run-call.js'
 
 // The inspector's token (docs/inspector.md, "Security"): made at start, printed once in the URL,
 // kept by the page as a cookie, required of the page, every API route and the event stream.
@@ -30,7 +31,7 @@ const pausedRun = async (): Promise<{ dir: string; db: string; runId: string; re
   const { runId } = lastJson<{ runId: string }>(result)
   const store = await openStore(db)
   try {
-    const [request] = await listApprovals(store.db, runId)
+    const [request] = await runCall(listApprovals(store.db, runId))
     return { dir, db, runId, requestId: request!.id }
   } finally {
     await store.close()
@@ -42,9 +43,9 @@ const stored = async (db: string, runId: string): Promise<{ status: string | und
   const store = await openStore(db)
   try {
     return {
-      status: (await getRun(store.db, runId))?.status,
-      requests: (await listApprovals(store.db, runId)).map((a) => a.status),
-      runs: (await listRuns(store.db)).length
+      status: (await runCall(getRun(store.db, runId)))?.status,
+      requests: (await runCall(listApprovals(store.db, runId))).map((a) => a.status),
+      runs: (await runCall(listRuns(store.db))).length
     }
   } finally {
     await store.close()
@@ -255,7 +256,7 @@ describe('the inspector token in headless Chromium', () => {
       expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
       const store = await openStore(db)
       try {
-        expect(await listApprovals(store.db, runId)).toEqual([expect.objectContaining({ status: 'approved', source: 'inspector' })])
+        expect(await runCall(listApprovals(store.db, runId))).toEqual([expect.objectContaining({ status: 'approved', source: 'inspector' })])
       } finally {
         await store.close()
       }

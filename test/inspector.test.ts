@@ -12,6 +12,7 @@ import { startMockLlm } from '@agentvisor/cli'
 import { launchChromium } from './support/chromium.js'
 import { inspectorFetch, inspectorPost } from './support/inspector.js'
 import { lastJson, runCli, startRunInBackground, tempDir, waitFor, writeTask } from './support/cli.js'
+import { runCall } from './support/run-call.js'
 
 const ARTIFACTS = path.join(import.meta.dirname, '..', 'test-artifacts')
 // `npm run screenshots` sets this: the pictures in docs/inspector.md are made by these tests.
@@ -89,8 +90,8 @@ describe('the inspector API', () => {
 
     const store = await openStore(db)
     try {
-      expect((await listApprovals(store.db, runId)).map((a) => a.status)).toEqual(['pending'])
-      expect((await getRun(store.db, runId))?.status).toBe('awaiting_approval')
+      expect((await runCall(listApprovals(store.db, runId))).map((a) => a.status)).toEqual(['pending'])
+      expect((await runCall(getRun(store.db, runId)))?.status).toBe('awaiting_approval')
     } finally {
       await store.close()
     }
@@ -280,9 +281,9 @@ describe('the inspector page in headless Chromium', () => {
     expect(readFileSync(path.join(dir, 'ws', 'out.txt'), 'utf8')).toBe('DONE')
     const store = await openStore(db)
     try {
-      expect((await getRun(store.db, runId))?.status).toBe('succeeded')
-      expect(await listApprovals(store.db, runId)).toEqual([expect.objectContaining({ status: 'approved', source: 'inspector' })])
-      expect((await listTransitions(store.db, runId)).map((t) => t.event)).toEqual([
+      expect((await runCall(getRun(store.db, runId)))?.status).toBe('succeeded')
+      expect(await runCall(listApprovals(store.db, runId))).toEqual([expect.objectContaining({ status: 'approved', source: 'inspector' })])
+      expect((await runCall(listTransitions(store.db, runId))).map((t) => t.event)).toEqual([
         'PROVIDER_OK',
         'APPROVAL_REQUESTED',
         'APPROVALS_DECIDED',
@@ -357,18 +358,18 @@ describe('the inspector page in headless Chromium', () => {
 
     const store = await openStore(db)
     try {
-      expect(await listApprovals(store.db, edited)).toEqual([
+      expect(await runCall(listApprovals(store.db, edited))).toEqual([
         expect.objectContaining({
           status: 'approved',
           source: 'inspector',
           edited_payload: expect.objectContaining({ arguments: expect.stringContaining('out.txt') })
         })
       ])
-      expect((await getRun(store.db, cancelled))?.status).toBe('cancelled')
+      expect((await runCall(getRun(store.db, cancelled)))?.status).toBe('cancelled')
       expect(existsSync(path.join(dir, 'ws-out.txt', 'out.txt'))).toBe(false)
       // It wrote late.txt as approved on the command line, driven by the inspector.
       expect(readFileSync(path.join(dir, 'ws-late.txt', 'late.txt'), 'utf8')).toBe('DONE')
-      expect((await listTransitions(store.db, resumed)).map((t) => t.event)).toEqual(
+      expect((await runCall(listTransitions(store.db, resumed))).map((t) => t.event)).toEqual(
         expect.arrayContaining(['APPROVALS_DECIDED', 'TOOLS_DONE', 'VERIFY_FAILED', 'APPROVAL_REQUESTED'])
       )
     } finally {
@@ -524,7 +525,9 @@ describe('the inspector page in headless Chromium', () => {
       expect(errors).toEqual([])
       const store = await openStore(db)
       try {
-        expect(await listApprovals(store.db, askingId)).toEqual([expect.objectContaining({ status: 'approved', account: answer, source: 'inspector' })])
+        expect(await runCall(listApprovals(store.db, askingId))).toEqual([
+          expect.objectContaining({ status: 'approved', account: answer, source: 'inspector' })
+        ])
       } finally {
         await store.close()
       }
@@ -580,7 +583,7 @@ describe('the inspector page in headless Chromium', () => {
       })
       const runId = await cliRun(task, db, 0)
       const store = await openStore(db)
-      const before = await listTransitions(store.db, runId).finally(() => store.close())
+      const before = await runCall(listTransitions(store.db, runId)).finally(() => store.close())
       expect(before).toHaveLength(12)
       for (const file of ['c.txt', 'd.txt']) rmSync(path.join(dir, 'ws', file))
       inspector = await startInspector({ db, port: 0 })
@@ -604,9 +607,9 @@ describe('the inspector page in headless Chromium', () => {
 
       const after = await openStore(db)
       try {
-        expect(await listTransitions(after.db, runId)).toEqual(before)
-        expect((await getRun(after.db, forkId))?.status).toBe('succeeded')
-        const forkTransitions = await listTransitions(after.db, forkId)
+        expect(await runCall(listTransitions(after.db, runId))).toEqual(before)
+        expect((await runCall(getRun(after.db, forkId)))?.status).toBe('succeeded')
+        const forkTransitions = await runCall(listTransitions(after.db, forkId))
         expect(forkTransitions.slice(0, 6).map((t) => t.event)).toEqual(before.slice(0, 6).map((t) => t.event))
         expect(forkTransitions).toHaveLength(12)
       } finally {
@@ -745,7 +748,7 @@ describe('the inspector page in headless Chromium', () => {
       await av.close()
     }
     const store = await openStore(db)
-    const [parentRow, childRow] = await listRuns(store.db).finally(() => store.close())
+    const [parentRow, childRow] = await runCall(listRuns(store.db)).finally(() => store.close())
     expect(childRow?.parent_id).toBe(parentRow!.id)
 
     inspector = await startInspector({ db, port: 0 })

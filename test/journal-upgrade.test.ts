@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { loadRunSnapshots } from '@agentvisor/actors'
 import { listJournalEntries, openStore } from '@agentvisor/store'
 import { lastJson, runCli, tempDir } from './support/cli.js'
+import { runCall } from './support/run-call.js'
 
 // The fixture is a store written by agentvisor before the compact journal: one row per
 // transition, each with its snapshot (how it was made: the fixture's first lines).
@@ -91,7 +92,7 @@ describe('a store written before the compact journal (docs/durability.md, "The j
 
     const store = await openStore(db)
     try {
-      const entries = await listJournalEntries(store.db, PAUSED)
+      const entries = await runCall(listJournalEntries(store.db, PAUSED))
       // The old transitions are an entry each; the resumed drive committed its pure ones together.
       expect(entries.map((e) => [e.first_seq, e.seq])).toEqual([
         [1, 1],
@@ -103,7 +104,7 @@ describe('a store written before the compact journal (docs/durability.md, "The j
         [7, 8]
       ])
       // Time travel reaches every transition, old (their own snapshots) and new (replayed).
-      const snapshots = (await loadRunSnapshots(store.db, PAUSED))!.map((s) => Either.getOrThrow(s.snapshot))
+      const snapshots = (await runCall(loadRunSnapshots(store.db, PAUSED)))!.map((s) => Either.getOrThrow(s.snapshot))
       expect(snapshots.map((s) => s.value)).toEqual([
         'acting',
         'verifying',

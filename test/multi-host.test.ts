@@ -13,6 +13,7 @@ import { type Hosts, makeHosts } from './support/hosts.js'
 import { freshDatabase, gaplessTransitions, type TestDatabase } from './support/pg.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
 import { natsWorldPerTest } from './support/nats.js'
+import { runCall } from './support/run-call.js'
 
 const startMock = mockLlmPerTest()
 const natsWorld = natsWorldPerTest()
@@ -338,9 +339,9 @@ describe('a worker handed a child it drives already', () => {
     onTestFinished(() => store.close())
     const contract = Agentvisor.contract({ goal: 'Write part A into part.txt', workspace: tempDir(), providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
     // Workers share their parents' store (docs/deploy.md): the parent's row is there too.
-    await insertRun(store.db, childRunRow('parent-a', null, contract, new Date().toISOString()))
+    await runCall(insertRun(store.db, childRunRow('parent-a', null, contract, new Date().toISOString())))
     const row = childRunRow('child-a', 'parent-a', contract, new Date().toISOString())
-    await insertRun(store.db, { ...row, lease_owner: makeLeaseOwner(), lease_expires_at: Date.now() + 60_000, lease_token: 1 })
+    await runCall(insertRun(store.db, { ...row, lease_owner: makeLeaseOwner(), lease_expires_at: Date.now() + 60_000, lease_token: 1 }))
     const calls: string[] = []
     const delivery: ChildDelivery = {
       request: { v: PROTOCOL_VERSION, runId: 'child-a', parentId: 'parent-a', contract },

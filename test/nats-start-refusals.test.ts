@@ -12,6 +12,7 @@ import { lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
 import { natsWorldPerTest } from './support/nats.js'
 import { serving } from './support/workers.js'
+import { runCall } from './support/run-call.js'
 
 const startMock = mockLlmPerTest()
 const natsWorld = natsWorldPerTest()
@@ -59,7 +60,7 @@ const setUp = async () => {
   const held = lastJson<{ runId: string; status: string }>(await runCli(['run', task, '--json', '--db', db]))
   expect(held.status).toBe('awaiting_approval')
   const store = await openStore(db)
-  const parentRow = await getRun(store.db, held.runId)
+  const parentRow = await runCall(getRun(store.db, held.runId))
   await store.close()
   const parent: TaskContract = parentRow!.contract
   const world = natsWorld()
@@ -84,7 +85,7 @@ const setUp = async () => {
   const rowOf = async (runId: string) => {
     const s = await openStore(db)
     try {
-      return await getRun(s.db, runId)
+      return await runCall(getRun(s.db, runId))
     } finally {
       await s.close()
     }
@@ -177,7 +178,7 @@ describe('child-run requests published straight on the start subject', () => {
     // What a parent does before it hands a child to the bus: the child's row, in the shared store.
     const contract = Either.getOrThrow(childContract(parent, parentId, JSON.stringify({ goal: 'Write part A', workspace: 'stored-ws' }), 1))
     const store = await openStore(db)
-    await insertRun(store.db, childRunRow('stored-child', parentId, contract, new Date().toISOString()))
+    await runCall(insertRun(store.db, childRunRow('stored-child', parentId, contract, new Date().toISOString())))
     await store.close()
     // The request names that child but carries a wider contract of its own.
     const replaced = {
@@ -193,7 +194,7 @@ describe('child-run requests published straight on the start subject', () => {
 
     const after = await openStore(db)
     try {
-      const row = await getRun(after.db, 'stored-child')
+      const row = await runCall(getRun(after.db, 'stored-child'))
       expect({ status: row?.status, goal: row?.goal, contract: row?.contract }).toEqual({
         status: 'succeeded',
         goal: 'Write part A',

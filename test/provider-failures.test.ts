@@ -9,6 +9,7 @@ import { Deferred, Effect, Layer, TestClock } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
 import { tempDir } from './support/cli.js'
 import { mockLlmPerTest } from './support/mock-llm.js'
+import { runCall } from './support/run-call.js'
 
 const startMock = mockLlmPerTest()
 let mock: MockLlm | undefined
@@ -169,7 +170,7 @@ describe('provider failure handling over HTTP', () => {
     const runs = await openStore(path.join(dir, 'av.db'))
     try {
       const { listRuns } = await import('@agentvisor/store')
-      const third = (await listRuns(runs.db)).at(-1)!
+      const third = (await runCall(listRuns(runs.db))).at(-1)!
       const trace = (await Effect.runPromise(loadRunTrace(runs.db, third.id)))!
       expect(trace.receipts[0]!.attempts[0]).toMatchObject({ provider: 'primary', outcome: 'failed', message: 'circuit open' })
       expect(trace.transitions[0]).toMatchObject({ event: 'CIRCUIT_OPEN', to: 'fallingOver' })

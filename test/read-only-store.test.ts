@@ -3,14 +3,14 @@ import { spawnTethered } from '@agentvisor/cli'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import * as path from 'node:path'
-import BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
 import { insertRun, openStore } from '@agentvisor/store'
 import { afterAll, describe, expect, it } from 'vitest'
-import { MIGRATION_NAMES } from '../packages/store/src/migrations/names.js'
+import { asPreviousRelease } from './support/older-store.js'
 import { BIN, lastJson, runCli, tempDir, waitFor, writeTask } from './support/cli.js'
 import { freshDatabase } from './support/pg.js'
 import { admin } from '../packages/store/test/support/temp-store.js'
+import { runCall } from './support/run-call.js'
 
 // A read-only mount, as root sees one: chmod does not stop root, a `ro` bind mount does (EROFS).
 const mounts: string[] = []
@@ -120,16 +120,18 @@ describe('the read commands on a read-only store (docs/cli.md, "Read-only stores
     // A writer that stays open: its commit sits in the -wal file, not yet in the database file.
     const writer = await openStore(db)
     try {
-      await insertRun(writer.db, {
-        id: 'live-run',
-        parent_id: null,
-        status: 'running',
-        goal: 'still in the WAL',
-        contract_json: '{}',
-        state: 'dispatching',
-        created_at: '2026-12-01T00:00:00.000Z',
-        updated_at: '2026-12-01T00:00:00.000Z'
-      })
+      await runCall(
+        insertRun(writer.db, {
+          id: 'live-run',
+          parent_id: null,
+          status: 'running',
+          goal: 'still in the WAL',
+          contract_json: '{}',
+          state: 'dispatching',
+          created_at: '2026-12-01T00:00:00.000Z',
+          updated_at: '2026-12-01T00:00:00.000Z'
+        })
+      )
       expect(statSync(`${db}-wal`).size).toBeGreaterThan(0)
       expect(existsSync(`${db}-shm`)).toBe(true)
 
@@ -145,9 +147,7 @@ describe('the read commands on a read-only store (docs/cli.md, "Read-only stores
     const store = path.join(dir, 'store')
     const db = path.join(store, 'av.db')
     await runTask(dir, db, 'old run')
-    const raw = new BetterSqlite3(db)
-    raw.prepare('DELETE FROM kysely_migration WHERE name = ?').run(MIGRATION_NAMES.at(-1))
-    raw.close()
+    asPreviousRelease(db)
 
     const view = path.join(readOnlyView(store), 'av.db')
     for (const args of [

@@ -6,6 +6,7 @@ import { Agentvisor, type ToolResultRecord } from '@agentvisor/actors'
 import { listPolicyEvents, listSteps, openStore } from '@agentvisor/store'
 import { describe, expect, it } from 'vitest'
 import { tempDir } from './support/cli.js'
+import { runCall } from './support/run-call.js'
 
 const SWAPPER = fileURLToPath(new URL('../packages/core/test/support/symlink-swapper.mjs', import.meta.url))
 const OUTSIDE = 'OUTSIDE-SECRET-91'
@@ -46,7 +47,7 @@ const checkRun = async (db: string, runId: string, round: number, ws: string): P
   const inside = filesBelow(ws)
   const store = await openStore(db)
   try {
-    const rows = await listSteps(store.db, runId)
+    const rows = await runCall(listSteps(store.db, runId))
     const results = rows.slice(0, STEPS).flatMap((row): ReadonlyArray<ToolResultRecord> => row.results ?? [])
     expect(results).toHaveLength(STEPS * CALLS_PER_STEP)
     let refused = 0
@@ -69,7 +70,7 @@ const checkRun = async (db: string, runId: string, round: number, ws: string): P
         expect(result.output).toMatch(/^(No such file: link\/secret\.txt|Cannot write link\/r\d+-s\d+-\d+\.txt: .+)$/)
       }
     }
-    const refusals = (await listPolicyEvents(store.db, runId)).filter((event) => event.kind === 'refusal')
+    const refusals = (await runCall(listPolicyEvents(store.db, runId))).filter((event) => event.kind === 'refusal')
     expect(refusals).toHaveLength(refused)
     for (const event of refusals) expect(`${event.rule}/${event.layer}`).toBe('workspace/sandbox')
     return refused

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { onTestFinished } from 'vitest'
-import { admin, createDatabase, databaseUrl, migratedTemplate } from '../../packages/store/test/support/temp-store.js'
+import { admin, createDatabase, databaseUrl, migrateByChain, migratedTemplate } from '../../packages/store/test/support/temp-store.js'
 
 /**
  * Fresh PostgreSQL databases for CLI and process tests, on the test run's server
@@ -18,11 +18,15 @@ export interface TestDatabase {
 
 /**
  * A fresh database for this test, dropped when it finishes. `migrated: false` gives an empty one
- * (no tables): whichever agentvisor process opens it first creates the schema.
+ * (no tables): whichever agentvisor process opens it first creates the schema. `byChain`: the
+ * schema made by the whole chain of migrations, as a store of the releases before the baselines
+ * was (docs/deploy.md, "Migrations"), for a test that walks the chain back.
  */
-export const freshDatabase = async (options: { readonly migrated?: boolean } = {}): Promise<TestDatabase> => {
-  const name = await createDatabase(options.migrated === false ? 'template1' : await migratedTemplate())
+export const freshDatabase = async (options: { readonly migrated?: boolean; readonly byChain?: boolean } = {}): Promise<TestDatabase> => {
+  const byChain = options.byChain ?? false
+  const name = await createDatabase(options.migrated === false || byChain ? 'template1' : await migratedTemplate())
   const url = databaseUrl(name)
+  if (byChain) await migrateByChain(url)
   const pool = new pg.Pool({ connectionString: url, max: 2 })
   // A connection the drop below terminates must not surface as an uncaught error.
   pool.on('error', () => undefined)

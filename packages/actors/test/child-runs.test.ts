@@ -9,6 +9,7 @@ import { Agentvisor } from '../src/api/agentvisor.js'
 import { makeInProcessBus } from '../src/bus/in-process-bus.js'
 import { childRunId, childRunRow } from '../src/protocol/child-contract.js'
 import { makeChildRuns } from '../src/driver/child-runs.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 /** The store as the wait sees it, its first `failures` queries refused the way a busy SQLite refuses. */
 const flaky = (db: Kysely<Database>, failures: number): { db: Kysely<Database>; refused: () => number } => {
@@ -36,14 +37,16 @@ describe('waiting for child runs', () => {
     onTestFinished(() => store.close())
     const contract = Agentvisor.contract({ goal: 'Split the work', workspace: dir, providers: [{ name: 'p', kind: 'scripted', steps: [] }] })
     const at = new Date().toISOString()
-    await insertRun(store.db, childRunRow('parent', null, contract, at))
+    await runCall(insertRun(store.db, childRunRow('parent', null, contract, at)))
     // The child the step's spawn_child made (its id derives from the call), ended already.
-    await insertRun(store.db, {
-      ...childRunRow(childRunId('parent', 1, 0), 'parent', contract, at),
-      status: 'succeeded',
-      state: 'finished.succeeded',
-      ended_at: at
-    })
+    await runCall(
+      insertRun(store.db, {
+        ...childRunRow(childRunId('parent', 1, 0), 'parent', contract, at),
+        status: 'succeeded',
+        state: 'finished.succeeded',
+        ended_at: at
+      })
+    )
     const { db, refused } = flaky(store.db, 2)
     const lines: string[] = []
     const children = makeChildRuns({

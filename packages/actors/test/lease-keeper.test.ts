@@ -1,6 +1,6 @@
 import { Deferred, Effect, Exit, Scope } from 'effect'
 import { describe, expect, it } from 'vitest'
-import type { LeaseState } from '@agentvisor/store'
+import { type LeaseState, storeCall } from '@agentvisor/store'
 import { type LeaseQueries, makeLeaseKeeper } from '../src/supervisor/lease-keeper.js'
 
 const policy = { ttlMs: 60_000, pollMs: 5 }
@@ -9,12 +9,13 @@ const policy = { ttlMs: 60_000, pollMs: 5 }
 const flakyQueries = (failures: number, answer: LeaseState): LeaseQueries & { polls: () => number } => {
   let polls = 0
   return {
-    renew: async () => 1,
-    states: async () => {
-      polls += 1
-      if (polls <= failures) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
-      return [answer]
-    },
+    renew: () => Effect.succeed(1),
+    states: () =>
+      storeCall('read the leases', () => {
+        polls += 1
+        if (polls <= failures) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
+        return [answer]
+      }),
     polls: () => polls
   }
 }

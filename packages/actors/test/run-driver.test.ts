@@ -6,7 +6,7 @@ import { Effect, Either, TestContext } from 'effect'
 import { createActor } from 'xstate'
 import { DEFAULT_RETRY_POLICY, openWorkspace, parseTaskContract, type TaskContract } from '@agentvisor/core'
 import { makeScriptedProvider, type ScriptedStep } from '@agentvisor/core/testing'
-import { LeaseLostError, makeRunWriter, openStore, type RunWriter, type Store } from '@agentvisor/store'
+import { fencedCall, LeaseLostError, makeRunWriter, openStore, type RunWriter, type Store } from '@agentvisor/store'
 import { DEFAULT_CIRCUIT_BREAKER, makeCircuitBreakers } from '../src/driver/circuit-breaker.js'
 import { makeTreeBudgets } from '../src/driver/budget.js'
 import { UsageTally } from '@agentvisor/core'
@@ -17,6 +17,7 @@ import { ENTRY_WORK, type EntryWorkTable } from '../src/driver/entry-work.js'
 import { later } from '../src/driver/now.js'
 import { loadRunPolicy } from '../src/approval/run-policy.js'
 import { runMachine } from '../src/machine/run-machine.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const stores: Store[] = []
 afterEach(async () => {
@@ -89,7 +90,7 @@ const driveRun = async (
   const runId = 'run-1'
   const at = new Date().toISOString()
   // The row of a new run, as the supervisor writes it (no parent: a root run).
-  const leaseToken = await writer.createRun(childRunRow(runId, null, contract, at), { owner: 'test', expiresAt: Date.now() + 60_000 })
+  const leaseToken = await runCall(writer.createRun(childRunRow(runId, null, contract, at), { owner: 'test', expiresAt: Date.now() + 60_000 }))
   const policy = await Effect.runPromise(loadRunPolicy(store.db, contract))
   if (Either.isLeft(policy)) throw new Error(policy.left)
   const actor = createActor(runMachine, {
@@ -249,7 +250,7 @@ describe('the run driver', () => {
     const steps = (): ReadonlyArray<ScriptedStep> => [{ toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }] }, { text: 'done' }]
     const deferred = (writer: RunWriter): RunWriter => ({
       ...writer,
-      commit: (commit, options) => Promise.resolve().then(() => writer.commit(commit, options))
+      commit: (commit, options) => fencedCall('commit', () => Promise.resolve().then(() => runCall(writer.commit(commit, options))))
     })
     const later = await driveRun(steps(), ENTRY_WORK, deferred)
     const now = await driveRun(steps())
@@ -261,7 +262,7 @@ describe('the run driver', () => {
     const refusing = (writer: RunWriter): RunWriter => ({
       ...writer,
       commit: (commit, options) =>
-        ++commits === 2 ? Promise.reject(new LeaseLostError({ runId: commit.runId })) : Promise.resolve(writer.commit(commit, options))
+        fencedCall('commit', () => (++commits === 2 ? Promise.reject(new LeaseLostError({ runId: commit.runId })) : runCall(writer.commit(commit, options))))
     })
     const refused = await driveRun(steps(), ENTRY_WORK, refusing)
     expect(refused.failure).toBeInstanceOf(LeaseLostError)

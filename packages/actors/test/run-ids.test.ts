@@ -4,6 +4,7 @@ import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Agentvisor } from '@agentvisor/actors'
 import { getRun, listRuns, openStore } from '@agentvisor/store'
+import { runCall } from '../../../test/support/run-call.js'
 
 const dirs: string[] = []
 afterEach(() => {
@@ -34,7 +35,7 @@ describe('the ids agentvisor makes for runs', () => {
         ]
       })
       expect(run.status).toBe('succeeded')
-      const runs = await listRuns(store.db, {})
+      const runs = await runCall(listRuns(store.db, {}))
       const child = runs.find((r) => r.parent_id === run.runId)
       expect(child).toBeDefined()
       const fork = await av.fork(run.runId, { atSeq: 1 })
@@ -44,7 +45,7 @@ describe('the ids agentvisor makes for runs', () => {
       expect(child!.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
       for (const id of [run.runId, fork.runId]) {
         expect(id).toMatch(V7)
-        const row = await getRun(store.db, id)
+        const row = await runCall(getRun(store.db, id))
         // Made at the moment its row was created (the fork's row: when it was forked).
         expect(Math.abs(timeOf(id) - Date.parse(row!.created_at))).toBeLessThan(1_000)
       }

@@ -4,6 +4,7 @@ import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Agentvisor } from '@agentvisor/actors'
 import { getRun, listTransitions, openStore } from '@agentvisor/store'
+import { runCall } from '../../../test/support/run-call.js'
 
 const dirs: string[] = []
 afterEach(() => {
@@ -41,16 +42,16 @@ describe("a run's row", () => {
       })
       // The journal's last transition enters the ninth dispatch; the row catches up with it.
       const row = await eventually(async () => {
-        const run = await getRun(store.db, started.runId)
+        const run = await runCall(getRun(store.db, started.runId))
         return run?.state === 'dispatching' && run.steps === 8 ? run : undefined
       })
-      const transitions = await listTransitions(store.db, started.runId)
+      const transitions = await runCall(listTransitions(store.db, started.runId))
       expect(transitions.at(-1)).toMatchObject({ to_state: 'dispatching', at: row.updated_at })
       expect(row.status).toBe('running')
       await started.cancel()
       expect((await started.result).status).toBe('cancelled')
-      const ended = await getRun(store.db, started.runId)
-      const last = (await listTransitions(store.db, started.runId)).at(-1)!
+      const ended = await runCall(getRun(store.db, started.runId))
+      const last = (await runCall(listTransitions(store.db, started.runId))).at(-1)!
       expect(ended).toMatchObject({ status: 'cancelled', state: 'finished.cancelled', steps: 8, updated_at: last.at })
     } finally {
       await store.close()

@@ -15,6 +15,7 @@ import {
   persistRunSnapshot,
   STORED_CONTEXT_FIELDS
 } from '../src/machine/run-snapshot.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const dirs: string[] = []
 const tempDir = () => {
@@ -74,9 +75,9 @@ describe('time travel over the compact journal (docs/durability.md, "The journal
     expect(result).toMatchObject({ status: 'succeeded', steps: 2 })
 
     const { snapshots, entries, transitions } = await withStore(dir, async (store) => ({
-      snapshots: await loadRunSnapshots(store.db, result.runId),
-      entries: await listJournalEntries(store.db, result.runId),
-      transitions: await listTransitions(store.db, result.runId)
+      snapshots: await runCall(loadRunSnapshots(store.db, result.runId)),
+      entries: await runCall(listJournalEntries(store.db, result.runId)),
+      transitions: await runCall(listTransitions(store.db, result.runId))
     }))
     expect(transitions.map((t) => t.to_state)).toEqual([
       'retrying',
@@ -114,14 +115,14 @@ describe('time travel over the compact journal (docs/durability.md, "The journal
     av = undefined
     // What a newer agentvisor would have written.
     const before = await withStore(dir, async (store) => {
-      const last = (await listJournalEntries(store.db, paused.runId)).at(-1)!
+      const last = (await runCall(listJournalEntries(store.db, paused.runId))).at(-1)!
       await store.db
         .updateTable('journal_entries')
         .set({ snapshot_json: '{"v":3,"snapshot":{"value":"awaitingApproval","context":{}}}' })
         .where('run_id', '=', paused.runId)
         .where('seq', '=', last.seq)
         .execute()
-      return listTransitions(store.db, paused.runId)
+      return runCall(listTransitions(store.db, paused.runId))
     })
 
     av = await Agentvisor.open({ db: path.join(dir, 'av.db') })
@@ -137,7 +138,7 @@ describe('time travel over the compact journal (docs/durability.md, "The journal
     av = undefined
     // Nothing was written: the run is where it was.
     await withStore(dir, async (store) => {
-      expect(await listTransitions(store.db, paused.runId)).toEqual(before)
+      expect(await runCall(listTransitions(store.db, paused.runId))).toEqual(before)
       expect((await store.db.selectFrom('runs').select('status').where('id', '=', paused.runId).executeTakeFirst())?.status).toBe('awaiting_approval')
     })
   })

@@ -29,6 +29,7 @@ import { childRunRow } from '../src/protocol/child-contract.js'
 import { loadRunPolicy } from '../src/approval/run-policy.js'
 import { runMachine } from '../src/machine/run-machine.js'
 import { decodeRunSnapshot } from '../src/machine/run-snapshot.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const stores: Store[] = []
 /** The machine input every driver of these runs starts from (and a stored snapshot is read with). */
@@ -77,14 +78,16 @@ const openRun = async () => {
   if (Either.isLeft(parsed)) throw parsed.left
   const contract: TaskContract = parsed.right
   const runId = 'run-1'
-  const leaseToken = await writer.createRun(childRunRow(runId, null, contract, new Date().toISOString()), { owner: 'test', expiresAt: Date.now() + 60_000 })
+  const leaseToken = await runCall(
+    writer.createRun(childRunRow(runId, null, contract, new Date().toISOString()), { owner: 'test', expiresAt: Date.now() + 60_000 })
+  )
   const sqlite = store.sqlite!
   return {
     dir,
     runId,
     /** One driver of the run from where the store has it (a new run, or a resume after a crash). */
     driver: async (writerOf: RunWriter, steps: ReadonlyArray<ScriptedStep>, tools: ToolCatalogue) => {
-      const loaded = (await writerOf.loadRun(runId))!
+      const loaded = (await runCall(writerOf.loadRun(runId)))!
       const snapshot = loaded.last === undefined ? undefined : (Either.getOrThrow(decodeRunSnapshot(loaded.last.snapshot_json, MACHINE_INPUT)) as never)
       const records = loaded.steps.map(
         (row): StepRecord => ({

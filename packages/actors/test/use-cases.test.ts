@@ -5,6 +5,7 @@ import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Agentvisor } from '@agentvisor/actors'
 import { getRun, insertApproval, listApprovals, listPolicyEvents, listRememberedRules, openStore, type Store } from '@agentvisor/store'
+import { runCall } from '../../../test/support/run-call.js'
 
 const dirs: string[] = []
 const tempDir = () => {
@@ -68,13 +69,13 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
       runStatus: 'awaiting_approval',
       pending: 0
     })
-    expect(await listApprovals(store.db, paused.runId)).toEqual([
+    expect(await runCall(listApprovals(store.db, paused.runId))).toEqual([
       expect.objectContaining({ id: pending[0]!.id, status: 'approved', source: 'api', remember: 1 })
     ])
-    expect(await listPolicyEvents(store.db, paused.runId)).toEqual([
+    expect(await runCall(listPolicyEvents(store.db, paused.runId))).toEqual([
       expect.objectContaining({ kind: 'decision', decision: 'approved', source: 'api', request_id: pending[0]!.id, act: 'write', target: 'out.txt' })
     ])
-    expect(await listRememberedRules(store.db, path.join(dir, 'ws'))).toEqual([
+    expect(await runCall(listRememberedRules(store.db, path.join(dir, 'ws')))).toEqual([
       expect.objectContaining({ act: 'write', pattern: 'out.txt', decision: 'allow' })
     ])
     expect(await av.pending(paused.runId)).toEqual([])
@@ -94,10 +95,10 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
       _tag: 'RequestNotFoundError',
       message: `run ${paused.runId} has no request r-404`
     })
-    expect((await listApprovals(store.db, paused.runId)).map((r) => r.status)).toEqual(['pending'])
+    expect((await runCall(listApprovals(store.db, paused.runId))).map((r) => r.status)).toEqual(['pending'])
 
     await av.approve(paused.runId, { decision: 'deny' })
-    expect(await listApprovals(store.db, paused.runId)).toEqual([expect.objectContaining({ status: 'denied', source: 'api', remember: 0 })])
+    expect(await runCall(listApprovals(store.db, paused.runId))).toEqual([expect.objectContaining({ status: 'denied', source: 'api', remember: 0 })])
     await expect(av.approve(paused.runId, { requestId: request!.id, decision: 'approve' })).rejects.toMatchObject({
       _tag: 'RequestDecidedError',
       message: `request ${request!.id} was already denied`
@@ -106,7 +107,7 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
       _tag: 'NothingPendingError',
       message: `run ${paused.runId} has no pending approval requests`
     })
-    expect(await listPolicyEvents(store.db, paused.runId)).toHaveLength(1)
+    expect(await runCall(listPolicyEvents(store.db, paused.runId))).toHaveLength(1)
   })
 
   it('refuses an edit that crosses a deny and keeps the request pending; an allowed edit is stored as the call to perform', async () => {
@@ -116,10 +117,10 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
       _tag: 'EditRefusedError',
       message: 'the edited action is refused: write secrets/x.txt refused by rule "secrets/**" in layer "base"'
     })
-    expect((await listApprovals(store.db, paused.runId)).map((r) => r.status)).toEqual(['pending'])
+    expect((await runCall(listApprovals(store.db, paused.runId))).map((r) => r.status)).toEqual(['pending'])
 
     await av.approve(paused.runId, { decision: 'approve', edit: { path: 'out.txt', content: 'DONE edited' } })
-    const [row] = await listApprovals(store.db, paused.runId)
+    const [row] = await runCall(listApprovals(store.db, paused.runId))
     expect(row).toMatchObject({ status: 'approved', source: 'api' })
     expect(row!.edited_payload).toEqual({ name: 'write_file', arguments: JSON.stringify({ path: 'out.txt', content: 'DONE edited' }) })
     expect((await (await av.resume(paused.runId)).result).status).toBe('succeeded')
@@ -132,19 +133,21 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
     const [approval] = await av.pending(paused.runId)
     await av.approve(paused.runId, { decision: 'deny' })
     // An exec interrupted after it started, as a resumed driver records it (docs/durability.md).
-    await insertApproval(store.db, {
-      id: 'recovery-1',
-      run_id: paused.runId,
-      step: 1,
-      tool_call_id: 'call-9',
-      kind: 'recovery',
-      act: 'exec',
-      target: 'make deploy',
-      payload_json: JSON.stringify({ name: 'exec', arguments: JSON.stringify({ command: 'make deploy' }) }),
-      rule: 'interrupted',
-      layer: 'recovery',
-      created_at: new Date().toISOString()
-    })
+    await runCall(
+      insertApproval(store.db, {
+        id: 'recovery-1',
+        run_id: paused.runId,
+        step: 1,
+        tool_call_id: 'call-9',
+        kind: 'recovery',
+        act: 'exec',
+        target: 'make deploy',
+        payload_json: JSON.stringify({ name: 'exec', arguments: JSON.stringify({ command: 'make deploy' }) }),
+        rule: 'interrupted',
+        layer: 'recovery',
+        created_at: new Date().toISOString()
+      })
+    )
     expect(await av.pending(paused.runId)).toEqual([
       {
         id: 'recovery-1',
@@ -169,13 +172,13 @@ describe('Agentvisor.pending and Agentvisor.approve', () => {
 
     const outcome = await av.approve(paused.runId, { decision: 'completed', account: 'it deployed once' })
     expect(outcome.decided).toEqual([{ id: 'recovery-1', kind: 'recovery', act: 'exec', target: 'make deploy', status: 'completed' }])
-    expect((await listApprovals(store.db, paused.runId)).find((r) => r.id === 'recovery-1')).toMatchObject({
+    expect((await runCall(listApprovals(store.db, paused.runId))).find((r) => r.id === 'recovery-1')).toMatchObject({
       status: 'approved',
       source: 'api',
       resolution: 'completed',
       account: 'it deployed once'
     })
-    expect(await listPolicyEvents(store.db, paused.runId)).toContainEqual(
+    expect(await runCall(listPolicyEvents(store.db, paused.runId))).toContainEqual(
       expect.objectContaining({ kind: 'decision', decision: 'completed', source: 'api', request_id: 'recovery-1' })
     )
     await expect(av.approve(paused.runId, { decision: 'abort' })).rejects.toMatchObject({ _tag: 'NothingPendingError' })
@@ -187,7 +190,7 @@ describe('Agentvisor.cancel', () => {
     const { dir, av, store } = await setup()
     const paused = await av.run(pausingTask(dir, 'ws'))
     expect(await av.cancel(paused.runId)).toEqual({ runId: paused.runId, status: 'cancelled', alreadyEnded: false })
-    const row = await getRun(store.db, paused.runId)
+    const row = await runCall(getRun(store.db, paused.runId))
     expect(row).toMatchObject({ status: 'cancelled', cancel_requested_at: expect.any(String), lease_owner: null })
     expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
     expect(await av.cancel(paused.runId)).toEqual({ runId: paused.runId, status: 'cancelled', alreadyEnded: true })
@@ -204,7 +207,7 @@ describe('Agentvisor.cancel', () => {
     })
     expect(await av.cancel(started.runId)).toEqual({ runId: started.runId, status: 'cancelled', alreadyEnded: false })
     expect(await started.result).toMatchObject({ runId: started.runId, status: 'cancelled' })
-    expect((await getRun(store.db, started.runId))?.status).toBe('cancelled')
+    expect((await runCall(getRun(store.db, started.runId)))?.status).toBe('cancelled')
     expect(existsSync(path.join(dir, 'ws', 'out.txt'))).toBe(false)
   })
 
@@ -218,7 +221,7 @@ describe('Agentvisor.cancel', () => {
       .where('id', '=', paused.runId)
       .execute()
     await expect(av.cancel(paused.runId, { waitMs: 300 })).rejects.toMatchObject({ _tag: 'CancelTimeoutError', runId: paused.runId })
-    expect(await getRun(store.db, paused.runId)).toMatchObject({
+    expect(await runCall(getRun(store.db, paused.runId))).toMatchObject({
       status: 'running',
       cancel_requested_at: expect.any(String),
       lease_owner: 'elsewhere/1/abcd/ffff'

@@ -23,6 +23,33 @@ export * from './tools/workspace.js'
 export { makeRootHandle, type RootHandle, withRootHandle } from './tools/root-handle.js'
 export * from './tools/exec.js'
 export * from './tools/tools.js'
+export type { ToolOutcome } from './tools/tool-outcome.js'
+export { commandEnv, contractSecretNames, runCommandSettings, type CommandSettings } from './tools/command-env.js'
+export { findBwrap, sandboxUnavailable } from './tools/sandbox.js'
+export {
+  ToolEffect,
+  type ToolSource,
+  type ToolAct,
+  type ToolArguments,
+  type ToolContext,
+  type CallableTool,
+  type ChildRunTool,
+  type ToolDefinition,
+  toolActOf,
+  RunToolContext
+} from './tools/tool-definition.js'
+export {
+  BUILTIN_TOOLS,
+  builtinCatalogue,
+  makeToolCatalogue,
+  runToolCall,
+  runToolCallNow,
+  type ToolCallRequest,
+  type ToolCatalogue
+} from './tools/tool-catalogue.js'
+export { agentCatalogue, type AgentTools, DEFAULT_AGENT_TOOLS } from './tools/agent-catalogue.js'
+export { FINAL_ANSWER, FINAL_ANSWER_ACCEPTED, finalAnswerTool } from './tools/final-answer.js'
+export { execDefinition, listDirDefinition, readFileDefinition, spawnChildDefinition, writeFileDefinition } from './tools/builtin-tools.js'
 export { decodeArgumentsObject, TOO_DEEP_ARGUMENTS } from './tools/tool-arguments.js'
 export * from './verify/verify.js'
 export * from './usage/usage.js'

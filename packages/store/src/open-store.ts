@@ -2,12 +2,12 @@ import { accessSync, constants, existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
-import { Kysely, Migrator, PostgresDialect } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import type { Pool } from 'pg'
 import type { Database } from './database.js'
 import type { StoreDialect } from './dialect.js'
 import { StoreError } from './errors.js'
-import { migrationProvider } from './migrations/index.js'
+import { storeMigrationProvider } from './migrations/index.js'
 import { createPostgresPool } from './postgres/postgres-pool.js'
 import { isPostgresUrl, redactPassword } from './postgres/postgres-location.js'
 import { isCurrentSchema, isKnownMigration } from './migrations/names.js'
@@ -45,7 +45,9 @@ export interface Store {
 }
 
 /**
- * Opens the store at `location` and applies every pending migration, all or nothing.
+ * Opens the store at `location` and applies every pending migration, all or nothing: a new store
+ * its dialect's baseline, a store made before the baselines the rest of the chain, then either the
+ * migrations added since (migrations/index.ts `storeMigrationProvider`; docs/deploy.md, "Migrations").
  *
  * - A `postgres://` or `postgresql://` URL opens a connection pool to that PostgreSQL database.
  * - Anything else is a SQLite file, created with its folder if need be and switched to WAL, or
@@ -56,7 +58,7 @@ export interface Store {
  *
  * @example
  * const store = await openStore(resolveDbPath(flags.db))
- * try { await listRuns(store.db, { status: 'running' }) } finally { await store.close() }
+ * try { await Effect.runPromise(listRuns(store.db, { status: 'running' })) } finally { await store.close() }
  */
 export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (isPostgresUrl(location)) return openPostgresStore(location)
@@ -108,7 +110,7 @@ async function openReadOnlySqliteStore(file: string, writableFallback: boolean):
     if (writable) return undefined // not a store yet, or not one: the writable open reports it
     throw new StoreError({ message: `Cannot open the store ${file}: ${messageOf(cause)}`, cause })
   }
-  if (!isCurrentSchema(applied)) {
+  if (!isCurrentSchema(applied, 'sqlite')) {
     sqlite.close()
     if (writable) return undefined
     const newer = applied.some((name) => !isKnownMigration(name))
@@ -167,7 +169,7 @@ async function openSqliteStore(file: string): Promise<Store> {
     await configure(sqlite)
     // Any failure of the quick look (no table yet, not a database at all) is left to the full
     // migration, which reports it properly.
-    if (!(await isUpToDate(db).catch(() => false))) await migrateSqlite(db, sqlite, resolved)
+    if (!(await isUpToDate(db, 'sqlite').catch(() => false))) await migrateSqlite(db, sqlite, resolved)
   } catch (cause) {
     await db.destroy()
     sqlite.close() // Kysely closes only a database it has initialised; this covers a failed pragma.
@@ -190,7 +192,7 @@ async function openPostgresStore(url: string): Promise<Store> {
   try {
     pool = await createPostgresPool(url)
     db = new Kysely<Database>({ dialect: withTextCodec(new PostgresDialect({ pool })) })
-    if (!(await isUpToDate(db).catch(rethrowUnlessUndefinedTable))) await migratePostgres(db, location)
+    if (!(await isUpToDate(db, 'postgres').catch(rethrowUnlessUndefinedTable))) await migratePostgres(db, location)
   } catch (cause) {
     await db?.destroy().catch(() => undefined)
     if (cause instanceof StoreError) throw cause
@@ -227,9 +229,12 @@ const closeOnce = (db: Kysely<Database>): (() => Promise<void>) => {
  * store, a pending migration, a newer version's migration, which the migrator then refuses) goes
  * the long way.
  */
-async function isUpToDate(db: Kysely<Database>): Promise<boolean> {
+async function isUpToDate(db: Kysely<Database>, dialect: StoreDialect): Promise<boolean> {
   const rows = await (db as unknown as Kysely<{ kysely_migration: { name: string } }>).selectFrom('kysely_migration').select('name').execute()
-  return isCurrentSchema(rows.map((row) => row.name))
+  return isCurrentSchema(
+    rows.map((row) => row.name),
+    dialect
+  )
 }
 
 /** A fresh PostgreSQL database has no `kysely_migration` yet (42P01); anything else is real. */
@@ -279,7 +284,12 @@ async function intoWal(sqlite: BetterSqlite3.Database): Promise<void> {
  * transaction open across real I/O.
  */
 async function migrateSqlite(db: Kysely<Database>, sqlite: BetterSqlite3.Database, file: string): Promise<void> {
-  const migrator = new Migrator({ db, provider: migrationProvider, disableTransactions: true })
+  // The migrator holds Kysely's one connection while it asks its provider (after creating its
+  // table): the count goes straight to SQLite.
+  const provider = storeMigrationProvider('sqlite', async (names) =>
+    Number(sqlite.prepare('select count(*) from kysely_migration where name in (select value from json_each(?))').pluck().get(JSON.stringify(names)))
+  )
+  const migrator = new Migrator({ db, provider, disableTransactions: true })
   sqlite.exec('begin immediate')
   let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>
   // better-sqlite3 opens in SQLite's defensive mode, which forbids `writable_schema`: one migration
@@ -310,7 +320,11 @@ async function migrateSqlite(db: Kysely<Database>, sqlite: BetterSqlite3.Databas
  * the migrator tolerates losing that race.)
  */
 async function migratePostgres(db: Kysely<Database>, location: string): Promise<void> {
-  const outcome = await new Migrator({ db, provider: migrationProvider }).migrateToLatest()
+  const provider = storeMigrationProvider('postgres', async (names) => {
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from kysely_migration where name in (${sql.join(names)})`.execute(db)
+    return Number(rows[0]?.n)
+  })
+  const outcome = await new Migrator({ db, provider }).migrateToLatest()
   if (outcome.error !== undefined) throw migrationError(outcome, location)
 }
 

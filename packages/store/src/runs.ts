@@ -3,7 +3,8 @@
 // here loads Kysely or Effect at run time: a current SQLite store is read with better-sqlite3.
 export type { Executor } from './executor.js'
 export { isFinalStatus, RunStatus, type RunListRow } from './tables/runs.table.js'
-export { listRuns, RUN_LIST_COLUMNS, type ListRunsOptions } from './repositories/run-list.repository.js'
+// `listRuns` as a promise: the store's `listRuns` (the index's) is an Effect, which this entry must not load.
+export { listRunsAsync, RUN_LIST_COLUMNS, type ListRunsOptions } from './repositories/run-list.repository.js'
 export { recordedUsage, toRunRecord, type RecordedUsage, type RunRecord } from './records/run-record.js'
 export { isInterrupted } from './repositories/lease-owner.js'
 export { openCurrentSqlite } from './sqlite/sqlite-reader.js'

@@ -10,6 +10,7 @@ import {
   type TransitionCommit
 } from '@agentvisor/store'
 import { attempt, journalTransition, run, step, tempStore } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 // A differential test of the store's commit thread (docs/durability.md, "Group commit"): the same
 // random sequence of runs' creations, commits, fenced writes, lease thefts and releases goes
@@ -188,23 +189,23 @@ const play = async (store: Store, writer: RunWriter, calls: ReadonlyArray<Call>,
   for (const call of calls) {
     switch (call.kind) {
       case 'create':
-        outcomes.push(await outcomeOf(() => writer.createRun(run({ id: call.runId, goal: ODD }), { owner: 'me', expiresAt: 5000 })))
+        outcomes.push(await outcomeOf(() => runCall(writer.createRun(run({ id: call.runId, goal: ODD }), { owner: 'me', expiresAt: 5000 }))))
         break
       case 'commits':
-        if (together) outcomes.push(...(await Promise.all(call.commits.map((commit) => outcomeOf(() => writer.commit(commit, { batch: true }))))))
-        else for (const commit of call.commits) outcomes.push(await outcomeOf(() => writer.commit(commit)))
+        if (together) outcomes.push(...(await Promise.all(call.commits.map((commit) => outcomeOf(() => runCall(writer.commit(commit, { batch: true })))))))
+        else for (const commit of call.commits) outcomes.push(await outcomeOf(() => runCall(writer.commit(commit))))
         break
       case 'write':
-        outcomes.push(await outcomeOf(() => writer.write(call.runId, 1, call.writes)))
+        outcomes.push(await outcomeOf(() => runCall(writer.write(call.runId, 1, call.writes))))
         break
       case 'settle':
-        outcomes.push(await outcomeOf(() => writer.settlePending(call.runId, 1, 'cancelled', 'z')))
+        outcomes.push(await outcomeOf(() => runCall(writer.settlePending(call.runId, 1, 'cancelled', 'z'))))
         break
       case 'steal':
-        await acquireLease(store.db, { runId: call.runId, owner: 'thief', now: 9000, ttlMs: 500, isAbandoned: () => false })
+        await runCall(acquireLease(store.db, { runId: call.runId, owner: 'thief', now: 9000, ttlMs: 500, isAbandoned: () => false }))
         break
       case 'release':
-        outcomes.push(await outcomeOf(() => writer.releaseLease(call.runId, 1, call.usageJson)))
+        outcomes.push(await outcomeOf(() => runCall(writer.releaseLease(call.runId, 1, call.usageJson))))
         break
     }
   }
@@ -255,7 +256,7 @@ describe('the SQLite commit thread against the plain Kysely writer', () => {
     const threadedWriter = sqliteRunWriter(threaded.db, threaded.sqlite!)
     const before = dataVersion(threaded)
     const threadedOutcomes = await play(threaded, threadedWriter, calls, true)
-    await threadedWriter.close()
+    await runCall(threadedWriter.close())
     // The group commits were made by the thread, on its own connection.
     expect(dataVersion(threaded), `seed ${seed}`).not.toBe(before)
     // The plain Kysely writer, one transaction per call; and the prepared statements on the
@@ -265,7 +266,7 @@ describe('the SQLite commit thread against the plain Kysely writer', () => {
     const alone = await tempStore('sqlite')
     const aloneWriter = sqliteRunWriter(alone.db, alone.sqlite!)
     const aloneOutcomes = await play(alone, aloneWriter, calls, false)
-    await aloneWriter.close()
+    await runCall(aloneWriter.close())
     // The sequence exercised what it is for: lost leases and broken keys among the commits.
     expect(plainOutcomes, `seed ${seed}`).toContain('lost')
     expect(plainOutcomes, `seed ${seed}`).toContain('failed')

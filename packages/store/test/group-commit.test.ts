@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { NewRun, TransitionCommit } from '@agentvisor/store'
 import { type BatchCommitter, type GroupCommitLimits, groupCommits, type ThreadCommitter } from '../src/sqlite/group-commit.js'
 import type { GroupWrite } from '../src/run-writer/run-write.js'
-import type { CommitOutcome } from '../src/sqlite/sqlite-commits.js'
+import type { CommitOutcome } from '../src/sqlite/batch-commit.js'
 
 // The group commit's scheduling alone (group-commit.ts), over a fake committer: which writes go
 // in which batch, where each batch is committed, in what order, and which writes each outcome

@@ -25,6 +25,7 @@ import {
   updateRun
 } from '@agentvisor/store'
 import { CONTRACT, DIALECTS, run, step, tempStore, type TestDialect } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const CALL = { id: 'c1', name: 'write_file', arguments: '{"path":"out.txt","content":"DONE"}' }
 const RESULT = { toolCallId: 'c1', name: 'write_file', ok: true, output: 'wrote out.txt' }
@@ -51,14 +52,16 @@ const approval = (): NewApproval => ({
 /** A run with one of every JSON column filled in, as the driver writes them. */
 async function fullRun(store: Store): Promise<void> {
   const { db } = store
-  await insertRun(db, run())
-  await updateRun(db, 'run-1', { status: 'failed', error_json: JSON.stringify(ERROR), updated_at: '2026-11-29T12:00:03.000Z' })
-  await insertStep(db, step({ tool_calls_json: JSON.stringify([CALL]) }))
-  await setStepResults(db, 'run-1', 1, JSON.stringify([RESULT]))
-  await insertApproval(db, approval())
-  await decideApproval(db, 'ap-1', { status: 'approved', source: 'cli', remember: false, editedPayloadJson: JSON.stringify(EDITED), decidedAt: 't' })
-  await startToolEffect(db, { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'write_file', arguments: EDITED.arguments, started_at: 't' })
-  await completeToolEffect(db, 'run-1', 1, 0, JSON.stringify({ ok: true, output: 'wrote out.txt' }), 't')
+  await runCall(insertRun(db, run()))
+  await runCall(updateRun(db, 'run-1', { status: 'failed', error_json: JSON.stringify(ERROR), updated_at: '2026-11-29T12:00:03.000Z' }))
+  await runCall(insertStep(db, step({ tool_calls_json: JSON.stringify([CALL]) })))
+  await runCall(setStepResults(db, 'run-1', 1, JSON.stringify([RESULT])))
+  await runCall(insertApproval(db, approval()))
+  await runCall(decideApproval(db, 'ap-1', { status: 'approved', source: 'cli', remember: false, editedPayloadJson: JSON.stringify(EDITED), decidedAt: 't' }))
+  await runCall(
+    startToolEffect(db, { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'write_file', arguments: EDITED.arguments, started_at: 't' })
+  )
+  await runCall(completeToolEffect(db, 'run-1', 1, 0, JSON.stringify({ ok: true, output: 'wrote out.txt' }), 't'))
 }
 
 /** Overwrites one stored value with a raw UPDATE, as damage or a hand edit would. */
@@ -78,16 +81,16 @@ describe.each(DIALECTS)('JSON columns on %s (docs/durability.md, "Corrupt rows")
     const store = await tempStore(dialect)
     await fullRun(store)
     const { db } = store
-    const runRow = await getRunRow(db, 'run-1')
+    const runRow = await runCall(getRunRow(db, 'run-1'))
     expect(runRow).toMatchObject({ id: 'run-1', error: ERROR })
     expect(runRow).not.toHaveProperty('error_json')
-    expect(await getRun(db, 'run-1')).toMatchObject({ error: ERROR, contract: CONTRACT })
-    const [stepRow] = await listSteps(db, 'run-1')
+    expect(await runCall(getRun(db, 'run-1'))).toMatchObject({ error: ERROR, contract: CONTRACT })
+    const [stepRow] = await runCall(listSteps(db, 'run-1'))
     expect(stepRow).toMatchObject({ tool_calls: [CALL], results: [RESULT] })
     expect(Object.keys(stepRow!).filter((key) => key.endsWith('_json'))).toEqual([])
-    expect(await listApprovals(db, 'run-1')).toEqual([expect.objectContaining({ payload: PAYLOAD, edited_payload: EDITED })])
-    expect(await getApproval(db, 'ap-1')).toMatchObject({ payload: PAYLOAD, edited_payload: EDITED })
-    expect(await listToolEffects(db, 'run-1')).toEqual([expect.objectContaining({ result: { ok: true, output: 'wrote out.txt' } })])
+    expect(await runCall(listApprovals(db, 'run-1'))).toEqual([expect.objectContaining({ payload: PAYLOAD, edited_payload: EDITED })])
+    expect(await runCall(getApproval(db, 'ap-1'))).toMatchObject({ payload: PAYLOAD, edited_payload: EDITED })
+    expect(await runCall(listToolEffects(db, 'run-1'))).toEqual([expect.objectContaining({ result: { ok: true, output: 'wrote out.txt' } })])
   })
 
   it.each([
@@ -111,11 +114,11 @@ describe.each(DIALECTS)('JSON columns on %s (docs/durability.md, "Corrupt rows")
     await corrupt(store, table, column, text)
     const { db } = store
     const read = {
-      runs: () => getRunRow(db, 'run-1'),
-      run_contracts: () => getRun(db, 'run-1'),
-      steps: () => listSteps(db, 'run-1'),
-      approvals: () => listApprovals(db, 'run-1'),
-      tool_effects: () => listToolEffects(db, 'run-1')
+      runs: () => runCall(getRunRow(db, 'run-1')),
+      run_contracts: () => runCall(getRun(db, 'run-1')),
+      steps: () => runCall(listSteps(db, 'run-1')),
+      approvals: () => runCall(listApprovals(db, 'run-1')),
+      tool_effects: () => runCall(listToolEffects(db, 'run-1'))
     }[table]!
     const error = await read().then(
       () => undefined,
@@ -129,19 +132,19 @@ describe.each(DIALECTS)('JSON columns on %s (docs/durability.md, "Corrupt rows")
 
   it('report a corrupt error or contract from every read of a run, while the run list reads no JSON at all', async () => {
     const store = await tempStore(dialect)
-    await insertRun(store.db, run({ id: 'parent' }))
-    await insertRun(store.db, run())
-    await updateRun(store.db, 'run-1', { parent_id: 'parent', updated_at: 't' })
+    await runCall(insertRun(store.db, run({ id: 'parent' })))
+    await runCall(insertRun(store.db, run()))
+    await runCall(updateRun(store.db, 'run-1', { parent_id: 'parent', updated_at: 't' }))
     await corrupt(store, 'runs', 'error_json', '{"kind":"oops","message":"m"}')
     const error = corruptError(
       'runs.error_json',
       ': kind: Expected one of auth, request, transient, ceiling, budget, stalled, verification, timeout, cancelled, internal, actual "oops"'
     )
-    await expect(getRun(store.db, 'run-1')).rejects.toMatchObject(error)
-    await expect(getRunRow(store.db, 'run-1')).rejects.toMatchObject(error)
-    await expect(listChildren(store.db, 'parent')).rejects.toMatchObject(error)
-    await expect(updateRun(store.db, 'run-1', { updated_at: 'u' })).rejects.toMatchObject(error)
-    const listed = await listRuns(store.db)
+    await expect(runCall(getRun(store.db, 'run-1'))).rejects.toMatchObject(error)
+    await expect(runCall(getRunRow(store.db, 'run-1'))).rejects.toMatchObject(error)
+    await expect(runCall(listChildren(store.db, 'parent'))).rejects.toMatchObject(error)
+    await expect(runCall(updateRun(store.db, 'run-1', { updated_at: 'u' }))).rejects.toMatchObject(error)
+    const listed = await runCall(listRuns(store.db))
     expect(listed.map((r) => r.id)).toEqual(['parent', 'run-1'])
     expect(listed.flatMap((r) => Object.keys(r)).filter((key) => key.includes('error'))).toEqual([])
   })
@@ -169,12 +172,12 @@ describe.each(WRITERS)('the run writer reads (%s)', (name, dialect) => {
     const store = await tempStore(dialect)
     await fullRun(store)
     const writer = writerOf(name, store)
-    const loaded = await writer.loadRun('run-1')
+    const loaded = await runCall(writer.loadRun('run-1'))
     expect(loaded?.run).toMatchObject({ error: ERROR, contract: CONTRACT })
     expect(loaded?.steps).toMatchObject([{ tool_calls: [CALL], results: [RESULT] }])
-    expect(await writer.approvals('run-1', 1)).toMatchObject([{ payload: PAYLOAD, edited_payload: EDITED }])
-    expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ result: { ok: true, output: 'wrote out.txt' } }])
-    await writer.close()
+    expect(await runCall(writer.approvals('run-1', 1))).toMatchObject([{ payload: PAYLOAD, edited_payload: EDITED }])
+    expect(await runCall(writer.toolEffects('run-1', 1))).toMatchObject([{ result: { ok: true, output: 'wrote out.txt' } }])
+    await runCall(writer.close())
   })
 
   it('fails each read of a corrupt row with the StoreError naming its run and column', async () => {
@@ -184,13 +187,15 @@ describe.each(WRITERS)('the run writer reads (%s)', (name, dialect) => {
     await corrupt(store, 'run_contracts', 'contract_json', '{"goal":"g"}')
     await corrupt(store, 'approvals', 'payload_json', '[]')
     await corrupt(store, 'tool_effects', 'result_json', 'null')
-    expect(await settle(() => writer.loadRun('run-1'))).toEqual({ error: expect.objectContaining({ column: 'run_contracts.contract_json', runId: 'run-1' }) })
-    expect(await settle(() => writer.approvals('run-1', 1))).toEqual({
+    expect(await settle(() => runCall(writer.loadRun('run-1')))).toEqual({
+      error: expect.objectContaining({ column: 'run_contracts.contract_json', runId: 'run-1' })
+    })
+    expect(await settle(() => runCall(writer.approvals('run-1', 1)))).toEqual({
       error: expect.objectContaining(corruptError('approvals.payload_json', ' (step 1, request ap-1): Expected an object, got a list'))
     })
-    expect(await settle(() => writer.toolEffects('run-1', 1))).toEqual({
+    expect(await settle(() => runCall(writer.toolEffects('run-1', 1)))).toEqual({
       error: expect.objectContaining(corruptError('tool_effects.result_json', ' (step 1, call 0): Expected an object, got null'))
     })
-    await writer.close()
+    await runCall(writer.close())
   })
 })

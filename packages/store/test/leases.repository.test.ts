@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest'
 import {
   acquireLease,
   appendTransition,
-  checkFence,
   insertRun,
   isCancelRequested,
   LeaseLostError,
@@ -18,69 +17,72 @@ import {
   type Store
 } from '@agentvisor/store'
 import { DIALECTS, run, tempLocation, tempStore, transition } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
+// A statement of a transaction's body (the Kysely writer's), not a store call: not in the index.
+import { checkFence } from '../src/repositories/leases.repository.js'
 
 const never = () => false
 
 describe.each(DIALECTS)('run leases on %s', (dialect) => {
   it('lets one owner hold a run; a second live owner gets the holder back', async () => {
     const { db } = await tempStore(dialect)
-    await insertRun(db, run())
-    expect(await acquireLease(db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })).toEqual({ token: 1 })
-    expect(await acquireLease(db, { runId: 'run-1', owner: 'b', now: 1200, ttlMs: 500, isAbandoned: never })).toEqual({
+    await runCall(insertRun(db, run()))
+    expect(await runCall(acquireLease(db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never }))).toEqual({ token: 1 })
+    expect(await runCall(acquireLease(db, { runId: 'run-1', owner: 'b', now: 1200, ttlMs: 500, isAbandoned: never }))).toEqual({
       holder: { owner: 'a', expiresAt: 1500 }
     })
-    expect(await acquireLease(db, { runId: 'missing', owner: 'b', now: 1200, ttlMs: 500, isAbandoned: never })).toBeUndefined()
+    expect(await runCall(acquireLease(db, { runId: 'missing', owner: 'b', now: 1200, ttlMs: 500, isAbandoned: never }))).toBeUndefined()
   })
 
   it('hands an expired or abandoned lease over with a new fencing token, and fences the old driver out', async () => {
     const { db } = await tempStore(dialect)
-    await insertRun(db, run())
-    await acquireLease(db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })
-    expect(await acquireLease(db, { runId: 'run-1', owner: 'b', now: 1600, ttlMs: 500, isAbandoned: never })).toEqual({ token: 2 })
-    expect(await acquireLease(db, { runId: 'run-1', owner: 'c', now: 1700, ttlMs: 500, isAbandoned: (o) => o === 'b' })).toEqual({ token: 3 })
+    await runCall(insertRun(db, run()))
+    await runCall(acquireLease(db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never }))
+    expect(await runCall(acquireLease(db, { runId: 'run-1', owner: 'b', now: 1600, ttlMs: 500, isAbandoned: never }))).toEqual({ token: 2 })
+    expect(await runCall(acquireLease(db, { runId: 'run-1', owner: 'c', now: 1700, ttlMs: 500, isAbandoned: (o) => o === 'b' }))).toEqual({ token: 3 })
     await expect(checkFence(db, 'run-1', 2)).rejects.toBeInstanceOf(LeaseLostError)
-    expect(await renewLease(db, 'run-1', 2, 9999)).toBe(false)
+    expect(await runCall(renewLease(db, 'run-1', 2, 9999))).toBe(false)
     await expect(checkFence(db, 'run-1', 3)).resolves.toBeUndefined()
-    expect(await renewLease(db, 'run-1', 3, 9999)).toBe(true)
+    expect(await runCall(renewLease(db, 'run-1', 3, 9999))).toBe(true)
   })
 
   it('frees the lease on release only for the current token', async () => {
     const { db } = await tempStore(dialect)
-    await insertRun(db, run())
-    await acquireLease(db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })
-    await releaseLease(db, 'run-1', 7)
-    expect(await acquireLease(db, { runId: 'run-1', owner: 'b', now: 1100, ttlMs: 500, isAbandoned: never })).toMatchObject({ holder: { owner: 'a' } })
-    await releaseLease(db, 'run-1', 1)
-    expect(await acquireLease(db, { runId: 'run-1', owner: 'b', now: 1100, ttlMs: 500, isAbandoned: never })).toEqual({ token: 2 })
+    await runCall(insertRun(db, run()))
+    await runCall(acquireLease(db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never }))
+    await runCall(releaseLease(db, 'run-1', 7))
+    expect(await runCall(acquireLease(db, { runId: 'run-1', owner: 'b', now: 1100, ttlMs: 500, isAbandoned: never }))).toMatchObject({ holder: { owner: 'a' } })
+    await runCall(releaseLease(db, 'run-1', 1))
+    expect(await runCall(acquireLease(db, { runId: 'run-1', owner: 'b', now: 1100, ttlMs: 500, isAbandoned: never }))).toEqual({ token: 2 })
   })
 
   it('renews every lease of one owner at once and reads lease states by id', async () => {
     const { db } = await tempStore(dialect)
-    for (const id of ['r1', 'r2', 'r3']) await insertRun(db, run({ id }))
-    await acquireLease(db, { runId: 'r1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })
-    await acquireLease(db, { runId: 'r2', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })
-    await acquireLease(db, { runId: 'r3', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: never })
-    await requestCancel(db, 'r2', 't')
+    for (const id of ['r1', 'r2', 'r3']) await runCall(insertRun(db, run({ id })))
+    await runCall(acquireLease(db, { runId: 'r1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never }))
+    await runCall(acquireLease(db, { runId: 'r2', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never }))
+    await runCall(acquireLease(db, { runId: 'r3', owner: 'b', now: 1000, ttlMs: 500, isAbandoned: never }))
+    await runCall(requestCancel(db, 'r2', 't'))
     // Epoch milliseconds of today: past what a 32-bit integer holds.
-    expect(await renewLeasesOf(db, 'a', 1_764_417_600_000)).toBe(2)
-    const states = await leaseStates(db, ['r2', 'r1', 'missing'])
+    expect(await runCall(renewLeasesOf(db, 'a', 1_764_417_600_000))).toBe(2)
+    const states = await runCall(leaseStates(db, ['r2', 'r1', 'missing']))
     expect([...states].sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual([
       { id: 'r1', lease_owner: 'a', lease_token: 1, cancel_requested_at: null },
       { id: 'r2', lease_owner: 'a', lease_token: 1, cancel_requested_at: 't' }
     ])
-    expect(await acquireLease(db, { runId: 'r1', owner: 'b', now: 1_764_417_599_999, ttlMs: 500, isAbandoned: never })).toEqual({
+    expect(await runCall(acquireLease(db, { runId: 'r1', owner: 'b', now: 1_764_417_599_999, ttlMs: 500, isAbandoned: never }))).toEqual({
       holder: { owner: 'a', expiresAt: 1_764_417_600_000 }
     })
   })
 
   it('records a cancel request once and reports it', async () => {
     const { db } = await tempStore(dialect)
-    await insertRun(db, run())
-    expect(await isCancelRequested(db, 'run-1')).toBe(false)
-    expect(await requestCancel(db, 'run-1', 't')).toBe(true)
-    expect(await requestCancel(db, 'run-1', 't2')).toBe(true)
-    expect(await isCancelRequested(db, 'run-1')).toBe(true)
-    expect(await requestCancel(db, 'nope', 't')).toBe(false)
+    await runCall(insertRun(db, run()))
+    expect(await runCall(isCancelRequested(db, 'run-1'))).toBe(false)
+    expect(await runCall(requestCancel(db, 'run-1', 't'))).toBe(true)
+    expect(await runCall(requestCancel(db, 'run-1', 't2'))).toBe(true)
+    expect(await runCall(isCancelRequested(db, 'run-1'))).toBe(true)
+    expect(await runCall(requestCancel(db, 'nope', 't'))).toBe(false)
   })
 })
 
@@ -119,18 +121,18 @@ describe('run leases across PostgreSQL hosts', () => {
     const checked = gate()
     const proceed = gate()
     try {
-      await insertRun(a.db, run())
-      expect(await acquireLease(a.db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })).toEqual({ token: 1 })
+      await runCall(insertRun(a.db, run()))
+      expect(await runCall(acquireLease(a.db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never }))).toEqual({ token: 1 })
       const write = a.db.transaction().execute(async (trx) => {
         await checkFence(trx, 'run-1', 1)
         checked.open()
         await proceed.opened
-        await appendTransition(trx, transition({ seq: 1, event: 'LATE_BUT_FENCED' }))
+        await runCall(appendTransition(trx, transition({ seq: 1, event: 'LATE_BUT_FENCED' })))
       })
       await checked.opened
 
       let tookOver = false
-      const takeover = acquireLease(b.db, { runId: 'run-1', owner: 'b', now: 2000, ttlMs: 500, isAbandoned: never }).then((result) => {
+      const takeover = runCall(acquireLease(b.db, { runId: 'run-1', owner: 'b', now: 2000, ttlMs: 500, isAbandoned: never })).then((result) => {
         tookOver = true
         return result
       })
@@ -140,7 +142,7 @@ describe('run leases across PostgreSQL hosts', () => {
       proceed.open()
       await write
       expect(await takeover).toEqual({ token: 2 })
-      expect((await listTransitions(b.db, 'run-1')).map((row) => row.event)).toEqual(['LATE_BUT_FENCED'])
+      expect((await runCall(listTransitions(b.db, 'run-1'))).map((row) => row.event)).toEqual(['LATE_BUT_FENCED'])
       await expect(a.db.transaction().execute((trx) => checkFence(trx, 'run-1', 1))).rejects.toBeInstanceOf(LeaseLostError)
     } finally {
       proceed.open() // a failed expectation must not leave the transaction open
@@ -153,10 +155,10 @@ describe('run leases across PostgreSQL hosts', () => {
     const acquired = gate()
     const commit = gate()
     try {
-      await insertRun(a.db, run())
-      await acquireLease(a.db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never })
+      await runCall(insertRun(a.db, run()))
+      await runCall(acquireLease(a.db, { runId: 'run-1', owner: 'a', now: 1000, ttlMs: 500, isAbandoned: never }))
       const takeover = b.db.transaction().execute(async (trx) => {
-        const result = await acquireLease(trx, { runId: 'run-1', owner: 'b', now: 2000, ttlMs: 500, isAbandoned: never })
+        const result = await runCall(acquireLease(trx, { runId: 'run-1', owner: 'b', now: 2000, ttlMs: 500, isAbandoned: never }))
         acquired.open()
         await commit.opened
         return result
@@ -165,7 +167,7 @@ describe('run leases across PostgreSQL hosts', () => {
 
       const write = a.db.transaction().execute(async (trx) => {
         await checkFence(trx, 'run-1', 1)
-        await appendTransition(trx, transition({ seq: 1, event: 'STALE' }))
+        await runCall(appendTransition(trx, transition({ seq: 1, event: 'STALE' })))
       })
       const settled = write.then(
         () => 'written',
@@ -175,7 +177,7 @@ describe('run leases across PostgreSQL hosts', () => {
       commit.open()
       expect(await takeover).toEqual({ token: 2 })
       expect(await settled).toBeInstanceOf(LeaseLostError)
-      expect(await listTransitions(a.db, 'run-1')).toEqual([])
+      expect(await runCall(listTransitions(a.db, 'run-1'))).toEqual([])
     } finally {
       commit.open()
       await Promise.all([a.close(), b.close()])
@@ -197,9 +199,11 @@ describe('run leases across PostgreSQL hosts', () => {
         .select((eb) => eb.fn.max('seq').as('seq'))
         .where('run_id', '=', runId)
         .executeTakeFirst()
-      await appendTransition(
-        trx,
-        transition({ seq: Number(last?.seq ?? 0) + 1, event, from_state: owner, to_state: String(token), snapshot_json: JSON.stringify({ now }) })
+      await runCall(
+        appendTransition(
+          trx,
+          transition({ seq: Number(last?.seq ?? 0) + 1, event, from_state: owner, to_state: String(token), snapshot_json: JSON.stringify({ now }) })
+        )
       )
     }
     const tally = { acquired: 0, written: 0, refused: 0, owners: new Set<string>() }
@@ -208,7 +212,7 @@ describe('run leases across PostgreSQL hosts', () => {
       while (Date.now() < deadline) {
         const now = Date.now()
         const lease = await store.db.transaction().execute(async (trx) => {
-          const result = await acquireLease(trx, { runId, owner, now, ttlMs: TTL_MS, isAbandoned: never })
+          const result = await runCall(acquireLease(trx, { runId, owner, now, ttlMs: TTL_MS, isAbandoned: never }))
           if (result !== undefined && 'token' in result) await append(trx, 'acquire', owner, result.token, now)
           return result
         })
@@ -238,13 +242,13 @@ describe('run leases across PostgreSQL hosts', () => {
     }
 
     try {
-      await insertRun(stores[0]!.db, run({ id: runId }))
+      await runCall(insertRun(stores[0]!.db, run({ id: runId })))
       await Promise.all(stores.map((store, index) => drive(store, `host-${index}`)))
 
       let token = 0
       let holder: string | undefined
       let expiresAt = -Infinity
-      for (const row of await listTransitions(stores[0]!.db, runId)) {
+      for (const row of await runCall(listTransitions(stores[0]!.db, runId))) {
         const rowToken = Number(row.to_state)
         if (row.event === 'acquire') {
           const { now } = JSON.parse(row.snapshot_json!) as { now: number }

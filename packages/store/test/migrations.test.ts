@@ -19,6 +19,7 @@ import {
 } from '@agentvisor/store'
 import { postgresSchema, sqliteSchema } from './support/schema-dump.js'
 import { attempt, CONTRACT, DIALECTS, SNAPSHOT, journalTransition, run, step, tempDir, tempLocation, tempStore } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const fixture = <A>(name: string): A => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as A
 
@@ -103,7 +104,7 @@ describe('migrations on PostgreSQL', () => {
 
 describe.each(DIALECTS)('migrations on %s', (dialect) => {
   it('move existing contracts out of the runs rows when run_contracts arrives', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
@@ -124,20 +125,20 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       .execute()
 
     expect((await migrator.migrateToLatest()).error).toBeUndefined()
-    expect(await getRun(store.db, 'old')).toMatchObject({ id: 'old', contract: { ...CONTRACT, goal: 'g' } })
+    expect(await runCall(getRun(store.db, 'old'))).toMatchObject({ id: 'old', contract: { ...CONTRACT, goal: 'g' } })
     const { rows } = await sql<{ n: number }>`select count(*) as n from run_contracts`.execute(db)
     expect(Number(rows[0]?.n)).toBe(1)
   })
 
   it('turn each transition of an older store into a journal entry of its own, its snapshot in the version 1 envelope', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
     const migrator = new Migrator({ db, provider: migrationProvider })
     // Back to the schema before the compact journal, with a run's rows as that version wrote them.
     expect((await migrator.migrateTo('2026-11-29T210000-clustered-tables')).error).toBeUndefined()
-    await insertRun(store.db, run({ id: 'old' }))
+    await runCall(insertRun(store.db, run({ id: 'old' })))
     const snapshots = ['{"status":"active","value":"acting","context":{"step":1}}', '{"status":"active","value":"verifying","context":{"step":1}}']
     await db
       .insertInto('transitions')
@@ -148,7 +149,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       .execute()
 
     expect((await migrator.migrateToLatest()).error).toBeUndefined()
-    const entries = await listJournalEntries(store.db, 'old')
+    const entries = await runCall(listJournalEntries(store.db, 'old'))
     expect(entries.map((e) => ({ ...e, transitions_json: JSON.parse(e.transitions_json), snapshot_json: JSON.parse(e.snapshot_json) }))).toEqual([
       {
         run_id: 'old',
@@ -166,11 +167,11 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       }
     ])
     // Read through the view, the transitions are the rows they were.
-    expect((await listTransitions(store.db, 'old')).map(({ snapshot_json, ...t }) => t)).toEqual([
+    expect((await runCall(listTransitions(store.db, 'old'))).map(({ snapshot_json, ...t }) => t)).toEqual([
       { run_id: 'old', seq: 1, from_state: 'dispatching', event: 'PROVIDER_OK', to_state: 'acting', at: 't1' },
       { run_id: 'old', seq: 2, from_state: 'acting', event: 'TOOLS_DONE', to_state: 'verifying', at: 't2' }
     ])
-    expect(await lastTransition(store.db, 'old')).toEqual({ seq: 2, snapshot_json: `{"v":1,"snapshot":${snapshots[1]}}` })
+    expect(await runCall(lastTransition(store.db, 'old'))).toEqual({ seq: 2, snapshot_json: `{"v":1,"snapshot":${snapshots[1]}}` })
 
     // And back: one row per transition again, each with its snapshot.
     expect((await migrator.migrateTo('2026-11-29T210000-clustered-tables')).error).toBeUndefined()
@@ -182,20 +183,20 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
   })
 
   it('let a run be awaiting_input after the awaiting-input migration, and still refuse a status nobody writes', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const migrator = new Migrator({ db: store.db, provider: migrationProvider })
     expect((await migrator.migrateTo('2026-12-02T080000-run-usage')).error).toBeUndefined()
-    await expect(insertRun(store.db, run({ id: 'before', status: 'awaiting_input' as never }))).rejects.toThrow(/runs_status_check|CHECK/)
+    await expect(runCall(insertRun(store.db, run({ id: 'before', status: 'awaiting_input' as never })))).rejects.toThrow(/runs_status_check|CHECK/)
     expect((await migrator.migrateToLatest()).error).toBeUndefined()
-    await insertRun(store.db, run({ id: 'paused', status: 'awaiting_input' as never }))
-    expect((await getRun(store.db, 'paused'))?.status).toBe('awaiting_input')
-    await expect(insertRun(store.db, run({ id: 'bogus', status: 'bogus' as never }))).rejects.toThrow(/runs_status_check|CHECK/)
+    await runCall(insertRun(store.db, run({ id: 'paused', status: 'awaiting_input' as never })))
+    expect((await runCall(getRun(store.db, 'paused')))?.status).toBe('awaiting_input')
+    await expect(runCall(insertRun(store.db, run({ id: 'bogus', status: 'bogus' as never })))).rejects.toThrow(/runs_status_check|CHECK/)
   })
 
   it('roll back to nothing and forward again', async () => {
-    const store = await tempStore(dialect)
+    const store = await tempStore(dialect, { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const migrator = new Migrator({ db: store.db, provider: migrationProvider })
@@ -210,13 +211,13 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
 // docs/durability.md, "How a run is stored".
 describe('the run log migration on SQLite', () => {
   it("moves an older store's receipts, steps, entries and tool effects into run_log, read under their old names as they were", async () => {
-    const store = await tempStore('sqlite')
+    const store = await tempStore('sqlite', { byChain: true })
     // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
     store.sqlite?.unsafeMode(true)
     const db = store.db as unknown as Kysely<any>
     const migrator = new Migrator({ db, provider: migrationProvider })
     expect((await migrator.migrateTo('2026-12-01T130000-postgres-run-writer')).error).toBeUndefined()
-    await insertRun(store.db, run({ steps: 2 }))
+    await runCall(insertRun(store.db, run({ steps: 2 })))
     const snapshot = (completed: number | string) =>
       `{"v":1,"snapshot":{"value":"dispatching","context":{"step":3,"completedSteps":${JSON.stringify(completed)}}}}`
     const receipt = (fields: object) => ({
@@ -315,7 +316,7 @@ describe('the run log migration on SQLite', () => {
       [4, 2],
       [6, 3]
     ])
-    expect(await listJournalEntries(store.db, 'run-1')).toHaveLength(4)
+    expect(await runCall(listJournalEntries(store.db, 'run-1'))).toHaveLength(4)
 
     // And back: the four tables again, with the same rows.
     expect((await migrator.migrateTo('2026-12-01T130000-postgres-run-writer')).error).toBeUndefined()
@@ -340,14 +341,14 @@ describe('the run log migration on SQLite', () => {
 // columns, and the status, reason and outcome rules are domains (2026-12-01T170000).
 describe('the step-commit migration on PostgreSQL', () => {
   it("keeps an older store's rows as they were, finds its pending receipts, enforces its rules and commits on from them", async () => {
-    const store = await tempStore('postgres')
+    const store = await tempStore('postgres', { byChain: true })
     const db = store.db as unknown as Kysely<any>
     const pool = store.pool!
     const migrator = new Migrator({ db, provider: migrationProvider })
     expect((await migrator.migrateTo('2026-12-01T160000-run-log')).error).toBeUndefined()
     const writer = postgresRunWriter(pool)
-    const token = await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
-    await writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }])
+    const token = await runCall(writer.createRun(run(), { owner: 'me', expiresAt: 5000 }))
+    await runCall(writer.write('run-1', token, [{ op: 'insertAttempt', row: attempt() }]))
     // Step 1 as the writer before this migration committed it: agentvisor_commit of 2026-12-01T150000.
     await pool.query('SELECT agentvisor_commit($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)', [
       'run-1',
@@ -369,10 +370,10 @@ describe('the step-commit migration on PostgreSQL', () => {
       SNAPSHOT
     ])
     const rows = async () => ({
-      run: await getRun(store.db, 'run-1'),
-      attempts: await listAttempts(store.db, 'run-1'),
-      steps: await listSteps(store.db, 'run-1'),
-      transitions: await listTransitions(store.db, 'run-1')
+      run: await runCall(getRun(store.db, 'run-1')),
+      attempts: await runCall(listAttempts(store.db, 'run-1')),
+      steps: await runCall(listSteps(store.db, 'run-1')),
+      transitions: await runCall(listTransitions(store.db, 'run-1'))
     })
     const before = await rows()
     expect(before.attempts.map((a) => [a.step, a.outcome])).toEqual([
@@ -383,13 +384,13 @@ describe('the step-commit migration on PostgreSQL', () => {
     expect((await migrator.migrateToLatest()).error).toBeUndefined()
     expect(await rows()).toEqual(before)
     // What resume reads, and the pending receipt of step 2 found without the index that went.
-    const loaded = await writer.loadRun('run-1')
+    const loaded = await runCall(writer.loadRun('run-1'))
     expect({ seq: loaded?.last?.seq, steps: loaded?.steps.map((s) => s.text), status: loaded?.run.status }).toEqual({
       seq: 2,
       steps: ['hi'],
       status: 'running'
     })
-    expect(await writer.attemptRecorded('run-1', 2, 0)).toBe(true)
+    expect(await runCall(writer.attemptRecorded('run-1', 2, 0))).toBe(true)
     // The receipts' table (`attempt_rows` since 2026-12-02T200000) has its key and no other index.
     const indexes = await pool.query<{ indexname: string }>(
       "select indexname from pg_indexes where tablename in ('attempts', 'attempt_rows') order by indexname"
@@ -397,31 +398,33 @@ describe('the step-commit migration on PostgreSQL', () => {
     expect(indexes.rows.map((r) => r.indexname)).toEqual(['attempts_pk'])
 
     // Step 2 committed by this version's writer, from the receipt the older one wrote.
-    await writer.commit({
-      runId: 'run-1',
-      leaseToken: token,
-      writes: [
-        {
-          op: 'settleAttempt',
-          runId: 'run-1',
-          step: 2,
-          attempt: 0,
-          patch: { outcome: 'failed', settled_at: 't2', error_kind: 'transient', http_status: 503, error_message: 'busy', partial_text: 'pa' }
-        },
-        { op: 'insertAttempt', row: attempt({ step: 2, attempt: 1, reason: 'retry', started_at: 't2' }) }
-      ],
-      transitions: [journalTransition({ seq: 3, from: 'dispatching', to: 'dispatching' })],
-      snapshot: SNAPSHOT,
-      head: { state: 'dispatching', steps: 1, updated_at: 't2', error_json: null, ended_at: null }
-    })
+    await runCall(
+      writer.commit({
+        runId: 'run-1',
+        leaseToken: token,
+        writes: [
+          {
+            op: 'settleAttempt',
+            runId: 'run-1',
+            step: 2,
+            attempt: 0,
+            patch: { outcome: 'failed', settled_at: 't2', error_kind: 'transient', http_status: 503, error_message: 'busy', partial_text: 'pa' }
+          },
+          { op: 'insertAttempt', row: attempt({ step: 2, attempt: 1, reason: 'retry', started_at: 't2' }) }
+        ],
+        transitions: [journalTransition({ seq: 3, from: 'dispatching', to: 'dispatching' })],
+        snapshot: SNAPSHOT,
+        head: { state: 'dispatching', steps: 1, updated_at: 't2', error_json: null, ended_at: null }
+      })
+    )
     expect(
-      (await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.attempt, a.reason, a.outcome, a.http_status, a.error_message, a.partial_text])
+      (await runCall(listAttempts(store.db, 'run-1'))).map((a) => [a.step, a.attempt, a.reason, a.outcome, a.http_status, a.error_message, a.partial_text])
     ).toEqual([
       [1, 0, 'initial', 'ok', null, null, null],
       [2, 0, 'initial', 'failed', 503, 'busy', 'pa'],
       [2, 1, 'retry', 'pending', null, null, null]
     ])
-    expect(await writer.settlePending('run-1', token, 'unknown', 't3')).toBe(1)
+    expect(await runCall(writer.settlePending('run-1', token, 'unknown', 't3'))).toBe(1)
 
     // The rules hold as they did, each failure naming its constraint.
     const refused = (statement: string) =>

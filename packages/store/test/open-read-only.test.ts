@@ -2,8 +2,9 @@ import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { insertRun, listRuns, openStore } from '@agentvisor/store'
-import { MIGRATION_NAMES } from '../src/migrations/names.js'
+import { newStoreNames, UPGRADED_STORE_NAMES } from '../src/migrations/names.js'
 import { olderSqliteStore, run, tempDir } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const migrationsOf = (file: string): string[] => {
   const raw = new BetterSqlite3(file, { readonly: true })
@@ -18,7 +19,7 @@ describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
   it('reads a current store through a connection that cannot write', async () => {
     const file = path.join(tempDir(), 'agentvisor.db')
     const writable = await openStore(file)
-    await insertRun(writable.db, run({ id: 'run-a' }))
+    await runCall(insertRun(writable.db, run({ id: 'run-a' })))
     await writable.close()
 
     const store = await openStore(file, { readOnly: true })
@@ -26,8 +27,8 @@ describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
       // A cleanly closed store (no -wal, no -shm) in a writable folder is read through a connection
       // that never writes (query_only), so that closing it leaves no -wal or -shm behind.
       expect(store.sqlite!.readonly || store.sqlite!.pragma('query_only', { simple: true }) === 1).toBe(true)
-      expect((await listRuns(store.db)).map((r) => r.id)).toEqual(['run-a'])
-      await expect(insertRun(store.db, run({ id: 'run-b' }))).rejects.toThrow(/readonly/i)
+      expect((await runCall(listRuns(store.db))).map((r) => r.id)).toEqual(['run-a'])
+      await expect(runCall(insertRun(store.db, run({ id: 'run-b' })))).rejects.toThrow(/readonly/i)
     } finally {
       await store.close()
     }
@@ -39,18 +40,18 @@ describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
 
     const store = await openStore(file, { readOnly: true })
     await store.close()
-    expect(migrationsOf(file)).toEqual([...MIGRATION_NAMES])
+    expect(migrationsOf(file)).toEqual([...UPGRADED_STORE_NAMES])
   })
 
   it('creates a missing store where it can be written, as a writable open does', async () => {
     const file = path.join(tempDir(), 'new', 'agentvisor.db')
     const store = await openStore(file, { readOnly: true })
     try {
-      expect(await listRuns(store.db)).toEqual([])
+      expect(await runCall(listRuns(store.db))).toEqual([])
     } finally {
       await store.close()
     }
-    expect(migrationsOf(file)).toEqual([...MIGRATION_NAMES])
+    expect(migrationsOf(file)).toEqual([...newStoreNames('sqlite')])
   })
 
   it('opens writable where it can write when asked for read-only only if the store is unwritable', async () => {
@@ -59,8 +60,8 @@ describe('openStore read-only (docs/cli.md, "Read-only stores")', () => {
     const store = await openStore(file, { readOnly: 'if-unwritable' })
     try {
       expect(store.sqlite!.readonly).toBe(false)
-      await insertRun(store.db, run({ id: 'run-w' }))
-      expect((await listRuns(store.db)).map((r) => r.id)).toEqual(['run-w'])
+      await runCall(insertRun(store.db, run({ id: 'run-w' })))
+      expect((await runCall(listRuns(store.db))).map((r) => r.id)).toEqual(['run-w'])
     } finally {
       await store.close()
     }

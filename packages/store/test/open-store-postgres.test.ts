@@ -1,11 +1,13 @@
 import { sql } from 'kysely'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { getRun, insertRun, migrations, openStore, StoreError } from '@agentvisor/store'
+import { getRun, insertRun, openStore, StoreError } from '@agentvisor/store'
+import { BASELINE_NAMES, newStoreNames } from '../src/migrations/names.js'
 import { openAtOnce } from './support/open-at-once.js'
 import { rejectionOf } from './support/rejection-of.js'
 import { databaseUrl, run, tempLocation } from './support/temp-store.js'
 import { freePort } from '../../../test/support/free-port.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 const TABLES = [
   'approvals',
@@ -19,9 +21,10 @@ const TABLES = [
   'journal_entries',
   'transitions'
 ]
-const INITIAL = '2026-11-29T120000-initial'
-/** Every migration, in the order they run. */
-const ALL = Object.keys(migrations).sort()
+/** The first migration a new store runs: its dialect's baseline (docs/deploy.md, "Migrations"). */
+const INITIAL = BASELINE_NAMES.postgres[0]
+/** Every migration a new store runs, in the order they run. */
+const ALL = newStoreNames('postgres')
 /** Kysely's migration lock on PostgreSQL: a session advisory lock with this key. */
 const KYSELY_MIGRATION_LOCK = '3853314791062309107'
 
@@ -91,12 +94,12 @@ describe('openStore on PostgreSQL', () => {
   it('keeps the data and applies no migration twice when a database is reopened', async () => {
     const url = await tempLocation('postgres')
     const first = await openStore(url)
-    await insertRun(first.db, run())
+    await runCall(insertRun(first.db, run()))
     await first.close()
 
     const second = await openStore(url)
     try {
-      expect(await getRun(second.db, 'run-1')).toMatchObject({ id: 'run-1', status: 'running', steps: 0, lease_token: 0 })
+      expect(await runCall(getRun(second.db, 'run-1'))).toMatchObject({ id: 'run-1', status: 'running', steps: 0, lease_token: 0 })
     } finally {
       await second.close()
     }

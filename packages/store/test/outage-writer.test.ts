@@ -1,15 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import {
-  isStoreOutage,
-  listAttempts,
-  listJournalEntries,
-  listRuns,
-  listSteps,
-  postgresRunWriter,
-  type RunWriter,
-  rideOutStoreOutages,
-  StoreError
-} from '@agentvisor/store'
+import { isStoreOutage, listAttempts, listJournalEntries, listRuns, listSteps, StoreError } from '@agentvisor/store'
+import { runCall } from '../../../test/support/run-call.js'
+// The outage rider works on a dialect's raw writer (its driver's errors, which tell an outage);
+// the store hands it out as a `RunWriter` (`outageRidingWriter`).
+import { rideOutStoreOutages } from '../src/outage/outage-writer.js'
+import { postgresRawWriter } from '../src/postgres/postgres-run-writer.js'
+import type { RawRunWriter as RunWriter } from '../src/run-writer/run-writer.js'
 import { SNAPSHOT, attempt, journalTransition, run, step, tempStore } from './support/temp-store.js'
 
 /** What `pg` rejects with when the server goes away with a statement in flight: its outcome is unknown. */
@@ -41,7 +37,7 @@ describe('riding out a store outage', () => {
   it('applies a write whose reply was lost exactly once: the retry meets its own keys and takes it as landed', async () => {
     const store = await tempStore('postgres')
     const lines: string[] = []
-    const { writer: inner, calls } = losingFirstReplies(postgresRunWriter(store.pool!))
+    const { writer: inner, calls } = losingFirstReplies(postgresRawWriter(store.pool!))
     const writer = rideOutStoreOutages(inner, { limitMs: 30_000, log: (line) => lines.push(line) })
 
     expect(await writer.createRun(run(), { owner: 'me', expiresAt: Date.now() + 60_000 })).toBe(1)
@@ -60,10 +56,10 @@ describe('riding out a store outage', () => {
 
     // Each was sent twice (the lost reply, then the retry) and is in the store once.
     expect(calls).toEqual(['createRun', 'createRun', 'write', 'write', 'commit', 'commit', 'commit', 'commit'])
-    expect((await listRuns(store.db)).map((r) => r.id)).toEqual(['run-1'])
-    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.attempt])).toEqual([[1, 0]])
-    expect((await listJournalEntries(store.db, 'run-1')).map((e) => e.seq)).toEqual([1, 2])
-    expect((await listSteps(store.db, 'run-1')).map((s) => s.step)).toEqual([1])
+    expect((await runCall(listRuns(store.db))).map((r) => r.id)).toEqual(['run-1'])
+    expect((await runCall(listAttempts(store.db, 'run-1'))).map((a) => [a.step, a.attempt])).toEqual([[1, 0]])
+    expect((await runCall(listJournalEntries(store.db, 'run-1'))).map((e) => e.seq)).toEqual([1, 2])
+    expect((await runCall(listSteps(store.db, 'run-1'))).map((s) => s.step)).toEqual([1])
     expect(lines.filter((line) => line.includes('the store is unreachable (Connection terminated unexpectedly)'))).toHaveLength(4)
     expect(lines.filter((line) => line.startsWith('the store answers again after'))).toHaveLength(4)
   })

@@ -2,6 +2,7 @@ import { type Kysely, Migrator } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { listAttempts, listJournalEntries, listSteps, listTransitions, migrationProvider, postgresRunWriter } from '@agentvisor/store'
 import { SNAPSHOT, journalTransition, tempStore } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 /** The 48 arguments of the previous release's `agentvisor_commit` for step `n` of `run-1`: the answer settled, the step, the next receipt, the entry. */
 const packedStep = (token: number, n: number): unknown[] => [
@@ -25,7 +26,7 @@ const packedStep = (token: number, n: number): unknown[] => [
 
 describe('the plain-tables migration on PostgreSQL', () => {
   it("turns a store of the previous release's packed layout into plain tables, every row read back through the repositories as before", async () => {
-    const store = await tempStore('postgres')
+    const store = await tempStore('postgres', { byChain: true })
     const db = store.db as unknown as Kysely<unknown>
     const pool = store.pool!
     const migrator = new Migrator({ db, provider: migrationProvider })
@@ -42,10 +43,10 @@ describe('the plain-tables migration on PostgreSQL', () => {
     // Written as the previous release wrote them: carried by the step rows.
     expect((await pool.query('select count(*)::int as n from step_rows where next_step is not null and entry_seq is not null')).rows).toEqual([{ n: 2 }])
     const before = {
-      attempts: await listAttempts(store.db, 'run-1'),
-      steps: await listSteps(store.db, 'run-1'),
-      entries: await listJournalEntries(store.db, 'run-1'),
-      transitions: await listTransitions(store.db, 'run-1')
+      attempts: await runCall(listAttempts(store.db, 'run-1')),
+      steps: await runCall(listSteps(store.db, 'run-1')),
+      entries: await runCall(listJournalEntries(store.db, 'run-1')),
+      transitions: await runCall(listTransitions(store.db, 'run-1'))
     }
     expect(before.attempts.map((a) => [a.step, a.outcome])).toEqual([
       [1, 'ok'],
@@ -63,30 +64,32 @@ describe('the plain-tables migration on PostgreSQL', () => {
     ])
     expect((await pool.query("select count(*)::int as n from pg_trigger where tgname like '%_write'")).rows).toEqual([{ n: 0 }])
     // Every row reads back as it read before.
-    expect(await listAttempts(store.db, 'run-1')).toEqual(before.attempts)
-    expect(await listSteps(store.db, 'run-1')).toEqual(before.steps)
-    expect(await listJournalEntries(store.db, 'run-1')).toEqual(before.entries)
-    expect(await listTransitions(store.db, 'run-1')).toEqual(before.transitions)
+    expect(await runCall(listAttempts(store.db, 'run-1'))).toEqual(before.attempts)
+    expect(await runCall(listSteps(store.db, 'run-1'))).toEqual(before.steps)
+    expect(await runCall(listJournalEntries(store.db, 'run-1'))).toEqual(before.entries)
+    expect(await runCall(listTransitions(store.db, 'run-1'))).toEqual(before.transitions)
 
     // And the run goes on: step 3 committed by this release's writer, the pending receipt settled.
     const writer = postgresRunWriter(pool)
-    await writer.commit({
-      runId: 'run-1',
-      leaseToken: 1,
-      head: { state: 'dispatching', steps: 3, updated_at: 'u3', error_json: null, ended_at: null },
-      writes: [
-        { op: 'settleAttempt', runId: 'run-1', step: 3, attempt: 0, patch: { outcome: 'ok', settled_at: 'settled 3' } },
-        { op: 'insertStep', row: { run_id: 'run-1', step: 3, provider: 'p', at: 'at 3' } }
-      ],
-      transitions: [journalTransition({ seq: 3 })],
-      snapshot: SNAPSHOT
-    })
-    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome])).toEqual([
+    await runCall(
+      writer.commit({
+        runId: 'run-1',
+        leaseToken: 1,
+        head: { state: 'dispatching', steps: 3, updated_at: 'u3', error_json: null, ended_at: null },
+        writes: [
+          { op: 'settleAttempt', runId: 'run-1', step: 3, attempt: 0, patch: { outcome: 'ok', settled_at: 'settled 3' } },
+          { op: 'insertStep', row: { run_id: 'run-1', step: 3, provider: 'p', at: 'at 3' } }
+        ],
+        transitions: [journalTransition({ seq: 3 })],
+        snapshot: SNAPSHOT
+      })
+    )
+    expect((await runCall(listAttempts(store.db, 'run-1'))).map((a) => [a.step, a.outcome])).toEqual([
       [1, 'ok'],
       [2, 'ok'],
       [3, 'ok']
     ])
-    expect((await listSteps(store.db, 'run-1')).map((s) => s.step)).toEqual([1, 2, 3])
-    expect((await listTransitions(store.db, 'run-1')).map((t) => t.seq)).toEqual([1, 2, 3])
+    expect((await runCall(listSteps(store.db, 'run-1'))).map((s) => s.step)).toEqual([1, 2, 3])
+    expect((await runCall(listTransitions(store.db, 'run-1'))).map((t) => t.seq)).toEqual([1, 2, 3])
   })
 })

@@ -1,9 +1,11 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs'
 import BetterSqlite3 from 'better-sqlite3'
+import { Effect } from 'effect'
 import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { insertRun, listAttempts, listSteps, listToolEffects, sqliteRunWriter, type TransitionCommit } from '@agentvisor/store'
 import { SNAPSHOT, attempt, journalTransition, run, step, tempStore } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 // docs/durability.md, "How a run is stored": on SQLite a run's receipts, steps, journal entries
 // and tool effects are the rows of one clustered table, `run_log`, read and written under the
@@ -54,8 +56,8 @@ describe('the run log on SQLite', () => {
     const store = await tempStore('sqlite')
     const file = store.sqlite!.name
     const writer = sqliteRunWriter(store.db, store.sqlite!)
-    await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
-    await writer.commit({ ...stepCommit(0), writes: [{ op: 'insertAttempt', row: attempt({ step: 1 }) }] })
+    await runCall(writer.createRun(run(), { owner: 'me', expiresAt: 5000 }))
+    await runCall(writer.commit({ ...stepCommit(0), writes: [{ op: 'insertAttempt', row: attempt({ step: 1 }) }] }))
     // A reader holding its snapshot keeps the -wal from being restarted by the checkpointer, so
     // that each commit's frames are appended after the last.
     const reader = new BetterSqlite3(file, { readonly: true })
@@ -65,7 +67,7 @@ describe('the run log on SQLite', () => {
       const touched: string[][] = []
       for (let i = 1; i <= 40; i++) {
         const before = statSync(`${file}-wal`).size
-        await writer.commit(stepCommit(i))
+        await runCall(writer.commit(stepCommit(i)))
         touched.push(walPages(file, before, statSync(`${file}-wal`).size).map(String))
       }
       const owners = new Map(
@@ -80,51 +82,53 @@ describe('the run log on SQLite', () => {
       expect(touched.filter((pages) => pages.length === 3).length).toBeGreaterThan(touched.length / 2)
     } finally {
       reader.close()
-      await writer.close()
+      await runCall(writer.close())
     }
-    expect((await listSteps(store.db, 'run-1')).map((s) => [s.step, s.feedback])).toEqual(
+    expect((await runCall(listSteps(store.db, 'run-1'))).map((s) => [s.step, s.feedback])).toEqual(
       Array.from({ length: 40 }, (_, k) => [k + 1, 'out.txt does not contain DONE'])
     )
-    expect((await listAttempts(store.db, 'run-1')).map((a) => [a.step, a.outcome])).toEqual([
+    expect((await runCall(listAttempts(store.db, 'run-1'))).map((a) => [a.step, a.outcome])).toEqual([
       ...Array.from({ length: 40 }, (_, k) => [k + 1, 'ok']),
       [41, 'pending']
     ])
     // The last entry is the last `j` of the run's range, the one resume restores.
-    expect(writer.loadRun('run-1')).toMatchObject({ last: { seq: 81, snapshot_json: SNAPSHOT } })
+    expect(Effect.runSync(writer.loadRun('run-1'))).toMatchObject({ last: { seq: 81, snapshot_json: SNAPSHOT } })
   })
 
   it('keeps an entry written through its view after every earlier one, whatever the run row says', async () => {
     const store = await tempStore('sqlite')
-    await insertRun(store.db, run({ steps: 5 }))
+    await runCall(insertRun(store.db, run({ steps: 5 })))
     await sql`insert into journal_entries (run_id, seq, first_seq, transitions_json, snapshot_json) values ('run-1', 1, 1, '[]', 'a')`.execute(store.db)
     await store.db.updateTable('runs').set({ steps: 0 }).where('id', '=', 'run-1').execute()
     await sql`insert into journal_entries (run_id, seq, first_seq, transitions_json, snapshot_json) values ('run-1', 2, 2, '[]', 'b')`.execute(store.db)
     const writer = sqliteRunWriter(store.db, store.sqlite!)
     try {
-      expect(writer.loadRun('run-1')).toMatchObject({ last: { seq: 2, snapshot_json: 'b' } })
+      expect(Effect.runSync(writer.loadRun('run-1'))).toMatchObject({ last: { seq: 2, snapshot_json: 'b' } })
       // And a seq is a run's once, at any step.
       await expect(
         sql`insert into journal_entries (run_id, seq, first_seq, transitions_json, snapshot_json) values ('run-1', 2, 2, '[]', 'c')`.execute(store.db)
       ).rejects.toThrow(/UNIQUE constraint failed: journal_entries.run_id, journal_entries.seq/)
     } finally {
-      await writer.close()
+      await runCall(writer.close())
     }
   })
 
   it('deletes every row of a run with the run', async () => {
     const store = await tempStore('sqlite')
     const writer = sqliteRunWriter(store.db, store.sqlite!)
-    await writer.createRun(run(), { owner: 'me', expiresAt: 5000 })
-    await writer.createRun(run({ id: 'run-2' }), { owner: 'me', expiresAt: 5000 })
-    await writer.commit(stepCommit(0))
-    await writer.write('run-1', 1, [
-      { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'write_file', arguments: '{}', started_at: 't' } }
-    ])
-    await writer.commit({ ...stepCommit(0), runId: 'run-2', writes: [{ op: 'insertAttempt', row: attempt({ run_id: 'run-2' }) }] })
-    await writer.close()
+    await runCall(writer.createRun(run(), { owner: 'me', expiresAt: 5000 }))
+    await runCall(writer.createRun(run({ id: 'run-2' }), { owner: 'me', expiresAt: 5000 }))
+    await runCall(writer.commit(stepCommit(0)))
+    await runCall(
+      writer.write('run-1', 1, [
+        { op: 'startToolEffect', row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'write_file', arguments: '{}', started_at: 't' } }
+      ])
+    )
+    await runCall(writer.commit({ ...stepCommit(0), runId: 'run-2', writes: [{ op: 'insertAttempt', row: attempt({ run_id: 'run-2' }) }] }))
+    await runCall(writer.close())
     await store.db.deleteFrom('runs').where('id', '=', 'run-1').execute()
     const left = store.sqlite!.prepare('SELECT DISTINCT run_id FROM run_log').pluck().all()
     expect(left).toEqual(['run-2'])
-    expect(await listToolEffects(store.db, 'run-1')).toEqual([])
+    expect(await runCall(listToolEffects(store.db, 'run-1'))).toEqual([])
   })
 })

@@ -3,20 +3,28 @@ import * as path from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { insertRun, migrations, openStore } from '@agentvisor/store'
-import { MIGRATION_NAMES } from '../src/migrations/names.js'
+import { BASELINE_NAMES, CHAIN_NAMES, LATER_NAMES } from '../src/migrations/names.js'
+import { baselineMigrations, laterMigrations } from '../src/migrations/index.js'
 import { openCurrentSqlite } from '@agentvisor/store/runs'
 import { olderSqliteStore, run, tempDir } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 describe('openCurrentSqlite, the read path of `agentvisor runs`', () => {
   it('knows exactly the migrations the migrator runs, in their order', () => {
-    expect(MIGRATION_NAMES).toEqual(Object.keys(migrations))
-    expect([...MIGRATION_NAMES].sort()).toEqual(MIGRATION_NAMES)
+    expect(CHAIN_NAMES).toEqual(Object.keys(migrations))
+    expect([...CHAIN_NAMES].sort()).toEqual(CHAIN_NAMES)
+    for (const dialect of ['sqlite', 'postgres'] as const) expect(BASELINE_NAMES[dialect]).toEqual(Object.keys(baselineMigrations[dialect]))
+    expect(LATER_NAMES).toEqual(Object.keys(laterMigrations))
+    // A later migration runs after a baseline and after the chain alike: it sorts after every one of them.
+    const last = [...CHAIN_NAMES, ...Object.values(BASELINE_NAMES).flat()].sort().at(-1)!
+    expect(LATER_NAMES.filter((name) => name <= last)).toEqual([])
+    expect([...LATER_NAMES].sort()).toEqual(LATER_NAMES)
   })
 
   it('opens an up-to-date store and reads what the store wrote', async () => {
     const file = path.join(tempDir(), 'agentvisor.db')
     const store = await openStore(file)
-    await insertRun(store.db, run({ id: 'run-a' }))
+    await runCall(insertRun(store.db, run({ id: 'run-a' })))
     await store.close()
 
     const sqlite = openCurrentSqlite(file)

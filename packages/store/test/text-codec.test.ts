@@ -28,6 +28,7 @@ import {
 } from '@agentvisor/store'
 import { decodeJsonText, decodeText, encodeJsonText, encodeText } from '../src/text-codec.js'
 import { DIALECTS, SNAPSHOT, attempt, journalTransition, run, step, tempLocation, tempStore, type TestDialect } from './support/temp-store.js'
+import { runCall } from '../../../test/support/run-call.js'
 
 /** Text a tool or a model may produce that neither database holds as it is, or that looks like the escape. */
 const NASTY = 'a\u0000b \u0010 c\u0010\uFDD0 \uFDD0\uFDD1 lone \uD800 and \uDC00, pair \uD83D\uDE00, end\u0000'
@@ -109,75 +110,90 @@ describe.each(DIALECTS)('text with NUL bytes on %s', (dialect) => {
   it('round-trips byte for byte in every column that holds tool or model text, stored in the same form on every dialect', async () => {
     const store = await openTemp(dialect)
     const { db } = store
-    await insertRun(db, run({ goal: NASTY }))
-    await insertStep(
-      db,
-      step({ prompt_summary: NASTY, text: NASTY, tool_calls_json: JSON.stringify([{ id: 'c1', name: 'exec', arguments: NASTY }]), results_json: RESULTS_JSON })
+    await runCall(insertRun(db, run({ goal: NASTY })))
+    await runCall(
+      insertStep(
+        db,
+        step({
+          prompt_summary: NASTY,
+          text: NASTY,
+          tool_calls_json: JSON.stringify([{ id: 'c1', name: 'exec', arguments: NASTY }]),
+          results_json: RESULTS_JSON
+        })
+      )
     )
-    expect(await setStepFeedback(db, 'run-1', 1, NASTY)).toBe(true)
-    await insertAttempt(db, attempt({ partial_text: NASTY }))
-    await settleAttempt(db, 'run-1', 1, 0, { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY })
-    await startToolEffect(db, {
-      run_id: 'run-1',
-      step: 1,
-      position: 0,
-      tool_call_id: 'c1',
-      name: 'exec',
-      arguments: NASTY,
-      started_at: '2026-11-29T12:00:01.000Z'
-    })
-    await completeToolEffect(db, 'run-1', 1, 0, RESULT_JSON, '2026-11-29T12:00:02.000Z')
-    await insertApproval(db, {
-      id: 'ap-1',
-      run_id: 'run-1',
-      step: 1,
-      tool_call_id: 'c1',
-      act: 'exec',
-      target: NASTY,
-      payload_json: JSON.stringify({ name: 'exec', arguments: NASTY }),
-      rule: 'default',
-      layer: 'default',
-      source: null,
-      edited_payload_json: null,
-      created_at: '2026-11-29T12:00:01.000Z',
-      decided_at: null
-    })
-    await decideApproval(db, 'ap-1', {
-      status: 'approved',
-      source: 'cli',
-      remember: false,
-      editedPayloadJson: null,
-      decidedAt: '2026-11-29T12:00:02.000Z',
-      resolution: 'completed',
-      account: NASTY
-    })
-    await insertPolicyEvents(db, [
-      {
+    expect(await runCall(setStepFeedback(db, 'run-1', 1, NASTY))).toBe(true)
+    await runCall(insertAttempt(db, attempt({ partial_text: NASTY })))
+    await runCall(settleAttempt(db, 'run-1', 1, 0, { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY }))
+    await runCall(
+      startToolEffect(db, {
         run_id: 'run-1',
         step: 1,
-        kind: 'decision',
+        position: 0,
+        tool_call_id: 'c1',
+        name: 'exec',
+        arguments: NASTY,
+        started_at: '2026-11-29T12:00:01.000Z'
+      })
+    )
+    await runCall(completeToolEffect(db, 'run-1', 1, 0, RESULT_JSON, '2026-11-29T12:00:02.000Z'))
+    await runCall(
+      insertApproval(db, {
+        id: 'ap-1',
+        run_id: 'run-1',
+        step: 1,
+        tool_call_id: 'c1',
         act: 'exec',
         target: NASTY,
+        payload_json: JSON.stringify({ name: 'exec', arguments: NASTY }),
         rule: 'default',
         layer: 'default',
-        decision: 'approved',
+        source: null,
+        edited_payload_json: null,
+        created_at: '2026-11-29T12:00:01.000Z',
+        decided_at: null
+      })
+    )
+    await runCall(
+      decideApproval(db, 'ap-1', {
+        status: 'approved',
         source: 'cli',
-        request_id: 'ap-1',
-        performed_target: NASTY,
-        at: '2026-11-29T12:00:02.000Z'
-      }
-    ])
+        remember: false,
+        editedPayloadJson: null,
+        decidedAt: '2026-11-29T12:00:02.000Z',
+        resolution: 'completed',
+        account: NASTY
+      })
+    )
+    await runCall(
+      insertPolicyEvents(db, [
+        {
+          run_id: 'run-1',
+          step: 1,
+          kind: 'decision',
+          act: 'exec',
+          target: NASTY,
+          rule: 'default',
+          layer: 'default',
+          decision: 'approved',
+          source: 'cli',
+          request_id: 'ap-1',
+          performed_target: NASTY,
+          at: '2026-11-29T12:00:02.000Z'
+        }
+      ])
+    )
 
-    expect((await getRun(db, 'run-1'))!.goal).toBe(NASTY)
-    expect((await listRuns(db)).map((r) => r.goal)).toEqual([NASTY])
-    const [stored] = await listSteps(db, 'run-1')
+    expect((await runCall(getRun(db, 'run-1')))!.goal).toBe(NASTY)
+    expect((await runCall(listRuns(db))).map((r) => r.goal)).toEqual([NASTY])
+    const [stored] = await runCall(listSteps(db, 'run-1'))
     expect(stored).toMatchObject({ prompt_summary: NASTY, text: NASTY, feedback: NASTY, results: RESULTS })
     expect(stored!.tool_calls).toEqual([{ id: 'c1', name: 'exec', arguments: NASTY }])
     expect(stored!.results![0]!.output).toBe(`exit code: 0\nstdout:\n${NASTY}`)
-    expect(await listAttempts(db, 'run-1')).toMatchObject([{ error_message: NASTY, partial_text: NASTY }])
-    expect(await listToolEffects(db, 'run-1')).toMatchObject([{ arguments: NASTY, result: RESULT }])
-    expect(await listApprovals(db, 'run-1')).toMatchObject([{ target: NASTY, account: NASTY }])
-    expect(await listPolicyEvents(db, 'run-1')).toMatchObject([{ target: NASTY, performed_target: NASTY }])
+    expect(await runCall(listAttempts(db, 'run-1'))).toMatchObject([{ error_message: NASTY, partial_text: NASTY }])
+    expect(await runCall(listToolEffects(db, 'run-1'))).toMatchObject([{ arguments: NASTY, result: RESULT }])
+    expect(await runCall(listApprovals(db, 'run-1'))).toMatchObject([{ target: NASTY, account: NASTY }])
+    expect(await runCall(listPolicyEvents(db, 'run-1'))).toMatchObject([{ target: NASTY, performed_target: NASTY }])
 
     // The form on disk is the codec's, the same on both dialects: a store copied across reads back the same.
     expect(await storedValue(store, dialect, "SELECT text FROM steps WHERE run_id = 'run-1'")).toBe(STORED)
@@ -187,8 +203,8 @@ describe.each(DIALECTS)('text with NUL bytes on %s', (dialect) => {
 
   it('finds a row by text that holds a NUL byte', async () => {
     const { db } = await tempStore(dialect)
-    await insertRun(db, run({ id: 'run-\u0000-1' }))
-    expect((await getRun(db, 'run-\u0000-1'))?.id).toBe('run-\u0000-1')
+    await runCall(insertRun(db, run({ id: 'run-\u0000-1' })))
+    expect((await runCall(getRun(db, 'run-\u0000-1')))?.id).toBe('run-\u0000-1')
   })
 })
 
@@ -210,63 +226,67 @@ describe.each(WRITERS)('text with NUL bytes through the run writer (%s)', (name,
   it('commits a step, its receipt and its journal with NUL bytes, read back the same by the writer and the repositories', async () => {
     const store = await openTemp(dialect)
     const writer = writerOf(name, store)
-    const token = await writer.createRun(run({ goal: NASTY }), { owner: 'me', expiresAt: 5000 })
-    await writer.write('run-1', token, [
-      { op: 'insertAttempt', row: attempt() },
-      {
-        op: 'startToolEffect',
-        row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: NASTY, started_at: '2026-11-29T12:00:01.000Z' }
-      },
-      { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: RESULT_JSON, at: '2026-11-29T12:00:02.000Z' }
-    ])
-    await writer.commit({
-      runId: 'run-1',
-      leaseToken: token,
-      writes: [
+    const token = await runCall(writer.createRun(run({ goal: NASTY }), { owner: 'me', expiresAt: 5000 }))
+    await runCall(
+      writer.write('run-1', token, [
+        { op: 'insertAttempt', row: attempt() },
         {
-          op: 'settleAttempt',
-          runId: 'run-1',
-          step: 1,
-          attempt: 0,
-          patch: { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY }
+          op: 'startToolEffect',
+          row: { run_id: 'run-1', step: 1, position: 0, tool_call_id: 'c1', name: 'exec', arguments: NASTY, started_at: '2026-11-29T12:00:01.000Z' }
         },
-        { op: 'insertStep', row: step({ prompt_summary: NASTY, text: NASTY }) },
-        { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: RESULTS_JSON },
-        { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: NASTY }
-      ],
-      transitions: [journalTransition()],
-      snapshot: SNAPSHOT,
-      head: {
-        status: 'running',
-        state: 'acting',
-        steps: 1,
-        updated_at: '2026-11-29T12:00:02.000Z',
-        error_json: JSON.stringify({ kind: 'internal', message: NASTY }),
-        ended_at: null
-      }
-    })
+        { op: 'completeToolEffect', runId: 'run-1', step: 1, position: 0, resultJson: RESULT_JSON, at: '2026-11-29T12:00:02.000Z' }
+      ])
+    )
+    await runCall(
+      writer.commit({
+        runId: 'run-1',
+        leaseToken: token,
+        writes: [
+          {
+            op: 'settleAttempt',
+            runId: 'run-1',
+            step: 1,
+            attempt: 0,
+            patch: { outcome: 'failed', settled_at: '2026-11-29T12:00:02.000Z', error_message: NASTY, partial_text: NASTY }
+          },
+          { op: 'insertStep', row: step({ prompt_summary: NASTY, text: NASTY }) },
+          { op: 'setStepResults', runId: 'run-1', step: 1, resultsJson: RESULTS_JSON },
+          { op: 'setStepFeedback', runId: 'run-1', step: 1, feedback: NASTY }
+        ],
+        transitions: [journalTransition()],
+        snapshot: SNAPSHOT,
+        head: {
+          status: 'running',
+          state: 'acting',
+          steps: 1,
+          updated_at: '2026-11-29T12:00:02.000Z',
+          error_json: JSON.stringify({ kind: 'internal', message: NASTY }),
+          ended_at: null
+        }
+      })
+    )
 
-    const loaded = await writer.loadRun('run-1')
+    const loaded = await runCall(writer.loadRun('run-1'))
     expect(loaded!.run.goal).toBe(NASTY)
     expect(loaded!.run.error).toEqual({ kind: 'internal', message: NASTY })
     expect(loaded!.steps).toMatchObject([{ prompt_summary: NASTY, text: NASTY, feedback: NASTY, results: RESULTS }])
-    expect(await writer.toolEffects('run-1', 1)).toMatchObject([{ arguments: NASTY, result: RESULT }])
-    expect(await listAttempts(store.db, 'run-1')).toMatchObject([{ error_message: NASTY, partial_text: NASTY }])
-    expect(await listSteps(store.db, 'run-1')).toMatchObject([{ text: NASTY, feedback: NASTY }])
+    expect(await runCall(writer.toolEffects('run-1', 1))).toMatchObject([{ arguments: NASTY, result: RESULT }])
+    expect(await runCall(listAttempts(store.db, 'run-1'))).toMatchObject([{ error_message: NASTY, partial_text: NASTY }])
+    expect(await runCall(listSteps(store.db, 'run-1'))).toMatchObject([{ text: NASTY, feedback: NASTY }])
     expect(await storedValue(store, dialect, "SELECT feedback FROM steps WHERE run_id = 'run-1'")).toBe(STORED)
-    await writer.close()
+    await runCall(writer.close())
   })
 })
 
 describe('a SQLite store written before the text encoding', () => {
   it('reads back its raw NULs and stray escape characters as they were written', async () => {
     const store = await tempStore('sqlite')
-    await insertRun(store.db, run())
+    await runCall(insertRun(store.db, run()))
     // Written past the codec, as an older version wrote it.
     const old = 'out\u0000put \u0010\u0001 binary'
     store.sqlite!.prepare("INSERT INTO steps (run_id, step, provider, text, at) VALUES ('run-1', 1, 'p', ?, 'now')").run(old)
-    expect((await listSteps(store.db, 'run-1'))[0]!.text).toBe(old)
+    expect((await runCall(listSteps(store.db, 'run-1')))[0]!.text).toBe(old)
     const writer = sqliteRunWriter(store.db, store.sqlite!)
-    expect((await writer.loadRun('run-1'))!.steps[0]!.text).toBe(old)
+    expect((await runCall(writer.loadRun('run-1')))!.steps[0]!.text).toBe(old)
   })
 })

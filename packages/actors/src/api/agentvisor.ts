@@ -22,6 +22,7 @@ import type { RunTrace } from '../trace/run-trace.js'
 import type { ChildSpec, RunHandle, RunResult, StartOptions } from '../supervisor/run-handle.js'
 import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
 import { Supervisor, SupervisorLive } from './supervisor.js'
+import { runPromise } from '../loop/run-promise.js'
 
 export interface AgentvisorOptions extends SupervisorOptions {
   /** The SQLite file of the store (created and migrated if absent). */
@@ -89,7 +90,7 @@ export class Agentvisor {
     }
     const busScope = Effect.runSync(Scope.make())
     const embedded = options.bus === undefined && options.nats === undefined
-    const bus = options.bus ?? (options.nats !== undefined ? await unwrapPlain(Scope.extend(makeNatsBus(options.nats), busScope)) : makeInProcessBus())
+    const bus = options.bus ?? (options.nats !== undefined ? await runPromise(Scope.extend(makeNatsBus(options.nats), busScope)) : makeInProcessBus())
     // Tells `events()` readers of runs driven here when to read again, and hands them the text as it streams.
     const hub = new EventHub()
     const supervisorOptions: SupervisorOptions = {
@@ -401,9 +402,3 @@ const settled = <A, E>(fiber: Fiber.RuntimeFiber<A, E>): Promise<A> =>
       else reject(Cause.squash(exit.cause))
     })
   )
-
-const unwrapPlain = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
-  const exit = await Effect.runPromiseExit(effect)
-  if (Exit.isSuccess(exit)) return exit.value
-  throw Cause.squash(exit.cause)
-}

@@ -1,6 +1,5 @@
 import { makeMcpPool } from '@agentvisor/core'
-import type { ContractError, TaskContract } from '@agentvisor/core'
-import { DEFAULT_STORE_OUTAGE_MS, makeRunWriter, type OutageRidingWriter, rideOutStoreOutages, type RunWriter } from '@agentvisor/store'
+import { DEFAULT_STORE_OUTAGE_MS, makeRunWriter, type OutageRidingWriter, outageRidingWriter, type RunWriter, type Store } from '@agentvisor/store'
 import { Context, Effect, Layer } from 'effect'
 import { busObserver } from '../bus/bus-observer.js'
 import { makeSpawn } from '../supervisor/spawn.js'
@@ -10,28 +9,20 @@ import { makeLaunchRun } from '../supervisor/launch-run.js'
 import { DEFAULT_LEASE_POLICY, makeLeaseOwner } from '../supervisor/lease.js'
 import { makeLeaseKeeper, storeLeaseQueries } from '../supervisor/lease-keeper.js'
 import { makeRunFibers } from '../supervisor/run-fibers.js'
-import type { ChildSpec, LaunchError, RunHandle, StartOptions } from '../supervisor/run-handle.js'
+import type { LaunchRun, SpawnChild, StartOptions } from '../supervisor/run-handle.js'
 import type { SupervisorOptions } from '../supervisor/supervisor-options.js'
 import type { RunObserver } from '../driver/run-observer.js'
 import { makeControlHandler } from '../worker/control-handler.js'
 import { serveBus } from './serve-bus.js'
 import { StoreService } from '../supervisor/store-service.js'
 
+/** What the Supervisor service hands out: runs launched (launch-run.ts) and children spawned from code (spawn.ts). */
+export interface SupervisorApi extends LaunchRun {
+  readonly spawn: SpawnChild
+}
+
 /** Starts and resumes runs, one supervised fiber each, all interrupted when the layer closes. */
-export class Supervisor extends Context.Tag('agentvisor/Supervisor')<
-  Supervisor,
-  {
-    readonly start: (contract: TaskContract, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
-    /** Fails with `LeaseConflictError` while another live driver moves the run. */
-    readonly resume: (runId: string, options?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
-    /**
-     * Starts a child of `parentId` from code (what `spawn_child` does for a model): the parent's
-     * providers and policy, narrowed limits, a workspace inside the parent's; it runs wherever
-     * the bus sends it. `result` waits for it to end (or pause).
-     */
-    readonly spawn: (parentId: string, child: ChildSpec) => Effect.Effect<RunHandle, LaunchError | ContractError>
-  }
->() {}
+export class Supervisor extends Context.Tag('agentvisor/Supervisor')<Supervisor, SupervisorApi>() {}
 
 /**
  * The supervisor layer; it needs the store. Its concepts live apart: launching a run (start,
@@ -46,13 +37,11 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
       const { db } = storeService
       // Failures a loop survives are logged with their cause: to the worker's log, else stderr.
       const warn = options.log ?? ((line: string) => void process.stderr.write(`agentvisor: ${line}\n`))
-      const { writer, riding } = outageWriter(makeRunWriter(storeService), storeService.sqlite === undefined, options.storeOutageMs, warn)
+      const { writer, riding } = outageWriter(storeService, options.storeOutageMs, warn)
       // Runs before the store closes (layers close in reverse): the checkpointer ends first. A
       // last write that fails is reported, not a defect of the closing layer.
       yield* Effect.addFinalizer(() =>
-        Effect.tryPromise(() => writer.close()).pipe(
-          Effect.catchAllCause((cause) => Effect.sync(() => warn(`cannot close the run writer: ${causeLine(cause)}`)))
-        )
+        writer.close().pipe(Effect.catchAllCause((cause) => Effect.sync(() => warn(`cannot close the run writer: ${causeLine(cause)}`))))
       )
 
       // A run's observers: telemetry and the supervisor's, then the run's own, then the bus's.
@@ -96,13 +85,12 @@ export const SupervisorLive = (options: SupervisorOptions = {}): Layer.Layer<Sup
  * them (PostgreSQL; never SQLite, whose hot path stays synchronous), else the writer itself.
  */
 const outageWriter = (
-  writer: RunWriter,
-  remote: boolean,
+  store: Pick<Store, 'db' | 'sqlite' | 'pool'>,
   limitMs: number | undefined,
   log: (line: string) => void
 ): { readonly writer: RunWriter; readonly riding: OutageRidingWriter | undefined } => {
   const limit = limitMs ?? DEFAULT_STORE_OUTAGE_MS
-  if (!remote || limit <= 0) return { writer, riding: undefined }
-  const riding = rideOutStoreOutages(writer, { limitMs: limit, log })
+  if (store.sqlite !== undefined || limit <= 0) return { writer: makeRunWriter(store), riding: undefined }
+  const riding = outageRidingWriter(store, { limitMs: limit, log })
   return { writer: riding, riding }
 }

@@ -1,8 +1,7 @@
-import type { Database, DecisionSource, StoreError } from '@agentvisor/store'
+import { answerApproval, type Database, type DecisionSource, type StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { RequestDecidedError } from '../errors.js'
-import { query } from '../io/store-query.js'
 
 /**
  * Records a person's answer to a question (`ask_human`, docs/policy.md, "Questions"): the request
@@ -16,14 +15,6 @@ export const answerRequest = (
   source: DecisionSource,
   at: string
 ): Effect.Effect<void, RequestDecidedError | StoreError> =>
-  Effect.flatMap(
-    query(`answer request ${requestId}`, () =>
-      db
-        .updateTable('approvals')
-        .set({ status: 'approved', resolution: 'answered', account: text, source, decided_at: at })
-        .where('id', '=', requestId)
-        .where('status', '=', 'pending')
-        .executeTakeFirst()
-    ),
-    (result) => (result.numUpdatedRows > 0n ? Effect.void : Effect.fail(new RequestDecidedError({ requestId, status: 'answered' })))
+  Effect.flatMap(answerApproval(db, requestId, text, source, at), (answered) =>
+    answered ? Effect.void : Effect.fail(new RequestDecidedError({ requestId, status: 'answered' }))
   )

@@ -1,16 +1,16 @@
 import { builtinCatalogue, type CompiledPolicy, describeDecision, escapeGlob, type ToolCatalogue, toolActOf } from '@agentvisor/core'
 import {
+  type ApprovalDecision,
   type ApprovalRow,
   type Database,
   type DecisionSource,
-  decideApproval,
-  insertPolicyEvents,
   type NewPolicyEvent,
-  rememberRule,
-  StoreError
+  type NewRememberedRule,
+  recordDecision,
+  type StoreError
 } from '@agentvisor/store'
 import { Data, Effect } from 'effect'
-import type { Kysely, Transaction } from 'kysely'
+import type { Kysely } from 'kysely'
 import { EditRefusedError, RecoveryDecisionNeededError, RequestDecidedError } from '../errors.js'
 
 /** How a person (or service) answers an approval request. */
@@ -26,24 +26,19 @@ export interface ApprovalAnswer {
 export class ApprovalError extends Data.TaggedError('ApprovalError')<{ readonly message: string }> {}
 
 /**
- * A decision's transaction as an Effect: `RequestDecidedError` (thrown inside to roll it back
- * when another decision won) stays as it is, anything else is the store's failure.
+ * A decision written with its audit event (and the rule remembered, when given) in one transaction
+ * (`recordDecision`); `RequestDecidedError` when another decision won, nothing written.
  */
-const decisionTransaction = (
+const decided = (
   db: Kysely<Database>,
-  requestId: string,
-  work: (trx: Transaction<Database>) => Promise<void>
+  request: ApprovalRow,
+  decision: ApprovalDecision,
+  event: NewPolicyEvent,
+  remembered?: NewRememberedRule
 ): Effect.Effect<void, RequestDecidedError | StoreError> =>
-  Effect.tryPromise({
-    try: () => db.transaction().execute(work),
-    catch: (cause) =>
-      cause instanceof RequestDecidedError
-        ? cause
-        : new StoreError({
-            message: `store: record the decision on request ${requestId} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
-            cause
-          })
-  })
+  Effect.flatMap(recordDecision(db, request.id, decision, event, remembered), (won) =>
+    won ? Effect.void : Effect.fail(new RequestDecidedError({ requestId: request.id }))
+  )
 
 /** The audit event of a decision on a request. */
 const decisionEvent = (request: ApprovalRow, decision: string, source: DecisionSource, at: string, performedTarget: string | null): NewPolicyEvent => ({
@@ -135,27 +130,22 @@ export const decideRequest = (input: {
       if (editedAct.target !== request.target || editedAct.act !== request.act) performedTarget = editedAct.target
     }
     const status = answer.decision === 'approve' ? 'approved' : 'denied'
-    return decisionTransaction(input.db, request.id, async (trx) => {
-      const won = await decideApproval(trx, request.id, {
-        status,
-        source: input.source,
-        remember: answer.remember === true,
-        editedPayloadJson,
-        decidedAt: input.at
-      })
-      if (!won) throw new RequestDecidedError({ requestId: request.id })
-      await insertPolicyEvents(trx, [decisionEvent(request, status, input.source, input.at, performedTarget)])
-      if (answer.remember === true) {
-        await rememberRule(trx, {
-          workspace: input.workspace,
-          act: request.act,
-          pattern: escapeGlob(request.target),
-          decision: status === 'approved' ? 'allow' : 'deny',
-          run_id: request.run_id,
-          created_at: input.at
-        })
-      }
-    })
+    return decided(
+      input.db,
+      request,
+      { status, source: input.source, remember: answer.remember === true, editedPayloadJson, decidedAt: input.at },
+      decisionEvent(request, status, input.source, input.at, performedTarget),
+      answer.remember === true
+        ? {
+            workspace: input.workspace,
+            act: request.act,
+            pattern: escapeGlob(request.target),
+            decision: status === 'approved' ? 'allow' : 'deny',
+            run_id: request.run_id,
+            created_at: input.at
+          }
+        : undefined
+    )
   })
 
 /** How an operator settles an exec that was interrupted after it started. */
@@ -175,8 +165,10 @@ export const decideRecovery = (input: {
 }): Effect.Effect<void, ApprovalError | RequestDecidedError | StoreError> => {
   const { request } = input
   if (request.kind !== 'recovery') return Effect.fail(new ApprovalError({ message: `request ${request.id} is not a recovery request` }))
-  return decisionTransaction(input.db, request.id, async (trx) => {
-    const won = await decideApproval(trx, request.id, {
+  return decided(
+    input.db,
+    request,
+    {
       status: input.resolution === 'abort' ? 'denied' : 'approved',
       source: input.source,
       remember: false,
@@ -184,8 +176,7 @@ export const decideRecovery = (input: {
       decidedAt: input.at,
       resolution: input.resolution,
       account: input.account ?? null
-    })
-    if (!won) throw new RequestDecidedError({ requestId: request.id })
-    await insertPolicyEvents(trx, [decisionEvent(request, input.resolution, input.source, input.at, null)])
-  })
+    },
+    decisionEvent(request, input.resolution, input.source, input.at, null)
+  )
 }

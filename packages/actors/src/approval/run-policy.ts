@@ -1,6 +1,5 @@
 import { compilePolicy, type CompiledPolicy, type RememberedRule, type TaskContract } from '@agentvisor/core'
-import { type Executor, type LeaseLostError, listRememberedRules, type RememberedRuleRow, type RunWriter, StoreError } from '@agentvisor/store'
-import { store } from '../io/driver-io.js'
+import { type Executor, listRememberedRules, type RememberedRuleRow, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 
 const policyOf = (contract: TaskContract, remembered: ReadonlyArray<RememberedRuleRow>): Either.Either<CompiledPolicy, string> => {
@@ -16,20 +15,11 @@ const policyOf = (contract: TaskContract, remembered: ReadonlyArray<RememberedRu
  * refuses to run rather than run permissively); fails only when the store cannot be read.
  */
 export const loadRunPolicy = (db: Executor, contract: TaskContract): Effect.Effect<Either.Either<CompiledPolicy, string>, StoreError> =>
-  Effect.map(
-    Effect.tryPromise({
-      try: () => listRememberedRules(db, contract.workspace),
-      catch: (cause) => new StoreError({ message: 'store: cannot load remembered decisions', cause })
-    }),
-    (remembered) => policyOf(contract, remembered)
-  )
+  Effect.map(listRememberedRules(db, contract.workspace), (remembered) => policyOf(contract, remembered))
 
 /**
  * `loadRunPolicy` through the run's writer, as a run's start and resume read it: a prepared
  * statement on SQLite, answered at once (docs/architecture.md, "The hot path").
  */
-export const runPolicyOf = (writer: RunWriter, contract: TaskContract): Effect.Effect<Either.Either<CompiledPolicy, string>, StoreError | LeaseLostError> =>
-  Effect.map(
-    store('load remembered decisions', () => writer.rememberedRules(contract.workspace)),
-    (remembered) => policyOf(contract, remembered)
-  )
+export const runPolicyOf = (writer: RunWriter, contract: TaskContract): Effect.Effect<Either.Either<CompiledPolicy, string>, StoreError> =>
+  Effect.map(writer.rememberedRules(contract.workspace), (remembered) => policyOf(contract, remembered))

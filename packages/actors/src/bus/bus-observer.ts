@@ -1,17 +1,19 @@
 import { Effect } from 'effect'
 import { type Executor, listApprovals } from '@agentvisor/store'
 import { pendingRequestOf } from '../approval/pending-request.js'
-import { type EventCursor, eventCursor, readEvents, textKey } from '../events/run-events.js'
+import { type EventCursor, eventCursor, textKey } from '../events/event-cursor.js'
+import { readEvents } from '../events/run-events.js'
 import type { RunObserver, TextDelta } from '../driver/run-observer.js'
 import type { Bus } from '../protocol/bus.js'
 import { PROTOCOL_VERSION } from '../protocol/messages.js'
+import { runPromise } from '../loop/run-promise.js'
 
 /**
  * Publishes a run's transitions on `agentvisor.runs.<id>.events` and its end on `.done` (with
  * the run's last answer as `result`, read by `lastText`: the run writer's `lastStepText`).
  * Publishing is best effort and never slows the run down.
  */
-export const busObserver = (bus: Bus, lastText: (runId: string) => string | undefined | Promise<string | undefined>, db?: Executor): RunObserver => {
+export const busObserver = (bus: Bus, lastText: (runId: string) => Effect.Effect<string | undefined, unknown>, db?: Executor): RunObserver => {
   const streams = bus.kind === 'nats' && db !== undefined ? streamPublisher(bus, db) : undefined
   // Each run's root, from its drive's start: what `agentvisor.requests` names with each request.
   const roots = new Map<string, string>()
@@ -52,7 +54,7 @@ export const busObserver = (bus: Bus, lastText: (runId: string) => string | unde
       : {}),
     onFinished: (result) => {
       Effect.runFork(
-        Effect.tryPromise(async () => lastText(result.runId)).pipe(
+        lastText(result.runId).pipe(
           Effect.orElseSucceed(() => undefined),
           Effect.flatMap((text) =>
             bus.publishDone({
@@ -75,7 +77,7 @@ export const busObserver = (bus: Bus, lastText: (runId: string) => string | unde
 
 /** Publishes the run's open requests on `agentvisor.requests`; best effort, as every publication. */
 const announceRequests = (bus: Bus, db: Executor, runId: string, rootId: string): void => {
-  listApprovals(db, runId).then(
+  runPromise(listApprovals(db, runId)).then(
     (rows) => {
       for (const row of rows) {
         if (row.status === 'pending') Effect.runFork(bus.publishRequest({ v: PROTOCOL_VERSION, runId, rootId, request: pendingRequestOf(row) }))
@@ -105,7 +107,7 @@ const streamPublisher = (bus: Bus, db: Executor) => {
       const cursor = await run.cursor
       do {
         run.again = false
-        for (const event of await readEvents(db, cursor)) Effect.runFork(bus.publishStream(runId, event))
+        for (const event of await runPromise(readEvents(db, cursor))) Effect.runFork(bus.publishStream(runId, event))
       } while (run.again)
     } catch {
       // Best effort, as every publication: a reading that fails is tried again at the next transition.
@@ -119,7 +121,7 @@ const streamPublisher = (bus: Bus, db: Executor) => {
       let run = runs.get(runId)
       if (run === undefined) {
         const heard = new Set<string>()
-        run = { cursor: eventCursor(db, runId, seq, heard), heard, reading: false, again: false, ended: false }
+        run = { cursor: runPromise(eventCursor(db, runId, seq, heard)), heard, reading: false, again: false, ended: false }
         run.cursor?.catch(() => undefined)
         runs.set(runId, run)
       }

@@ -1,26 +1,16 @@
 import { readFileSync } from 'node:fs'
-import type { Msg, NatsConnection, NodeConnectionOptions, Subscription } from '@nats-io/transport-node'
-import { connect, credsAuthenticator, RequestError, TimeoutError } from '@nats-io/transport-node'
+import type { NatsConnection, NodeConnectionOptions } from '@nats-io/transport-node'
+import { connect, credsAuthenticator } from '@nats-io/transport-node'
 import { maskUrlCredentials } from '@agentvisor/core'
 import type { Scope } from 'effect'
-import { Effect, FiberSet } from 'effect'
+import { Effect } from 'effect'
 import type { Bus } from '../protocol/bus.js'
-import { BusError, NO_SUBMIT_RESPONDERS } from '../protocol/bus.js'
-import { answerControl, answerSubmit, encodeControlReply } from './control-answer.js'
-import type { RunStreamEvent } from '../protocol/run-stream-event.js'
-import {
-  type ControlReply,
-  PROTOCOL_VERSION,
-  type RunDoneMessage,
-  type RunEventMessage,
-  type RunRequestMessage,
-  type RunStartedMessage
-} from '../protocol/messages.js'
-import { controlTarget, DEFAULT_SUBJECT_PREFIX, isSubjectToken, natsSubjects } from './nats-subjects.js'
+import { BusError } from '../protocol/bus.js'
+import { makeNatsBroadcasts } from './nats-broadcasts.js'
+import { makeNatsRequests } from './nats-requests.js'
+import { DEFAULT_SUBJECT_PREFIX, natsSubjects } from './nats-subjects.js'
 import { natsUrlAuth } from './nats-url-auth.js'
 import { firstLine, makeNatsWorkQueue } from './nats-work-queue.js'
-import { stderrLog } from '../loop/survive.js'
-import { bytesToText, decodeControlReply, decodeRunDone, decodeRunEvent, decodeStreamEvent, decodeVersioned, encodeControlBody, encodeJson } from './wire.js'
 
 /** How to reach NATS and where the bus keeps its queue (docs/nats.md). */
 export interface NatsBusOptions {
@@ -47,7 +37,6 @@ export interface NatsBusOptions {
 const DEFAULT_ACK_WAIT_MS = 30_000
 const DEFAULT_STREAM = 'AGENTVISOR_RUNS'
 const DEFAULT_CONSUMER = 'agentvisor-workers'
-const DEFAULT_CONTROL_TIMEOUT_MS = 5_000
 
 const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value.trim() === '' ? undefined : value.trim())
 
@@ -144,216 +133,20 @@ const connectionOptions = (options: NatsBusOptions): Effect.Effect<NodeConnectio
     catch: (cause) => new BusError({ message: `cannot read NATS credentials file ${options.credsFile}: ${firstLine(cause)}`, cause })
   })
 
-const validToken = (what: string, token: string): Effect.Effect<void, BusError> =>
-  isSubjectToken(token) ? Effect.void : Effect.fail(new BusError({ message: `${what} ${JSON.stringify(token)} cannot be a NATS subject token` }))
-
-// A subscription's interest must reach the server before `watch*` returns, or a message
-// published right after (by another connection) could miss it.
-const subscribed = (nc: NatsConnection, subscribe: () => Subscription): Effect.Effect<void, BusError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.try({ try: subscribe, catch: (cause) => new BusError({ message: `cannot subscribe: ${firstLine(cause)}`, cause }) }),
-    (subscription) =>
-      Effect.sync(() => {
-        try {
-          subscription.unsubscribe()
-        } catch {
-          // The connection is already closed, and the subscription with it.
-        }
-      })
-  ).pipe(
-    Effect.zipLeft(Effect.tryPromise({ try: () => nc.flush(), catch: (cause) => new BusError({ message: `cannot subscribe: ${firstLine(cause)}`, cause }) }))
-  )
-
-const publish = (nc: NatsConnection, subject: string, message: unknown): Effect.Effect<void> =>
-  Effect.sync(() => {
-    const payload = encodeJson(message)
-    if (payload === undefined) return
-    try {
-      nc.publish(subject, payload)
-    } catch {
-      // Best effort: a run never fails because the bus is down.
-    }
-  })
-
-const isTimeout = (cause: unknown): boolean => cause instanceof TimeoutError || (cause instanceof RequestError && cause.cause instanceof TimeoutError)
-
-const respond = (msg: Msg, reply: ControlReply): Effect.Effect<void> =>
-  Effect.sync(() => {
-    try {
-      msg.respond(encodeControlReply(reply))
-    } catch {
-      // The connection closed while answering; the requester times out.
-    }
-  })
-
 const makeBus = (nc: NatsConnection, options: NatsBusOptions): Bus => {
   const subjects = natsSubjects(options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX)
   const consumerName = options.consumerName ?? DEFAULT_CONSUMER
-  const queue = makeNatsWorkQueue(nc, {
-    streamName: options.streamName ?? DEFAULT_STREAM,
-    consumerName,
-    subject: subjects.start,
-    ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
-  })
-
-  const publishEvent: Bus['publishEvent'] = (message) => (isSubjectToken(message.runId) ? publish(nc, subjects.events(message.runId), message) : Effect.void)
-
-  // A stream event is the event itself with the protocol version (docs/streaming.md).
-  const publishStream: Bus['publishStream'] = (runId, event) =>
-    isSubjectToken(runId) ? publish(nc, subjects.stream(runId), { v: PROTOCOL_VERSION, ...event }) : Effect.void
-
-  const watchStream: Bus['watchStream'] = (runId, onEvent) =>
-    validToken('run id', runId).pipe(
-      Effect.zipRight(
-        subscribed(nc, () =>
-          nc.subscribe(subjects.stream(runId), {
-            callback: listen<RunStreamEvent>(decodeStreamEvent, (event) => {
-              if (event.runId === runId) onEvent(event)
-            })
-          })
-        )
-      )
-    )
-
-  const publishStarted: Bus['publishStarted'] = (message) =>
-    isSubjectToken(message.runId) ? publish(nc, subjects.started(message.runId), message) : Effect.void
-
-  const watchStarted: Bus['watchStarted'] = (onStarted) =>
-    subscribed(nc, () =>
-      nc.subscribe(subjects.anyStarted, { callback: listen<RunStartedMessage>(decodeVersioned<RunStartedMessage>(['runId', 'goal']), onStarted) })
-    )
-
-  const publishRequest: Bus['publishRequest'] = (message) => publish(nc, subjects.requests, message)
-
-  const watchRequests: Bus['watchRequests'] = (onRequest) =>
-    subscribed(nc, () =>
-      nc.subscribe(subjects.requests, { callback: listen<RunRequestMessage>(decodeVersioned<RunRequestMessage>(['runId', 'rootId']), onRequest) })
-    )
-
-  const publishDone: Bus['publishDone'] = (message) => (isSubjectToken(message.runId) ? publish(nc, subjects.done(message.runId), message) : Effect.void)
-
-  const listen =
-    <A>(decode: (text: string) => A | undefined, deliver: (message: A) => void) =>
-    (error: Error | null, msg: Msg): void => {
-      if (error !== null) return
-      const message = decode(bytesToText(msg.data))
-      if (message === undefined) return
-      try {
-        deliver(message)
-      } catch {
-        // A listener that throws must not end the subscription.
-      }
-    }
-
-  const watchDone: Bus['watchDone'] = (onDone) =>
-    subscribed(nc, () => nc.subscribe(subjects.anyDone, { callback: listen<RunDoneMessage>(decodeRunDone, onDone) }))
-
-  const watchEvents: Bus['watchEvents'] = (runId, onEvent) =>
-    validToken('run id', runId).pipe(
-      Effect.zipRight(
-        subscribed(nc, () =>
-          nc.subscribe(subjects.events(runId), {
-            callback: listen<RunEventMessage>(decodeRunEvent, (message) => {
-              if (message.runId === runId) onEvent(message)
-            })
-          })
-        )
-      )
-    )
-
-  const serveControl: Bus['serveControl'] = (handler, serveOptions) =>
-    Effect.gen(function* () {
-      const log = serveOptions?.log ?? stderrLog
-      // Registered before the subscription, so released after it: no request is taken once
-      // the answers in progress are being interrupted.
-      const run = yield* FiberSet.makeRuntime<never, void, never>()
-      const onRequest = (error: Error | null, msg: Msg): void => {
-        if (error !== null) {
-          log(`control subscription: ${firstLine(error)}`)
-          return
-        }
-        const { runId, verb } = controlTarget(msg.subject)
-        run(answerControl(handler, runId, verb, bytesToText(msg.data), log).pipe(Effect.flatMap((reply) => respond(msg, reply))))
-      }
-      const own = serveOptions?.runId
-      if (own !== undefined) {
-        yield* validToken('run id', own)
-        yield* subscribed(nc, () => nc.subscribe(subjects.control(own, '*'), { callback: onRequest }))
-        return
-      }
-      // The queue group makes each request go to one worker, not all of them.
-      yield* subscribed(nc, () => nc.subscribe(subjects.anyControl, { queue: consumerName, callback: onRequest }))
-    })
-
-  const serveSubmit: Bus['serveSubmit'] = (handler, serveOptions) =>
-    Effect.gen(function* () {
-      const log = serveOptions?.log ?? stderrLog
-      const run = yield* FiberSet.makeRuntime<never, void, never>()
-      // In the workers' queue group: each submission is taken by one worker.
-      yield* subscribed(nc, () =>
-        nc.subscribe(subjects.submit, {
-          queue: consumerName,
-          callback: (error, msg) => {
-            if (error !== null) return log(`submit subscription: ${firstLine(error)}`)
-            run(answerSubmit(handler, bytesToText(msg.data), log).pipe(Effect.flatMap((reply) => respond(msg, reply))))
-          }
-        })
-      )
-    })
-
-  /**
-   * One request/reply of the control API or of submit: the body encoded, the reply decoded, and
-   * a failure said in one line (`what` names the request in it; `noResponders` is what nobody
-   * serving it says).
-   */
-  const ask = (subject: string, body: unknown, timeoutMs: number, what: string, noResponders: string): Effect.Effect<ControlReply, BusError> =>
-    Effect.gen(function* () {
-      const payload = yield* encodeControlBody(body)
-      const reply = yield* Effect.tryPromise({
-        try: () => nc.request(subject, payload, { timeout: timeoutMs }),
-        catch: (cause) =>
-          new BusError({
-            message:
-              cause instanceof RequestError && cause.isNoResponders()
-                ? noResponders
-                : isTimeout(cause)
-                  ? `${what} timed out after ${timeoutMs}ms`
-                  : `${what} failed: ${firstLine(cause)}`,
-            cause
-          })
-      })
-      return yield* decodeControlReply(bytesToText(reply.data))
-    })
-
-  const submit: Bus['submit'] = (body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) => ask(subjects.submit, body, timeoutMs, 'submit', NO_SUBMIT_RESPONDERS)
-
-  const control: Bus['control'] = (runId, verb, body, timeoutMs = DEFAULT_CONTROL_TIMEOUT_MS) =>
-    Effect.gen(function* () {
-      yield* validToken('run id', runId)
-      yield* validToken('control verb', verb)
-      const subject = subjects.control(runId, verb)
-      return yield* ask(subject, body, timeoutMs, `control ${verb} of run ${runId}`, `no responders for ${subject}`)
-    })
-
   return {
     kind: 'nats',
-    submitChild: queue.submit,
-    consumeChildren: queue.consume,
-    checkWorkQueue: queue.check,
-    publishEvent,
-    publishStream,
-    watchStream,
-    publishStarted,
-    watchStarted,
-    publishRequest,
-    watchRequests,
-    publishDone,
-    watchDone,
-    watchEvents,
-    serveControl,
-    control,
-    serveSubmit,
-    submit
+    ...makeNatsWorkQueue(nc, {
+      streamName: options.streamName ?? DEFAULT_STREAM,
+      consumerName,
+      subject: subjects.start,
+      ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS
+    }),
+    ...makeNatsBroadcasts(nc, subjects),
+    // Control and submit share the work queue's consumer name as their queue group.
+    ...makeNatsRequests(nc, subjects, consumerName)
   }
 }
 

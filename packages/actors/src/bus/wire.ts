@@ -116,3 +116,12 @@ export const encodeJson = (value: unknown): string | undefined => {
 
 /** The text a payload's bytes carry (invalid UTF-8 becomes U+FFFD and then fails to decode). */
 export const bytesToText = (bytes: Uint8Array): string => new TextDecoder().decode(bytes)
+
+/**
+ * A value as it comes out of the wire: what the in-process bus hands its subscribers, so they see
+ * what they would over NATS (no shared references, no `undefined` fields, dates as strings).
+ */
+export const viaJson = <A>(value: A): A | undefined => {
+  const text = encodeJson(value)
+  return text === undefined ? undefined : (JSON.parse(text) as A)
+}

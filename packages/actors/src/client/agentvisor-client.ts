@@ -1,6 +1,6 @@
 import type { RunStreamEvent } from '../protocol/run-stream-event.js'
 import type { PendingRequest } from '../approval/pending-request.js'
-import { Cause, Data, Effect, Exit, Scope } from 'effect'
+import { Data, Effect, Exit, Scope } from 'effect'
 import type { Bus } from '../protocol/bus.js'
 import {
   type ControlReply,
@@ -11,6 +11,7 @@ import {
   type RunStartedMessage
 } from '../protocol/messages.js'
 import { makeNatsBus, type NatsBusOptions } from '../bus/nats-bus.js'
+import { runPromise } from '../loop/run-promise.js'
 
 /** A control request the agentvisor side refused (`{ok: false, error}`). */
 export class ControlRefusedError extends Data.TaggedError('ControlRefusedError')<{ readonly message: string }> {}
@@ -23,12 +24,6 @@ export interface RunStatusRecord {
   readonly parentId: string | null
   readonly createdAt: string
   readonly updatedAt: string
-}
-
-const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
-  const exit = await Effect.runPromiseExit(effect)
-  if (Exit.isSuccess(exit)) return exit.value
-  throw Cause.squash(exit.cause)
 }
 
 const accepted = (reply: ControlReply): Record<string, unknown> => {
@@ -56,9 +51,9 @@ export class AgentvisorClient {
   static async connect(options: NatsBusOptions): Promise<AgentvisorClient> {
     const scope = Effect.runSync(Scope.make())
     try {
-      return new AgentvisorClient(await run(Scope.extend(makeNatsBus(options), scope)), scope)
+      return new AgentvisorClient(await runPromise(Scope.extend(makeNatsBus(options), scope)), scope)
     } catch (error) {
-      await run(Scope.close(scope, Exit.void))
+      await runPromise(Scope.close(scope, Exit.void))
       throw error
     }
   }
@@ -80,19 +75,19 @@ export class AgentvisorClient {
     options: { readonly runId?: string; readonly traceparent?: string; readonly timeoutMs?: number } = {}
   ): Promise<string> {
     const { timeoutMs, ...rest } = options
-    const reply = accepted(await run(this.bus.submit({ v: PROTOCOL_VERSION, contract: task, ...rest }, timeoutMs)))
+    const reply = accepted(await runPromise(this.bus.submit({ v: PROTOCOL_VERSION, contract: task, ...rest }, timeoutMs)))
     return reply['runId'] as string
   }
 
   /** The run's `runs --json` row. */
   async status(runId: string): Promise<RunStatusRecord> {
-    const { v: _v, ok: _ok, ...row } = accepted(await run(this.bus.control(runId, 'status', { v: PROTOCOL_VERSION })))
+    const { v: _v, ok: _ok, ...row } = accepted(await runPromise(this.bus.control(runId, 'status', { v: PROTOCOL_VERSION })))
     return row as unknown as RunStatusRecord
   }
 
   /** Asks for the run to be cancelled; its driver, wherever it is, ends it `cancelled`. */
   async cancel(runId: string): Promise<void> {
-    accepted(await run(this.bus.control(runId, 'cancel', { v: PROTOCOL_VERSION })))
+    accepted(await runPromise(this.bus.control(runId, 'cancel', { v: PROTOCOL_VERSION })))
   }
 
   /** Decides the run's pending requests (one when `requestId` is given); returns the decided ids. */
@@ -100,54 +95,54 @@ export class AgentvisorClient {
     runId: string,
     decision: { readonly decision: 'approve' | 'deny'; readonly requestId?: string; readonly remember?: boolean; readonly edit?: Record<string, unknown> }
   ): Promise<ReadonlyArray<string>> {
-    const reply = accepted(await run(this.bus.control(runId, 'approve', { v: PROTOCOL_VERSION, ...decision })))
+    const reply = accepted(await runPromise(this.bus.control(runId, 'approve', { v: PROTOCOL_VERSION, ...decision })))
     return (reply['decided'] as string[] | undefined) ?? []
   }
 
   /** The run and every run below it, as `runs --json` rows (docs/nats.md, `tree`). */
   async tree(runId: string): Promise<ReadonlyArray<RunStatusRecord>> {
-    const reply = accepted(await run(this.bus.control(runId, 'tree', { v: PROTOCOL_VERSION })))
+    const reply = accepted(await runPromise(this.bus.control(runId, 'tree', { v: PROTOCOL_VERSION })))
     return (reply['runs'] as RunStatusRecord[] | undefined) ?? []
   }
 
   /** Calls `onRequest` for every request any run pauses on (`agentvisor.requests`) until the returned stop function is called. */
   async requests(onRequest: (message: RunRequestMessage) => void): Promise<() => Promise<void>> {
     const scope = Effect.runSync(Scope.make())
-    await run(Scope.extend(this.bus.watchRequests(onRequest), scope))
-    return () => run(Scope.close(scope, Exit.void))
+    await runPromise(Scope.extend(this.bus.watchRequests(onRequest), scope))
+    return () => runPromise(Scope.close(scope, Exit.void))
   }
 
   /** Calls `onStarted` for every run a driver takes anywhere (`agentvisor.runs.*.started`) until the returned stop function is called. */
   async started(onStarted: (message: RunStartedMessage) => void): Promise<() => Promise<void>> {
     const scope = Effect.runSync(Scope.make())
-    await run(Scope.extend(this.bus.watchStarted(onStarted), scope))
-    return () => run(Scope.close(scope, Exit.void))
+    await runPromise(Scope.extend(this.bus.watchStarted(onStarted), scope))
+    return () => runPromise(Scope.close(scope, Exit.void))
   }
 
   /** The requests the run waits on: approvals, recovery decisions and questions (docs/nats.md). */
   async pending(runId: string): Promise<ReadonlyArray<PendingRequest>> {
-    const reply = accepted(await run(this.bus.control(runId, 'pending', { v: PROTOCOL_VERSION })))
+    const reply = accepted(await runPromise(this.bus.control(runId, 'pending', { v: PROTOCOL_VERSION })))
     return (reply['requests'] as PendingRequest[] | undefined) ?? []
   }
 
   /** Answers the run's question (`ask_human`; `requestId` when it has several); returns the question's id. */
   async answer(runId: string, text: string, options: { readonly requestId?: string } = {}): Promise<string> {
-    const reply = accepted(await run(this.bus.control(runId, 'answer', { v: PROTOCOL_VERSION, text, ...options })))
+    const reply = accepted(await runPromise(this.bus.control(runId, 'answer', { v: PROTOCOL_VERSION, text, ...options })))
     return reply['answered'] as string
   }
 
   /** Calls `onEvent` for each of the run's events on its stream (docs/streaming.md) until the returned stop function is called. */
   async stream(runId: string, onEvent: (event: RunStreamEvent) => void): Promise<() => Promise<void>> {
     const scope = Effect.runSync(Scope.make())
-    await run(Scope.extend(this.bus.watchStream(runId, onEvent), scope))
-    return () => run(Scope.close(scope, Exit.void))
+    await runPromise(Scope.extend(this.bus.watchStream(runId, onEvent), scope))
+    return () => runPromise(Scope.close(scope, Exit.void))
   }
 
   /** Calls `onEvent` for each transition of the run until the returned stop function is called. */
   async watch(runId: string, onEvent: (event: RunEventMessage) => void): Promise<() => Promise<void>> {
     const scope = Effect.runSync(Scope.make())
-    await run(Scope.extend(this.bus.watchEvents(runId, onEvent), scope))
-    return () => run(Scope.close(scope, Exit.void))
+    await runPromise(Scope.extend(this.bus.watchEvents(runId, onEvent), scope))
+    return () => runPromise(Scope.close(scope, Exit.void))
   }
 
   /** Resolves with the run's `done` message (published when it finishes or pauses). */
@@ -156,7 +151,7 @@ export class AgentvisorClient {
     try {
       return await new Promise<RunDoneMessage>((resolve, reject) => {
         const timer = setTimeout(() => reject(new ControlRefusedError({ message: `no done message for run ${runId} within ${timeoutMs} ms` })), timeoutMs)
-        run(
+        runPromise(
           Scope.extend(
             this.bus.watchDone((message) => {
               if (message.runId !== runId) return
@@ -168,11 +163,11 @@ export class AgentvisorClient {
         ).catch(reject)
       })
     } finally {
-      await run(Scope.close(scope, Exit.void))
+      await runPromise(Scope.close(scope, Exit.void))
     }
   }
 
   async close(): Promise<void> {
-    await run(Scope.close(this.scope, Exit.void))
+    await runPromise(Scope.close(this.scope, Exit.void))
   }
 }

@@ -4,7 +4,7 @@ import { approvalRequestOf, decideRequest } from '../approval/decide.js'
 import { ApproverFailedError } from '../errors.js'
 import { stderrLog } from '../loop/survive.js'
 import type { RunContext } from '../machine/run-machine.js'
-import { iso, nowMs, store } from '../io/driver-io.js'
+import { iso, nowMs } from './now.js'
 import type { Drive } from './drive.js'
 import type { Work } from './transition-journal.js'
 
@@ -20,7 +20,7 @@ export const settledElsewhere = (drive: Drive, step: number, id: string): Effect
     const { deps } = drive
     for (;;) {
       yield* Effect.sleep(ELSEWHERE_POLL_MS)
-      const rows = yield* Effect.either(store('load approvals', () => deps.writer.approvals(deps.runId, step)))
+      const rows = yield* Effect.either(deps.writer.approvals(deps.runId, step))
       if (Either.isRight(rows) && rows.right.find((row) => row.id === id)?.status !== 'pending') return true as const
     }
   })
@@ -42,9 +42,7 @@ export const awaitApprovals = (drive: Drive, ctx: RunContext): Effect.Effect<Wor
     const { deps } = drive
     const { contract } = deps
     // Questions (`ask_human`) are answered in `awaitingInput`, by a person: not here.
-    const pending = (yield* store('load approvals', () => deps.writer.approvals(deps.runId, ctx.step))).filter(
-      (a) => a.status === 'pending' && a.kind !== 'input'
-    )
+    const pending = (yield* deps.writer.approvals(deps.runId, ctx.step)).filter((a) => a.status === 'pending' && a.kind !== 'input')
     if (pending.length > 0) {
       const approver = deps.approver
       // Recovery requests are an operator's call (`approve --retry|--completed|--abort`).

@@ -13,7 +13,6 @@ import { type AttemptTotals, type LeaseLostError, runContracts, type StoreError,
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import type { Database } from '@agentvisor/store'
-import { store } from '../io/driver-io.js'
 
 // Token and dollar budgets (docs/task-file.md, "Usage and budgets"). A budget bounds what a run
 // tree spends: before every dispatch, the tree's recorded usage plus what the calls in flight
@@ -141,12 +140,9 @@ export const makeTreeBudgets = (): TreeBudgets => {
   const contractsOf = (db: Kysely<Database>, ids: ReadonlyArray<string>) => {
     const missing = ids.filter((id) => !contracts.has(id))
     if (missing.length === 0) return Effect.void
-    return Effect.map(
-      store("read the tree's contracts", () => runContracts(db, missing)),
-      (found) => {
-        for (const [id, contract] of found) contracts.set(id, contract)
-      }
-    )
+    return Effect.map(runContracts(db, missing), (found) => {
+      for (const [id, contract] of found) contracts.set(id, contract)
+    })
   }
   return {
     locked: (rootId, effect) =>
@@ -181,10 +177,8 @@ export const makeTreeBudgets = (): TreeBudgets => {
     },
     spent: (db, rootId) =>
       Effect.gen(function* () {
-        const totals = yield* store("sum the tree's usage", () => treeAttemptTotals(db, rootId))
-        const pending = totals.some((row) => row.outcome === 'pending')
-          ? yield* store("read the tree's calls in flight", () => treePendingAttempts(db, rootId))
-          : []
+        const totals = yield* treeAttemptTotals(db, rootId)
+        const pending = totals.some((row) => row.outcome === 'pending') ? yield* treePendingAttempts(db, rootId) : []
         yield* contractsOf(db, [...new Set(totals.map((row) => row.runId))])
         const mine = reservations.get(rootId)
         const tally = new UsageTally(true)

@@ -2,14 +2,14 @@ import type { LeaseLostError, RunWrite, StoreError } from '@agentvisor/store'
 import type { Effect } from 'effect'
 import type { CallPlan } from '../approval/step-plan.js'
 import { childRunRow } from '../protocol/child-contract.js'
-import type { SpawnPlan } from './child-runs.js'
+import type { SpawnPlan } from './child-spawns.js'
 import type { RunContext } from '../machine/run-machine.js'
 import type { Drive } from './drive.js'
 import type { Now } from './now.js'
 import type { Work } from './transition-journal.js'
 
 /**
- * The driver's side of child runs (child-runs.ts does the work). `spawn_child` calls
+ * The driver's side of child runs (child-runs.ts, child-spawns.ts and child-wait.ts do the work). `spawn_child` calls
  * create their children once (their ids derive from the call); the step waits in
  * `awaitingChildren` until all are done, then `acting` answers each with its child's result.
  */
@@ -19,7 +19,7 @@ export const planSpawns = (drive: Drive, calls: ReadonlyArray<CallPlan>, step: n
 
 const NO_SPAWNS: SpawnPlan = { results: new Map(), newChildren: [], unfinished: false }
 
-/** A call its run's children answer (`spawn_child`): child-runs.ts plans those. */
+/** A call its run's children answer (`spawn_child`): child-spawns.ts plans those. */
 const startsChild = (item: CallPlan): boolean => item.kind === 'run' && item.tool?.runsAs === 'child-run'
 
 /** The step's new children, created in the commit that moves the run to `awaitingChildren`. */

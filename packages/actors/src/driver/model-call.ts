@@ -9,19 +9,26 @@ import {
   retryDelayMs,
   runErrorFromProvider
 } from '@agentvisor/core'
-import { type AttemptSettlement, countTreeDispatches, type LeaseLostError, type NewAttempt, type RunWrite, type StoreError } from '@agentvisor/store'
+import {
+  type AttemptSettlement,
+  countTreeDispatches,
+  type LeaseLostError,
+  type NewAttempt,
+  type NewStep,
+  type RunWrite,
+  type StoreError
+} from '@agentvisor/store'
 import { Cause, Effect, Either, Exit, Option } from 'effect'
 import type { RunContext } from '../machine/run-machine.js'
 import { type Admission, type CallOutcome, circuitKey } from './circuit-breaker.js'
 import { stepMessages, summarizePrompt } from './conversation.js'
 import { attemptWithin } from './deadline.js'
-import { iso, store } from '../io/driver-io.js'
+import { iso, later, type Now, thenNow } from './now.js'
 import { type AttemptSettled, listens, notify } from './run-observer.js'
 import { type TextRelay, textRelay } from './text-relay.js'
 import { describeElisions, type Elision, fitToContext } from './context-window.js'
 import { attemptKey, type BudgetSubject, ownSpending, passedBound, promptTokens, type RunBudget, reservationOf } from './budget.js'
 import type { Drive } from './drive.js'
-import { later, type Now, thenNow } from './now.js'
 import type { Work } from './transition-journal.js'
 
 /**
@@ -38,12 +45,10 @@ export const dispatch = (drive: Drive, ctx: RunContext): Now<Work, StoreError | 
   // In a tree the ceiling is shared: every run counts the dispatches of all of them.
   const tree = contract.lineage ?? (ctx.spawnedChildren ? { rootId: runId, treeDispatchCeiling: contract.limits.dispatchCeiling } : undefined)
   if (tree === undefined) return guardedSend(drive, ctx)
-  return Effect.flatMap(
-    store('count tree dispatches', () => countTreeDispatches(deps.db, tree.rootId)),
-    (used) =>
-      used >= tree.treeDispatchCeiling
-        ? Effect.succeed<Work>({ event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } })
-        : later(guardedSend(drive, ctx))
+  return Effect.flatMap(countTreeDispatches(deps.db, tree.rootId), (used) =>
+    used >= tree.treeDispatchCeiling
+      ? Effect.succeed<Work>({ event: { type: 'CEILING_REACHED', message: `dispatch ceiling of ${tree.treeDispatchCeiling} exhausted by the run tree` } })
+      : later(guardedSend(drive, ctx))
   )
 }
 
@@ -167,12 +172,10 @@ const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effe
         const end = drive.now()
         deps.breakers.record(key, admission, 'abandoned', end)
         notify(observers, 'onAttemptSettled', { ...attemptOf(drive, ctx), outcome: 'cancelled', latencyMs: end - startedAt })
-        return journal
-          .write('settle a cancelled attempt', settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt }))
-          .pipe(
-            Effect.ignore,
-            Effect.tap(() => releaseReservation(drive, ctx))
-          )
+        return journal.write(settle(runId, ctx, { outcome: 'cancelled', settled_at: iso(end), latency_ms: end - startedAt })).pipe(
+          Effect.ignore,
+          Effect.tap(() => releaseReservation(drive, ctx))
+        )
       })
     ),
     (outcome) => settled(drive, ctx, call, outcome, relay)
@@ -181,46 +184,57 @@ const answered = (drive: Drive, ctx: RunContext, call: Call, answer: Effect.Effe
 
 /** What the call's outcome makes of the step: the event, the receipt's settlement, the step row. */
 const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Either<ChatReply, ProviderError>, relay: TextRelay | undefined): Work => {
-  const { deps } = drive
-  const { runId, observers } = deps
-  const { provider, key, admission, startedAt } = call
   const settledAt = drive.now()
-  const latency = settledAt - startedAt
-  deps.breakers.record(key, admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
+  drive.deps.breakers.record(call.key, call.admission, outcomeForBreaker(outcome._tag === 'Left' ? outcome.left : undefined), settledAt)
   if (outcome._tag === 'Left') {
     relay?.flush()
-    const error = redactedError(drive, outcome.left)
-    return {
-      event: {
-        type: 'PROVIDER_ERROR',
-        error: runErrorFromProvider(error),
-        retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs)
-      },
-      writes: [
-        settle(runId, ctx, {
-          outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
-          settled_at: iso(settledAt),
-          error_kind: error.kind,
-          http_status: error.httpStatus ?? null,
-          error_message: error.message,
-          latency_ms: latency,
-          partial_text: error.partialText ?? null
-        })
-      ],
-      notice: () => {
-        releaseReservation(drive, ctx)
-        notify(observers, 'onAttemptSettled', {
-          ...attemptOf(drive, ctx),
-          outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
-          errorKind: error.kind,
-          httpStatus: error.httpStatus,
-          latencyMs: latency
-        })
-      }
-    } satisfies Work
+    return failedWork(drive, ctx, call, redactedError(drive, outcome.left), settledAt)
   }
   const reply = redactedReply(drive, outcome.right)
   relay?.flush(reply.text)
+  return answeredWork(drive, ctx, call, reply, settledAt)
+}
+
+/** A call that failed: the provider's error, to be retried or fallen over from, and its receipt settled `failed` (or `unknown`). */
+const failedWork = (drive: Drive, ctx: RunContext, call: Call, error: ProviderError, settledAt: number): Work => {
+  const { deps } = drive
+  const { runId, observers } = deps
+  const latency = settledAt - call.startedAt
+  return {
+    event: {
+      type: 'PROVIDER_ERROR',
+      error: runErrorFromProvider(error),
+      retryAt: settledAt + retryDelayMs(deps.retryPolicy, ctx.retries, error.retryAfterMs)
+    },
+    writes: [
+      settle(runId, ctx, {
+        outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
+        settled_at: iso(settledAt),
+        error_kind: error.kind,
+        http_status: error.httpStatus ?? null,
+        error_message: error.message,
+        latency_ms: latency,
+        partial_text: error.partialText ?? null
+      })
+    ],
+    notice: () => {
+      releaseReservation(drive, ctx)
+      notify(observers, 'onAttemptSettled', {
+        ...attemptOf(drive, ctx),
+        outcome: error.possiblyDelivered === true ? 'unknown' : 'failed',
+        errorKind: error.kind,
+        httpStatus: error.httpStatus,
+        latencyMs: latency
+      })
+    }
+  } satisfies Work
+}
+
+/** A model's answer: its receipt settled `ok`, its step row, and (once durable) the answer in the conversation. */
+const answeredWork = (drive: Drive, ctx: RunContext, call: Call, reply: ChatReply, settledAt: number): Work => {
+  const { deps } = drive
+  const { runId, observers } = deps
+  const latency = settledAt - call.startedAt
   const step = { text: reply.text, toolCalls: reply.toolCalls }
   const at = iso(settledAt)
   return {
@@ -234,21 +248,7 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
         tokens_in: reply.usage?.inputTokens ?? null,
         tokens_out: reply.usage?.outputTokens ?? null
       }),
-      {
-        op: 'insertStep',
-        row: {
-          run_id: runId,
-          step: ctx.step,
-          provider: provider.name,
-          prompt_summary: call.elided.length === 0 ? summarizePrompt(deps.messages) : summarizePrompt(deps.messages) + describeElisions(call.elided),
-          text: reply.text,
-          tool_calls_json: JSON.stringify(reply.toolCalls),
-          results_json: null,
-          tokens_in: reply.usage?.inputTokens ?? 0,
-          tokens_out: reply.usage?.outputTokens ?? 0,
-          at
-        }
-      }
+      { op: 'insertStep', row: stepRow(drive, ctx, call, reply, at) }
     ],
     after: () => {
       if (reply.usage !== undefined) deps.usage.add(drive.prices[ctx.providerIndex], reply.usage.inputTokens, reply.usage.outputTokens)
@@ -273,6 +273,23 @@ const settled = (drive: Drive, ctx: RunContext, call: Call, outcome: Either.Eith
           })
         }
   } satisfies Work
+}
+
+/** The step row of an answer: what was asked (summarised, with what was elided to fit) and what came back. */
+const stepRow = (drive: Drive, ctx: RunContext, call: Call, reply: ChatReply, at: string): NewStep => {
+  const { runId, messages } = drive.deps
+  return {
+    run_id: runId,
+    step: ctx.step,
+    provider: call.provider.name,
+    prompt_summary: call.elided.length === 0 ? summarizePrompt(messages) : summarizePrompt(messages) + describeElisions(call.elided),
+    text: reply.text,
+    tool_calls_json: JSON.stringify(reply.toolCalls),
+    results_json: null,
+    tokens_in: reply.usage?.inputTokens ?? 0,
+    tokens_out: reply.usage?.outputTokens ?? 0,
+    at
+  }
 }
 
 /** A settled call's reservation goes once its settlement is durable (budget.ts); nothing for a run without a budget. */

@@ -1,4 +1,4 @@
-import { Effect, Exit } from 'effect'
+import { Clock, Effect, Exit } from 'effect'
 
 /**
  * A result had at once (a plain value) or after a wait (an Effect). The driver's hot path stays
@@ -26,3 +26,16 @@ export const thenNow = <A, E, B, E2>(x: Now<A, E>, f: (a: A) => Now<B, E2>): Now
   const value = valueNow(x)
   return value === LATER ? Effect.flatMap(x as Effect.Effect<A, E>, (a) => later(f(a))) : f(value)
 }
+
+/** Time comes from Effect's Clock, so tests can move it (Retry-After, deadlines) without sleeping. */
+export const nowMs = Clock.currentTimeMillis
+/** An ISO timestamp; a step writes several in the same millisecond, so the last one is kept. */
+export const iso = (ms: number): string => {
+  if (ms !== lastIsoMs) {
+    lastIsoMs = ms
+    lastIso = new Date(ms).toISOString()
+  }
+  return lastIso
+}
+let lastIsoMs = Number.NaN
+let lastIso = ''

@@ -4,7 +4,7 @@ import { answerRequest } from '../approval/answer-request.js'
 import { ApproverFailedError } from '../errors.js'
 import { stderrLog } from '../loop/survive.js'
 import type { RunContext } from '../machine/run-machine.js'
-import { iso, nowMs, store } from '../io/driver-io.js'
+import { iso, nowMs } from './now.js'
 import type { Drive } from './drive.js'
 import type { Work } from './transition-journal.js'
 import { settledElsewhere } from './approvals.js'
@@ -22,9 +22,7 @@ const ANSWERED: Work = { event: { type: 'INPUT_ANSWERED' } }
 export const awaitAnswers = (drive: Drive, ctx: RunContext): Effect.Effect<Work | undefined, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
     const { deps } = drive
-    const pending = (yield* store('load questions', () => deps.writer.approvals(deps.runId, ctx.step))).filter(
-      (request) => request.kind === 'input' && request.status === 'pending'
-    )
+    const pending = (yield* deps.writer.approvals(deps.runId, ctx.step)).filter((request) => request.kind === 'input' && request.status === 'pending')
     if (pending.length === 0) return ANSWERED
     const ask = deps.approver?.answer
     if (ask === undefined || deps.contract.approval !== 'prompt') return undefined

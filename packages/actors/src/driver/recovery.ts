@@ -1,6 +1,5 @@
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { store } from '../io/driver-io.js'
 import type { Drive } from './drive.js'
 
 /**
@@ -13,10 +12,9 @@ export const recoverLostDispatch = (drive: Drive): Effect.Effect<void, StoreErro
     const { journal, deps } = drive
     const { writer, runId } = deps
     if (journal.path() !== 'dispatching') return
-    yield* store('settle lost attempts', () => writer.settlePending(runId, deps.leaseToken, 'unknown', new Date().toISOString()))
+    yield* writer.settlePending(runId, deps.leaseToken, 'unknown', new Date().toISOString())
     // The current attempt's receipt exists: that dispatch went out (a crash left it pending, now
     // `unknown`; a shutdown settled it `cancelled`). The next one is a new attempt.
     const ctx = journal.context()
-    if (yield* store('look up the attempt', () => writer.attemptRecorded(runId, ctx.step, ctx.attempt)))
-      yield* journal.commit({ event: { type: 'DISPATCH_LOST' } })
+    if (yield* writer.attemptRecorded(runId, ctx.step, ctx.attempt)) yield* journal.commit({ event: { type: 'DISPATCH_LOST' } })
   })

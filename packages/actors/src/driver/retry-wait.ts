@@ -1,7 +1,7 @@
 import type { RunError } from '@agentvisor/core'
 import { Duration, Effect } from 'effect'
 import type { RunContext } from '../machine/run-machine.js'
-import { nowMs } from '../io/driver-io.js'
+import { nowMs } from './now.js'
 import type { Drive } from './drive.js'
 import type { Work } from './transition-journal.js'
 

@@ -1,9 +1,10 @@
 import { builtinCatalogue, type ChatMessage, priceOf, type ToolCall, type Usage } from '@agentvisor/core'
 import type { LeaseLostError, StoreError } from '@agentvisor/store'
 import { Effect } from 'effect'
-import { makeChildRuns } from './child-runs.js'
+import { type ChildRuns, makeChildRuns } from './child-runs.js'
 import { runBudgetOf } from './budget.js'
 import { type Drive, drivenNow, type RunDriverDeps } from './drive.js'
+import { beginFollowUp } from './follow-up.js'
 import { ENTRY_WORK, type EntryWorkTable } from './entry-work.js'
 import { LATER, valueNow } from './now.js'
 import { recoverLostDispatch } from './recovery.js'
@@ -57,45 +58,8 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     warn: deps.warn,
     traceparent: () => traceparentOf(observers, runId)
   })
-  const tools = deps.tools ?? builtinCatalogue
-  const drive: Drive = {
-    deps,
-    journal,
-    children,
-    tools,
-    offeredTools: tools.offered(children.canSpawn),
-    toolCalls: lastAssistantToolCalls(messages),
-    freshStep: undefined,
-    commandSettings: undefined,
-    now: drivenNow,
-    clock: undefined,
-    stepTools: { calls: undefined, tools: [] },
-    budget: runBudgetOf(runId, contract),
-    prices: contract.providers.map((config) => priceOf(contract.pricing, config)),
-    toolsChars: undefined,
-    dispatched: deps.providers.map((_, i) => deps.providerDispatches?.[i] ?? 0)
-  }
-
-  notify(observers, 'onDriveStarted', {
-    runId,
-    parentId: contract.lineage?.parentId,
-    rootId: contract.lineage?.rootId,
-    resumed: deps.seq > 0,
-    state: journal.path(),
-    step: journal.context().step,
-    goal: contract.goal,
-    agent: contract.agent,
-    traceparent: deps.traceparent
-  })
-  // The supervisor stops the actor whenever it lets go of the run (finished, paused, lease lost,
-  // runtime closed): the one signal every way out of a drive shares. A run's row left for later
-  // is written then (docs/durability.md, "The run's row").
-  actor.subscribe({
-    complete: () => {
-      journal.endRefresh()
-      notify(observers, 'onDriveEnded', { runId })
-    }
-  })
+  const drive = newDrive(deps, journal, children)
+  announceDrive(deps, journal)
 
   /**
    * Drives the run until it finishes or pauses. Interrupting it is how cancel and timeout stop the
@@ -148,22 +112,7 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     afterInterrupt,
     recover: recoverLostDispatch(drive),
     commit: (work: Work) => journal.commit(work),
-    followUp: (text, at) => {
-      const step = journal.context().completedSteps
-      const last = messages[messages.length - 1]
-      // The last step's feedback, when the conversation ends with it: the follow-up is added to it.
-      const feedback = last?.role === 'user' && messages.length > 2 ? last.content : undefined
-      const combined = feedback === undefined ? text : `${feedback}\n\n${text}`
-      return journal.commit({
-        // The message rides in the event too: the journal keeps it whole, for the trace's turns.
-        event: { type: 'FOLLOW_UP', at, text },
-        writes: [{ op: 'setStepFeedback', runId, step, feedback: combined }],
-        after: () => {
-          if (feedback === undefined) messages.push({ role: 'user', content: text })
-          else messages[messages.length - 1] = { role: 'user', content: combined }
-        }
-      })
-    },
+    followUp: (text, at) => beginFollowUp(journal, messages, runId, text, at),
     cancelChildren: children.cancelChildren,
     currentPath: (): string => journal.path(),
     context: () => journal.context(),
@@ -172,6 +121,56 @@ export const makeRunDriver = (deps: RunDriverDeps, entryWork: EntryWorkTable = E
     usage: () => deps.usage.usage,
     durable: () => journal.durable
   }
+}
+
+/** A drive's record as it starts (drive.ts `Drive`): the step's conversation where the stored run left it. */
+const newDrive = (deps: RunDriverDeps, journal: TransitionJournal, children: ChildRuns): Drive => {
+  const { runId, contract } = deps
+  const tools = deps.tools ?? builtinCatalogue
+  return {
+    deps,
+    journal,
+    children,
+    tools,
+    offeredTools: tools.offered(children.canSpawn),
+    toolCalls: lastAssistantToolCalls(deps.messages),
+    freshStep: undefined,
+    commandSettings: undefined,
+    now: drivenNow,
+    clock: undefined,
+    stepTools: { calls: undefined, tools: [] },
+    budget: runBudgetOf(runId, contract),
+    prices: contract.providers.map((config) => priceOf(contract.pricing, config)),
+    toolsChars: undefined,
+    dispatched: deps.providers.map((_, i) => deps.providerDispatches?.[i] ?? 0)
+  }
+}
+
+/**
+ * Tells the run's observers that this drive started, and that it ended when its actor stops: the
+ * supervisor stops the actor whenever it lets go of the run (finished, paused, lease lost, runtime
+ * closed), the one signal every way out of a drive shares. A run's row left for later is written
+ * then (docs/durability.md, "The run's row").
+ */
+const announceDrive = (deps: RunDriverDeps, journal: TransitionJournal): void => {
+  const { runId, contract, observers } = deps
+  notify(observers, 'onDriveStarted', {
+    runId,
+    parentId: contract.lineage?.parentId,
+    rootId: contract.lineage?.rootId,
+    resumed: deps.seq > 0,
+    state: journal.path(),
+    step: journal.context().step,
+    goal: contract.goal,
+    agent: contract.agent,
+    traceparent: deps.traceparent
+  })
+  deps.actor.subscribe({
+    complete: () => {
+      journal.endRefresh()
+      notify(observers, 'onDriveEnded', { runId })
+    }
+  })
 }
 
 /** States entered in a row without a wait before the loop lets the event loop have a turn. */

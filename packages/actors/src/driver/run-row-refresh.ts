@@ -1,5 +1,5 @@
-import type { RunHead, RunWriter } from '@agentvisor/store'
-import { failure } from '../io/driver-io.js'
+import type { LeaseLostError, RunHead, RunWriter, StoreError } from '@agentvisor/store'
+import { Effect } from 'effect'
 
 /**
  * How long the run's row may lag its journal (docs/durability.md, "The run's row"): a commit
@@ -105,16 +105,14 @@ export class RunRowRefresh {
     this.stale = undefined
     this.writtenAtMs = stale.atMs
     const { state, steps, updated_at } = stale.head
-    const failed = (cause: unknown): void => {
-      // A superseded driver's refresh writes nothing, rightly; its run's next commit finds out.
-      if ((cause as { _tag?: unknown } | null)?._tag === 'LeaseLostError') return
-      this.warn(`run ${this.runId}: the run's row was not refreshed (${failure('refresh run head', cause).message}); its next commit writes it`)
-    }
-    try {
-      const result = this.writer.refreshHead?.(this.runId, this.leaseToken, { state, steps, updated_at, error_json: null, ended_at: null })
-      if (result instanceof Promise) result.catch(failed)
-    } catch (cause) {
-      failed(cause)
-    }
+    const refresh = this.writer.refreshHead?.(this.runId, this.leaseToken, { state, steps, updated_at, error_json: null, ended_at: null })
+    if (refresh === undefined) return
+    Effect.runFork(Effect.catchAll(refresh, (error) => Effect.sync(() => this.failed(error))))
+  }
+
+  private failed(error: StoreError | LeaseLostError): void {
+    // A superseded driver's refresh writes nothing, rightly; its run's next commit finds out.
+    if (error._tag === 'LeaseLostError') return
+    this.warn(`run ${this.runId}: the run's row was not refreshed (${error.message}); its next commit writes it`)
   }
 }

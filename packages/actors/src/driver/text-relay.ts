@@ -1,5 +1,7 @@
+import { keepPartialText } from '@agentvisor/store'
+import { Effect } from 'effect'
 import type { RunContext } from '../machine/run-machine.js'
-import { iso } from '../io/driver-io.js'
+import { iso } from './now.js'
 import { listens, notify } from './run-observer.js'
 import type { Drive } from './drive.js'
 
@@ -88,19 +90,16 @@ const partialTextKeeper = (drive: Drive, ctx: RunContext) => {
       if (writing || now - writtenAt < PARTIAL_TEXT_EVERY_MS) return
       writing = true
       writtenAt = now
-      db.updateTable('attempts')
-        .set({ partial_text: text })
-        .where('run_id', '=', runId)
-        .where('step', '=', step)
-        .where('attempt', '=', attempt)
-        .where('outcome', '=', 'pending')
-        .execute()
-        .catch((error: unknown) =>
-          drive.deps.warn?.(`run ${runId}: cannot keep the streamed text of step ${step}: ${error instanceof Error ? error.message : String(error)}`)
+      Effect.runFork(
+        keepPartialText(db, runId, step, attempt, text).pipe(
+          Effect.catchAll((error) => Effect.sync(() => drive.deps.warn?.(`run ${runId}: cannot keep the streamed text of step ${step}: ${error.message}`))),
+          Effect.ensuring(
+            Effect.sync(() => {
+              writing = false
+            })
+          )
         )
-        .finally(() => {
-          writing = false
-        })
+      )
     }
   }
 }

@@ -2,14 +2,13 @@ import { type ChatMessage, type StallSettings, type ToolDefinition, toolActOf } 
 import type { ApprovalRow, LeaseLostError, NewPolicyEvent, RunWrite, StoreError, ToolEffectRow } from '@agentvisor/store'
 import { Effect } from 'effect'
 import { type CallPlan, planStep, type StepPlan } from '../approval/step-plan.js'
-import type { SpawnPlan } from './child-runs.js'
+import type { SpawnPlan } from './child-spawns.js'
 import type { RunContext } from '../machine/run-machine.js'
 import type { ToolResultRecord } from './conversation.js'
-import { iso, store } from '../io/driver-io.js'
+import { iso, LATER, later, type Now, thenNow, valueNow } from './now.js'
 import { listens, notify } from './run-observer.js'
 import { planSpawns, spawnWork } from './children.js'
 import type { Drive } from './drive.js'
-import { LATER, later, type Now, thenNow, valueNow } from './now.js'
 import { callKey, noProgressWarning, progressVerdict, repeatVerdict, repeatWarning, stalledError } from './stall.js'
 import { interruptedCalls, type JournalledResult, perform, toolTarget } from './tool-journal.js'
 import type { Work } from './transition-journal.js'
@@ -58,10 +57,7 @@ export const act = (drive: Drive, ctx: RunContext): Now<Work, StoreError | Lease
   drive.freshStep = undefined
   if (fresh) return planned(drive, ctx, NO_ROWS, true)
   const { runId, writer } = drive.deps
-  return Effect.flatMap(
-    store('load approvals', () => writer.approvals(runId, ctx.step)),
-    (approvals) => later(planned(drive, ctx, approvals, false))
-  )
+  return Effect.flatMap(writer.approvals(runId, ctx.step), (approvals) => later(planned(drive, ctx, approvals, false)))
 }
 
 const NO_ROWS: ReadonlyArray<never> = []
@@ -95,10 +91,7 @@ const planned = (drive: Drive, ctx: RunContext, approvals: ReadonlyArray<Approva
     } satisfies Work
   }
   if (fresh) return journalled(drive, ctx, plan, approvals, NO_ROWS, at)
-  return Effect.flatMap(
-    store('load the tool journal', () => deps.writer.toolEffects(deps.runId, ctx.step)),
-    (toolJournal) => later(journalled(drive, ctx, plan, approvals, toolJournal, at))
-  )
+  return Effect.flatMap(deps.writer.toolEffects(deps.runId, ctx.step), (toolJournal) => later(journalled(drive, ctx, plan, approvals, toolJournal, at)))
 }
 
 /** The step against its tool journal: what was interrupted waits for a decision, else the calls run. */

@@ -1,9 +1,8 @@
 import { RunToolContext, runToolCallNow, type ToolCall, type ToolDefinition, toolActOf } from '@agentvisor/core'
 import type { ApprovalRow, LeaseLostError, NewApproval, StoreError, ToolEffectRow } from '@agentvisor/store'
 import type { CallPlan } from '../approval/step-plan.js'
-import { iso } from '../io/driver-io.js'
+import { iso, type Now, thenNow } from './now.js'
 import { commandsOf, type Drive, redact } from './drive.js'
-import { type Now, thenNow } from './now.js'
 
 /** A tool result as the journal keeps it. */
 export interface JournalledResult {

@@ -1,11 +1,11 @@
-import type { Eventually, JournalTransition, LeaseLostError, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
-import { Effect } from 'effect'
+import type { JournalTransition, LeaseLostError, RunHead, RunWrite, RunWriter, StoreError } from '@agentvisor/store'
+import { Effect, Exit } from 'effect'
 import type { Actor, ActorScope } from 'xstate'
 import type { RunContext, RunEvent, runMachine } from '../machine/run-machine.js'
 import { isFinalPath, type RunStatePath, runStatePath, statusOfState } from '../machine/run-state.js'
 import { encodeRunSnapshot, runScopeOf, runStep } from '../machine/run-snapshot.js'
 import type { RunSnapshot } from '../machine/run-state.js'
-import { failure, iso, nowMs, store } from '../io/driver-io.js'
+import { iso, nowMs } from './now.js'
 import { listens, notify, type RunObserver } from './run-observer.js'
 import { stderrLog } from '../loop/survive.js'
 import { RunRowRefresh } from './run-row-refresh.js'
@@ -206,8 +206,8 @@ export class TransitionJournal {
   }
 
   /** Writes outside a transition (an attempt row, a journal entry), fenced like a transition. */
-  write(what: string, write: RunWrite): Effect.Effect<void, StoreError | LeaseLostError> {
-    return store(what, () => this.writer.write(this.runId, this.leaseToken, [write]))
+  write(write: RunWrite): Effect.Effect<void, StoreError | LeaseLostError> {
+    return this.writer.write(this.runId, this.leaseToken, [write])
   }
 
   /**
@@ -223,49 +223,44 @@ export class TransitionJournal {
     const { writer, runId, leaseToken } = this
     const { head } = batch
     const deferred = head !== undefined && this.row.defers(head, batch.atMs)
-    let result: Eventually<void>
-    try {
-      // Alone, a run commits at once; among others, its commit may share their transaction. A
-      // run's first receipt (no transition yet) is written at once: waiting for the group there
-      // kept ~1 KB more of every idle run's memory, for a write a run makes once.
-      result =
-        head === undefined
-          ? writer.write(runId, leaseToken, batch.writes)
-          : writer.commit(
-              {
-                runId,
-                leaseToken,
-                writes: batch.writes,
-                transitions: batch.transitions,
-                snapshot: encodeRunSnapshot(batch.last!),
-                head,
-                headDeferred: deferred
-              },
-              (this.concurrentRuns?.() ?? 1) > 1 ? BATCH : undefined
-            )
-    } catch (cause) {
-      return this.failed(failure('commit transition', cause))
-    }
-    if (!(result instanceof Promise)) {
+    // Alone, a run commits at once; among others, its commit may share their transaction. A
+    // run's first receipt (no transition yet) is written at once: waiting for the group there
+    // kept ~1 KB more of every idle run's memory, for a write a run makes once.
+    const made = (
+      head === undefined
+        ? writer.write(runId, leaseToken, batch.writes)
+        : writer.commit(
+            {
+              runId,
+              leaseToken,
+              writes: batch.writes,
+              transitions: batch.transitions,
+              snapshot: encodeRunSnapshot(batch.last!),
+              head,
+              headDeferred: deferred
+            },
+            (this.concurrentRuns?.() ?? 1) > 1 ? BATCH : undefined
+          )
+    ).now()
+    if (Exit.isExit(made)) {
+      if (Exit.isFailure(made)) return this.failed(made)
       this.durableNow(batch, deferred)
       return undefined
     }
-    // One `async` for the wait, not `tryPromise` matched: a group commit is every step of every
-    // run when many run at once, and each wrapper is one more Effect step per step.
-    const pending = result
+    // One match for the wait: a group commit is every step of every run when many run at once,
+    // and each wrapper is one more Effect step per step.
     this.row.started()
     return Effect.uninterruptible(
-      Effect.async<void, StoreError | LeaseLostError>((resume) => {
-        pending.then(
-          () => {
-            this.row.settled()
-            resume(Effect.sync(() => this.durableNow(batch, deferred)))
-          },
-          (cause: unknown) => {
-            this.row.settled()
-            resume(Effect.suspend(() => this.failed(failure('commit transition', cause))))
-          }
-        )
+      Effect.matchEffect(made, {
+        onSuccess: () => {
+          this.row.settled()
+          this.durableNow(batch, deferred)
+          return Effect.void
+        },
+        onFailure: (error) => {
+          this.row.settled()
+          return this.failed(Effect.fail(error))
+        }
       })
     )
   }
@@ -275,9 +270,10 @@ export class TransitionJournal {
     this.row.end()
   }
 
-  private failed(error: StoreError | LeaseLostError): Effect.Effect<never, StoreError | LeaseLostError> {
+  /** A commit failed: nothing staged since the last durable one counts, and the drive ends with `failure`. */
+  private failed<A>(failure: Effect.Effect<A, StoreError | LeaseLostError>): Effect.Effect<A, StoreError | LeaseLostError> {
     this.seq = this.durableSeq
-    return Effect.fail(error)
+    return failure
   }
 
   private durableNow(batch: Staged, deferred: boolean): void {

@@ -2,7 +2,9 @@ import type { Executor } from '@agentvisor/store'
 import type { TextDelta } from '../driver/run-observer.js'
 import type { EventHub } from './event-hub.js'
 import type { RunStreamEvent } from '../protocol/run-stream-event.js'
-import { type EventCursor, eventCursor, readEvents, textKey } from './run-events.js'
+import { type EventCursor, eventCursor, textKey } from './event-cursor.js'
+import { readEvents } from './run-events.js'
+import { runPromise } from '../loop/run-promise.js'
 
 export interface FollowOptions {
   /** The first transition whose events are wanted (default 1: all of them). */
@@ -59,18 +61,18 @@ const wakeUp = (feed: Feed): void => {
 async function* follow(db: Executor, runId: string, options: FollowOptions, feed: Feed, unsubscribe: (() => void) | undefined): AsyncGenerator<RunStreamEvent> {
   const { texts } = feed
   const wake = (): void => wakeUp(feed)
-  const cursor = await eventCursor(db, runId, options.fromSeq ?? 1, feed.heard)
+  const cursor = await runPromise(eventCursor(db, runId, options.fromSeq ?? 1, feed.heard))
   options.signal?.addEventListener('abort', wake)
   const pollMs = options.pollMs ?? 100
   try {
     for (;;) {
       feed.signalled = false
-      const events = await readEvents(db, cursor)
+      const events = await runPromise(readEvents(db, cursor))
       yield* ordered(runId, events, readable(texts, cursor))
       if (cursor.ended || options.signal?.aborted === true) return
       if (options.stopWhen?.() === true) {
         // One more reading: what was committed as the driver let go.
-        yield* ordered(runId, await readEvents(db, cursor), texts.splice(0))
+        yield* ordered(runId, await runPromise(readEvents(db, cursor)), texts.splice(0))
         return
       }
       if (!feed.signalled) {

@@ -2,7 +2,6 @@ import { type Database, getRunRow, isAbandonedOwner, isFinalStatus, requestCance
 import { Clock, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { RunNotFoundError } from '../errors.js'
-import { query } from './store-query.js'
 
 // The store's side of a cancel (docs/durability.md), below every layer that asks for one: the
 // cancel use case, the control handler, the child runs of the loop and spawn from code.
@@ -29,10 +28,10 @@ export const isUndriven = (run: { readonly lease_owner: string | null; readonly 
  */
 export const requestRunCancel = (db: Kysely<Database>, runId: string): Effect.Effect<CancelRequest, RunNotFoundError | StoreError> =>
   Effect.gen(function* () {
-    const run = yield* query(`load run ${runId}`, () => getRunRow(db, runId))
+    const run = yield* getRunRow(db, runId)
     if (run === undefined) return yield* new RunNotFoundError({ runId })
     if (isFinalStatus(run.status)) return { runId, status: run.status, alreadyEnded: true, undriven: false }
     const now = yield* Clock.currentTimeMillis
-    yield* query(`request a cancel of run ${runId}`, () => requestCancel(db, runId, new Date(now).toISOString()))
+    yield* requestCancel(db, runId, new Date(now).toISOString())
     return { runId, status: run.status, alreadyEnded: false, undriven: isUndriven(run, now) }
   })

@@ -122,10 +122,15 @@ export type SubmitHandler = (body: string) => Effect.Effect<ControlReply>
 /**
  * How runs travel between processes. Two implementations pass one shared test suite: the
  * in-process bus (the embedded default: everything in one process) and NATS (JetStream work
- * queue for child runs, plain subjects for events and results, request/reply for control).
+ * queue for child runs, plain subjects for events and results, request/reply for control). Each
+ * is made of three parts, one module each: its child-run queue, its broadcasts, its requests.
  */
-export interface Bus {
+export interface Bus extends BusChildQueue, BusBroadcasts, BusRequests {
   readonly kind: 'in-process' | 'nats'
+}
+
+/** The part of a bus that hands child runs to workers: each request to one consumer, redelivered until acked. */
+export interface BusChildQueue {
   /** Enqueues a child run for any worker; submitting the same run id twice enqueues it once. */
   readonly submitChild: (request: ChildRunRequest) => Effect.Effect<void, BusError>
   /**
@@ -138,6 +143,15 @@ export interface Bus {
     options: ConsumeOptions
   ) => Effect.Effect<void, BusError, Scope.Scope>
   /**
+   * Fails with `BusError` when the child-run work queue cannot be had (a NATS server without
+   * JetStream, a stream of another kind): what a worker checks before it serves (docs/nats.md).
+   */
+  readonly checkWorkQueue: Effect.Effect<void, BusError>
+}
+
+/** The part of a bus that tells whoever listens: best-effort publications, and the watches that hear them. */
+export interface BusBroadcasts {
+  /**
    * Publishes a transition; best effort (a run never fails because nobody listens). The
    * in-process bus delivers as it is called (its Effect is `Effect.void`); NATS when it runs.
    */
@@ -149,11 +163,6 @@ export interface Bus {
   readonly publishStream: (runId: string, event: RunStreamEvent) => Effect.Effect<void>
   /** Calls `onEvent` for each event of `runId` published on its stream until the scope closes. */
   readonly watchStream: (runId: string, onEvent: (event: RunStreamEvent) => void) => Effect.Effect<void, BusError, Scope.Scope>
-  /**
-   * Fails with `BusError` when the child-run work queue cannot be had (a NATS server without
-   * JetStream, a stream of another kind): what a worker checks before it serves (docs/nats.md).
-   */
-  readonly checkWorkQueue: Effect.Effect<void, BusError>
   /** Publishes that a driver took a run (`agentvisor.runs.<id>.started`); best effort. */
   readonly publishStarted: (message: RunStartedMessage) => Effect.Effect<void>
   /** Calls `onStarted` for every run a driver takes anywhere, until the scope closes. */
@@ -168,6 +177,10 @@ export interface Bus {
   readonly watchDone: (onDone: (message: RunDoneMessage) => void) => Effect.Effect<void, BusError, Scope.Scope>
   /** Calls `onEvent` for each transition of `runId` until the scope closes. */
   readonly watchEvents: (runId: string, onEvent: (message: RunEventMessage) => void) => Effect.Effect<void, BusError, Scope.Scope>
+}
+
+/** The part of a bus that asks and answers: control requests and submitted runs, each answered by one server. */
+export interface BusRequests {
   /**
    * Answers control requests for every run until the scope closes (workers share them); a
    * handler that dies is answered `internal error` and logged on `log` (default stderr).

@@ -18,7 +18,6 @@ import {
 import { Effect, Either } from 'effect'
 import { ReplayRefusedError, RunNotFoundError } from '../errors.js'
 import { isFinalPath, statusOfState } from '../machine/run-state.js'
-import { query } from '../io/store-query.js'
 
 /** One turn of a recorded run: its first, then one per follow-up (docs/replay.md, "Turns"). */
 export interface RecordedTurn {
@@ -62,13 +61,14 @@ export const loadRecording = (
   options: { readonly endedOnly?: boolean } = {}
 ): Effect.Effect<Recording, RunNotFoundError | ReplayRefusedError | StoreError> =>
   Effect.gen(function* () {
-    const run = yield* query(`load run ${runId}`, () => getRun(db, runId))
+    const run = yield* getRun(db, runId)
     if (run === undefined) return yield* new RunNotFoundError({ runId })
     if (options.endedOnly !== false && !isFinalStatus(run.status)) {
       return yield* new ReplayRefusedError({ runId, reason: `it has not ended (${run.status}): replay replays ended runs` })
     }
-    const [steps, entries, policyEvents, approvals] = yield* query(`load run ${runId}'s record`, () =>
-      Promise.all([listSteps(db, runId), listJournalEntries(db, runId), listPolicyEvents(db, runId), listApprovals(db, runId)])
+    const [steps, entries, policyEvents, approvals] = yield* Effect.all(
+      [listSteps(db, runId), listJournalEntries(db, runId), listPolicyEvents(db, runId), listApprovals(db, runId)],
+      { concurrency: 'unbounded' }
     )
     const turns = turnsOf(entries, run.status, run.error ?? undefined, steps.length)
     if (Either.isLeft(turns)) return yield* new ReplayRefusedError({ runId, reason: turns.left })

@@ -7,7 +7,6 @@ import { failureReason } from '../bus/control-answer.js'
 import { type ControlReply, controlError, parseSubmitBody, PROTOCOL_VERSION } from '../protocol/messages.js'
 import { childRunRow } from '../protocol/child-contract.js'
 import { oneLine } from '../loop/one-line.js'
-import { query } from '../io/store-query.js'
 import { narrowSubmission } from './submitted-contract.js'
 
 export interface SubmitDeps {
@@ -45,7 +44,7 @@ export const makeSubmitHandler =
       const contract = narrowed.right
       // One insert that gives way on the key: of identical submissions in flight at once, one
       // creates the row and the others find the very same run, so each is answered as the first.
-      const creation = yield* query(`create run ${runId}`, () => insertRunOnce(deps.db, childRunRow(runId, null, contract, new Date().toISOString())))
+      const creation = yield* insertRunOnce(deps.db, childRunRow(runId, null, contract, new Date().toISOString()))
       if (creation === RunCreation.differs) {
         return refuse(`runId: run ${runId} exists already (submit a new id, or the very same task to be told it was taken)`)
       }
@@ -73,7 +72,5 @@ export const makeSubmitHandler =
 const endUnqueued = (db: Kysely<Database>, runId: string, message: string) => {
   const at = new Date().toISOString()
   const error: RunError = { kind: 'internal', message }
-  return query(`end run ${runId}`, () =>
-    updateRun(db, runId, { status: 'failed', state: 'finished.failed', error_json: JSON.stringify(error), ended_at: at, updated_at: at })
-  )
+  return updateRun(db, runId, { status: 'failed', state: 'finished.failed', error_json: JSON.stringify(error), ended_at: at, updated_at: at })
 }

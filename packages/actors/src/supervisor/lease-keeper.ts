@@ -1,4 +1,4 @@
-import { type Database, LeaseLostError, type LeaseState, leaseStates, renewLeasesOf, StoreError } from '@agentvisor/store'
+import { type Database, LeaseLostError, type LeaseState, leaseStates, renewLeasesOf, type StoreError } from '@agentvisor/store'
 import { Cause, Clock, Duration, Effect, Schedule, type Scope } from 'effect'
 import type { Kysely } from 'kysely'
 import type { LeasePolicy } from './lease.js'
@@ -17,8 +17,8 @@ interface Held extends LeaseEvents {
 
 /** The two queries the keeper makes; the store's by default, a failing double in tests. */
 export interface LeaseQueries {
-  readonly renew: (owner: string, expiresAt: number) => Promise<unknown>
-  readonly states: (ids: ReadonlyArray<string>) => Promise<ReadonlyArray<LeaseState>>
+  readonly renew: (owner: string, expiresAt: number) => Effect.Effect<unknown, StoreError>
+  readonly states: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<LeaseState>, StoreError>
 }
 
 export const storeLeaseQueries = (db: Kysely<Database>): LeaseQueries => ({
@@ -26,11 +26,13 @@ export const storeLeaseQueries = (db: Kysely<Database>): LeaseQueries => ({
   states: (ids) => leaseStates(db, ids)
 })
 
-const query = <A>(what: string, run: () => Promise<A>): Effect.Effect<A, StoreError> =>
-  Effect.tryPromise({
-    try: run,
-    catch: (cause) => new StoreError({ message: `lease keeper: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
-  })
+/** A failed query as the keeper's log line names it: what the keeper was doing, and the store's cause. */
+const failedAt =
+  (what: string) =>
+  (error: StoreError): string => {
+    const cause = error.cause ?? error
+    return `lease keeper: ${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`
+  }
 
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
@@ -70,11 +72,12 @@ export const makeLeaseKeeper = (
         return
       }
       if (now - renewedAt >= policy.ttlMs / 3) {
-        yield* query('renewing leases', () => queries.renew(owner, now + policy.ttlMs))
+        yield* Effect.mapError(queries.renew(owner, now + policy.ttlMs), failedAt('renewing leases'))
         renewedAt = now
       }
       const watched = [...held.values()]
-      const states = new Map((yield* query('polling leases', () => queries.states([...new Set(watched.map((h) => h.runId))]))).map((s) => [s.id, s]))
+      const polled = yield* Effect.mapError(queries.states([...new Set(watched.map((h) => h.runId))]), failedAt('polling leases'))
+      const states = new Map(polled.map((s) => [s.id, s]))
       for (const h of watched) {
         const state = states.get(h.runId)
         if (state === undefined || state.lease_token !== h.token) h.onLost(new LeaseLostError({ runId: h.runId }))

@@ -1,7 +1,6 @@
 import { isAbandonedOwner, LeaseConflictError, type LeaseLostError, type RunWriter, type StoreError } from '@agentvisor/store'
 import { Cause, Chunk, Clock, Effect } from 'effect'
 import { RunNotFoundError } from '../errors.js'
-import { store } from '../io/driver-io.js'
 
 /** How long a driver's lease lasts without renewal, and how often cancel requests are polled. */
 export interface LeasePolicy {
@@ -22,7 +21,7 @@ export const takeLease = (
 ): Effect.Effect<number, LeaseConflictError | LeaseLostError | RunNotFoundError | StoreError> =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    const result = yield* store('take the lease', () => writer.acquireLease({ runId, owner, now, ttlMs: policy.ttlMs, isAbandoned: isAbandonedOwner }))
+    const result = yield* writer.acquireLease({ runId, owner, now, ttlMs: policy.ttlMs, isAbandoned: isAbandonedOwner })
     if (result === undefined) return yield* new RunNotFoundError({ runId })
     if ('holder' in result) return yield* new LeaseConflictError({ runId, owner: result.holder.owner, expiresAt: result.holder.expiresAt })
     return result.token
@@ -30,7 +29,7 @@ export const takeLease = (
 
 /** Gives the lease up once the driver stops (finished, paused, or cancelled). */
 export const dropLease = (writer: RunWriter, runId: string, token: number, usageJson?: string): Effect.Effect<void> =>
-  Effect.ignore(store('release the lease', () => writer.releaseLease(runId, token, usageJson)))
+  Effect.ignore(writer.releaseLease(runId, token, usageJson))
 
 /** Another live driver holds the run: it is that driver's to move, nothing went wrong. */
 export const isLeaseConflict = (cause: Cause.Cause<unknown>): boolean => Cause.failures(cause).pipe(Chunk.some((error) => error instanceof LeaseConflictError))

@@ -1,6 +1,6 @@
 import type { RunError, Usage } from '@agentvisor/core'
 import type { LeaseConflictError, LeaseLostError, RunStatus, StoreError } from '@agentvisor/store'
-import type { ContractError, WorkspaceError } from '@agentvisor/core'
+import type { ContractError, TaskContract, WorkspaceError } from '@agentvisor/core'
 import type { Effect, Fiber } from 'effect'
 import type { FollowUpRefusedError, RunNotFoundError, RunNotResumableError } from '../errors.js'
 import type { Approver } from '../driver/drive.js'
@@ -61,6 +61,23 @@ export interface StartOptions {
    */
   readonly traceparent?: string | undefined
 }
+
+/**
+ * Creating a run and restoring one from the store, each driven by one supervised fiber
+ * (supervisor/launch-run.ts): what the Supervisor service's `start` and `resume` are.
+ */
+export interface LaunchRun {
+  readonly start: (contract: TaskContract, startOptions?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
+  /** Fails with `LeaseConflictError` while another live driver moves the run. */
+  readonly resume: (runId: string, startOptions?: StartOptions) => Effect.Effect<RunHandle, LaunchError>
+}
+
+/**
+ * Starts a child of `parentId` from code (what `spawn_child` does for a model): the parent's
+ * providers and policy, narrowed limits, a workspace inside the parent's; it runs wherever the
+ * bus sends it. `result` waits for it to end (or pause). Made by supervisor/spawn.ts.
+ */
+export type SpawnChild = (parentId: string, child: ChildSpec) => Effect.Effect<RunHandle, LaunchError | ContractError>
 
 /** Why a run could not be started or resumed. */
 /** `ContractError`: the task's tools do not fit what the process offers (docs/tools.md). */

@@ -1,13 +1,12 @@
 import { ContractError, type TaskContract } from '@agentvisor/core'
-import { type Database, getRun, getRunRow, insertRun, type LeaseLostError, listChildren, newRunId, recordedUsage, StoreError } from '@agentvisor/store'
+import { type Database, getRun, getRunRow, insertRun, listChildren, newRunId, recordedUsage, StoreError } from '@agentvisor/store'
 import { Clock, Duration, Effect, Either } from 'effect'
 import type { Kysely } from 'kysely'
 import type { Bus } from '../protocol/bus.js'
 import { PROTOCOL_VERSION } from '../protocol/messages.js'
 import { RunNotFoundError } from '../errors.js'
 import { surviving } from '../loop/survive.js'
-import { store as storeCall } from '../io/driver-io.js'
-import type { ChildSpec, RunHandle, RunResult } from './run-handle.js'
+import type { ChildSpec, RunHandle, RunResult, SpawnChild } from './run-handle.js'
 import { requestRunCancel } from '../io/run-cancel.js'
 
 /** A run whose driver never let it go with a tally (it never called a model) cost nothing. */
@@ -19,20 +18,20 @@ import { childContract, childRunRow } from '../protocol/child-contract.js'
  * providers and policy, narrowed limits, a workspace inside the parent's. The child runs
  * wherever the bus sends it; its handle waits on the store, the truth wherever it runs.
  */
-export const makeSpawn = (deps: { readonly db: Kysely<Database>; readonly bus: Bus | undefined; readonly warn: (line: string) => void }) =>
+export const makeSpawn = (deps: {
+  readonly db: Kysely<Database>
+  readonly bus: Bus | undefined
+  readonly warn: (line: string) => void
+}): Effect.Effect<SpawnChild> =>
   Effect.gen(function* () {
     const { db, bus, warn } = deps
     // Children are numbered by how many their parent has: spawns are taken one at a time.
     const spawnLock = yield* Effect.makeSemaphore(1)
-    const insertChild = (runId: string, parentId: string, contract: TaskContract, at: string) =>
-      Effect.tryPromise({
-        try: () => insertRun(db, childRunRow(runId, parentId, contract, at)),
-        catch: (cause) => new StoreError({ message: 'store: cannot create the child run', cause })
-      })
-    return (parentId: string, spec: ChildSpec): Effect.Effect<RunHandle, StoreError | LeaseLostError | RunNotFoundError | ContractError> =>
+    const insertChild = (runId: string, parentId: string, contract: TaskContract, at: string) => insertRun(db, childRunRow(runId, parentId, contract, at))
+    return (parentId: string, spec: ChildSpec): Effect.Effect<RunHandle, StoreError | RunNotFoundError | ContractError> =>
       Effect.gen(function* () {
         if (bus === undefined) return yield* new ContractError({ message: 'child runs need a bus' })
-        const parent = yield* storeCall('load the parent run', () => getRun(db, parentId))
+        const parent = yield* getRun(db, parentId)
         if (parent === undefined) return yield* new RunNotFoundError({ runId: parentId })
         const parentContract = parent.contract
         const now = yield* Clock.currentTimeMillis
@@ -40,7 +39,7 @@ export const makeSpawn = (deps: { readonly db: Kysely<Database>; readonly bus: B
         const at = new Date(now).toISOString()
         const made = yield* spawnLock.withPermits(1)(
           Effect.gen(function* () {
-            const siblings = yield* storeCall('load the sibling runs', () => listChildren(db, parentId))
+            const siblings = yield* listChildren(db, parentId)
             const contract = childContract(parentContract, parentId, JSON.stringify(spec), siblings.length + 1)
             if (Either.isLeft(contract)) return yield* new ContractError({ message: contract.left })
             yield* insertChild(runId, parentId, contract.right, at)
@@ -55,11 +54,7 @@ export const makeSpawn = (deps: { readonly db: Kysely<Database>; readonly bus: B
         const result: Effect.Effect<RunResult> = Effect.gen(function* () {
           for (;;) {
             // A store that fails is logged and asked again on a schedule; the wait goes on.
-            const row = yield* surviving(
-              `wait for child run ${runId}`,
-              storeCall('load the child run', () => getRunRow(db, runId)),
-              warn
-            )
+            const row = yield* surviving(`wait for child run ${runId}`, getRunRow(db, runId), warn)
             if (row !== undefined && ended(row.status)) {
               return {
                 runId,

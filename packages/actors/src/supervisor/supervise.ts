@@ -1,18 +1,16 @@
 import type { RootHandle, SecretSet } from '@agentvisor/core'
-import { closeOpenRequests, type Database, isStoreOutage, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
+import { type Database, isStoreOutage, LeaseLostError, type RunWriter, StoreError } from '@agentvisor/store'
 import type { Kysely } from 'kysely'
 import { Cause, Clock, Effect, Fiber } from 'effect'
 import type { Actor } from 'xstate'
 import { oneLine } from '../loop/one-line.js'
 import type { runMachine } from '../machine/run-machine.js'
-import { statusOfState } from '../machine/run-state.js'
-import { store as storeCall } from '../io/driver-io.js'
 import { dropLease } from './lease.js'
 import type { LeaseKeeper } from './lease-keeper.js'
 import type { RunHandle, RunResult } from './run-handle.js'
+import { finishedRun, type LetGo } from './run-result.js'
 import type { RunDriver } from '../driver/run-driver.js'
-import { storedTreeUsage } from '../driver/run-usage.js'
-import { notify, type RunObserver } from '../driver/run-observer.js'
+import type { RunObserver } from '../driver/run-observer.js'
 import type { StopSignal } from './stop-signal.js'
 
 /** What supervising a run needs from its supervisor: the same for every run it drives. */
@@ -50,9 +48,6 @@ export interface Supervised {
   readonly followUp?: { readonly text: string; readonly at: number } | undefined
 }
 
-/** Why a drive stopped without its run ending: another driver took it over, or the store failed. */
-type LetGo = { readonly kind: 'lost' } | { readonly kind: 'store'; readonly error: StoreError }
-
 /**
  * Runs one driver to its end under the run's deadline, its cancel signal (local or written
  * to the store by another process) and its lease: losing the lease stops it at once.
@@ -60,8 +55,8 @@ type LetGo = { readonly kind: 'lost' } | { readonly kind: 'store'; readonly erro
 export const makeSupervise =
   (deps: SuperviseDeps) =>
   (run: Supervised): Effect.Effect<RunResult> => {
-    const { writer, leases, secrets, warn, ended } = deps
-    const { runId, driver, actor, deadline, stop, observers, leaseToken, cancelRequested, fresh, rootHandle, followUp } = run
+    const { writer, leases, secrets, ended } = deps
+    const { runId, driver, actor, deadline, stop, leaseToken, cancelRequested, fresh, rootHandle, followUp } = run
     let stoppedBy: LetGo | undefined
     const unwatch = leases.watch(runId, leaseToken, stop.leaseEvents)
     const drive = Effect.gen(function* () {
@@ -71,7 +66,7 @@ export const makeSupervise =
       // A run cancelled while nobody drove it (paused, or interrupted) just ends. A cancel
       // that comes later reaches the driver through the lease keeper.
       if (cancelRequested) {
-        yield* storeCall('settle lost attempts', () => writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString()))
+        yield* writer.settlePending(runId, leaseToken, 'unknown', new Date().toISOString())
         yield* driver.commit({ event: { type: 'CANCEL' } })
         yield* driver.cancelChildren
         return
@@ -97,33 +92,7 @@ export const makeSupervise =
         .commit({ event: { type: 'FAIL', error: { kind: 'internal', message: secrets.redact(internalMessage(cause)) } } })
         .pipe(Effect.catchAll((error) => Effect.sync(() => (stoppedBy = letGoFor(error)))))
     }
-    const finished = Effect.suspend(() => {
-      const result = resultOf(runId, driver, stoppedBy)
-      // A run that ended with requests open (a parent's timeout cancelled it while it waited)
-      // leaves none behind: they are closed (docs/policy.md). Only the ends that can leave one.
-      const closing =
-        stoppedBy === undefined && (result.status === 'cancelled' || result.status === 'timed_out' || result.status === 'failed')
-          ? storeCall('close the open requests', () => closeOpenRequests(deps.db, runId, new Date().toISOString())).pipe(
-              Effect.catchAll((error) => Effect.sync(() => warn(`run ${runId}: cannot close its open requests: ${oneLine(error.message)}`)))
-            )
-          : Effect.void
-      return Effect.zipRight(
-        closing,
-        Effect.suspend(() => finishedWith(result))
-      )
-    })
-    const finishedWith = (result: RunResult): Effect.Effect<RunResult> => {
-      // A run that started children reports its tree's usage too, summed from the store.
-      const tree = stoppedBy === undefined && driver.context().spawnedChildren ? storedTreeUsage(deps.db, runId) : undefined
-      return Effect.map(tree === undefined ? Effect.succeed(undefined) : Effect.option(tree), (treeUsage) => {
-        // In the documented key order: `treeUsage` after `usage`, before `error` (docs/cli.md, `--json`).
-        const { error, ...rest } = result
-        const full: RunResult =
-          treeUsage !== undefined && treeUsage._tag === 'Some' ? { ...rest, treeUsage: treeUsage.value, ...(error !== undefined ? { error } : {}) } : result
-        notify(observers, 'onFinished', full, warn)
-        return full
-      })
-    }
+    const finished = Effect.suspend(() => finishedRun(deps, run, stoppedBy))
     const letGo = Effect.ensuring(
       Effect.suspend(() => {
         rootHandle.release()
@@ -153,45 +122,6 @@ export const handleOf = (runId: string, fiber: NonNullable<RunHandle['fiber']>, 
   cancel: Effect.sync(stop.cancel),
   fiber
 })
-
-const resultOf = (runId: string, driver: RunDriver, letGo: LetGo | undefined): RunResult => {
-  const ctx = driver.context()
-  if (letGo?.kind === 'lost') {
-    // Another driver took the run over; what this one remembers is no longer the run's state.
-    return {
-      runId,
-      status: 'running',
-      steps: ctx.completedSteps,
-      usage: driver.usage(),
-      error: { kind: 'internal', message: `run ${runId}: this driver's lease was taken over by another driver` }
-    }
-  }
-  if (letGo?.kind === 'store') {
-    // The store refused a write (disk full, connection lost): the run is interrupted where the
-    // store has it, never `failed` for a fault of the store; `resume` goes on once it is back.
-    const { state, steps } = driver.durable()
-    return {
-      runId,
-      status: statusOfState(state),
-      steps,
-      usage: driver.usage(),
-      error: {
-        kind: 'internal',
-        message: `${oneLine(letGo.error.message)}; the run is interrupted in ${state} and goes on with \`agentvisor resume ${runId}\` once the store is back`
-      }
-    }
-  }
-  const status = statusOfState(driver.currentPath())
-  const output = status === 'succeeded' ? driver.output() : undefined
-  return {
-    runId,
-    status,
-    steps: ctx.completedSteps,
-    ...(output !== undefined ? { output } : {}),
-    usage: driver.usage(),
-    ...(ctx.error !== null ? { error: ctx.error } : {})
-  }
-}
 
 const internalMessage = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { createRequire } from 'node:module'
 import type { StatelyInspectionEvent } from '@statelyai/inspect'
 import type { InspectionEvent } from 'xstate'
 import type { InspectedRun } from '../driver/run-observer.js'
+import { relayLink } from './relay-link.js'
 
 /** Where `@statelyai/inspect/server`'s `createInspectorServer()` listens by default. */
 export const DEFAULT_INSPECTOR_RELAY = 'ws://127.0.0.1:8080'
@@ -26,46 +26,8 @@ export interface StatelyInspector {
   readonly stop: () => Promise<void>
 }
 
-/** The part of the `ws` client this module uses. */
-interface RelaySocket {
-  readonly readyState: number
-  send(data: string): void
-  close(code?: number): void
-  terminate(): void
-  on(event: 'open', listener: () => void): unknown
-  on(event: 'close', listener: () => void): unknown
-  on(event: 'error', listener: (error: Error) => void): unknown
-}
-type RelaySocketClass = new (url: string) => RelaySocket
-
 /** Run actors whose ids an inspector remembers (the most recently active). */
 const MAX_RUNS = 10_000
-
-const CONNECTING = 0
-const OPEN = 1
-/** How long `stop()` waits for a socket to open or to close politely before cutting it off. */
-const CLOSE_GRACE_MS = 1000
-
-/** Resolves when a connecting socket opens or fails, or after the grace period. */
-const settled = (socket: RelaySocket): Promise<void> =>
-  new Promise((resolve) => {
-    const giveUp = setTimeout(resolve, CLOSE_GRACE_MS)
-    const done = (): void => {
-      clearTimeout(giveUp)
-      resolve()
-    }
-    socket.on('open', done)
-    socket.on('close', done)
-  })
-
-/**
- * Node 20 has no global WebSocket client. `@statelyai/inspect` depends on `ws` for its own
- * adapters, so the client is taken from there rather than from a dependency of our own.
- */
-const loadSocketClass = (): RelaySocketClass => {
-  const inspectEntry = createRequire(import.meta.url).resolve('@statelyai/inspect')
-  return createRequire(inspectEntry)('ws') as RelaySocketClass
-}
 
 /**
  * The ids of an event as the relay sees them. A run's actor is the run: its session is the run id
@@ -131,98 +93,25 @@ const toJson = (event: StatelyInspectionEvent): string | undefined => {
  */
 export const openStatelyInspector = async (options: StatelyInspectorOptions): Promise<StatelyInspector> => {
   const { createInspector } = await import('@statelyai/inspect')
-  const Socket = loadSocketClass()
-  const reconnectMs = options.reconnectMs ?? 2000
-  const maxBuffered = options.maxBufferedEvents ?? 200
   const prefix = `${randomUUID().slice(0, 8)}:`
-
-  let socket: RelaySocket | undefined
-  let timer: NodeJS.Timeout | undefined
-  let stopped = false
-  let warned = false
-  const buffer: string[] = []
+  const link = relayLink({
+    url: options.url,
+    reconnectMs: options.reconnectMs ?? 2000,
+    maxBuffered: options.maxBufferedEvents ?? 200,
+    onUnreachable: options.onUnreachable
+  })
   // XState session id of each run actor -> the run (sessions are per process; runs are not).
   const runs = new Map<string, InspectedRun>()
 
-  const warnOnce = (reason: string): void => {
-    if (warned || stopped) return
-    warned = true
-    try {
-      options.onUnreachable?.(reason)
-    } catch {
-      // Reporting must not break the run being inspected.
+  const inspector = createInspector({
+    start: link.connect,
+    send: (event: StatelyInspectionEvent) => {
+      if (!link.open) return
+      const text = toJson(scopeIds(event, prefix, runs))
+      if (text !== undefined) link.send(text)
     }
-  }
-
-  const connect = (): void => {
-    if (stopped) return
-    let current: RelaySocket
-    try {
-      current = new Socket(options.url)
-    } catch (error) {
-      warnOnce(error instanceof Error ? error.message : String(error))
-      return
-    }
-    socket = current
-    current.on('open', () => {
-      if (socket !== current) return
-      for (const text of buffer.splice(0)) current.send(text)
-    })
-    current.on('error', (error) => warnOnce(error.message))
-    current.on('close', () => {
-      if (socket !== current) return
-      socket = undefined
-      if (stopped) return
-      timer = setTimeout(connect, reconnectMs)
-      timer.unref()
-    })
-  }
-
-  const send = (event: StatelyInspectionEvent): void => {
-    if (stopped) return
-    const text = toJson(scopeIds(event, prefix, runs))
-    if (text === undefined) return
-    if (socket?.readyState === OPEN) {
-      socket.send(text)
-      return
-    }
-    buffer.push(text)
-    if (buffer.length > maxBuffered) buffer.shift()
-  }
-
-  const inspector = createInspector({ start: connect, send })
+  })
   inspector.start()
-
-  let stopping: Promise<void> | undefined
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      // @statelyai/inspect hands each event on after a setTimeout(0): let those already queued through.
-      await new Promise((resolve) => setTimeout(resolve, 0))
-      stopped = true
-      clearTimeout(timer)
-      const last = socket
-      // A run shorter than the handshake: give the socket a moment to open and take the buffer.
-      if (last?.readyState === CONNECTING) await settled(last)
-      buffer.length = 0
-      socket = undefined
-      if (last === undefined) return
-      if (last.readyState !== OPEN) {
-        last.terminate()
-        return
-      }
-      // A polite close flushes what was sent; a relay that never answers it is cut off.
-      await new Promise<void>((resolve) => {
-        const cutOff = setTimeout(() => {
-          last.terminate()
-          resolve()
-        }, CLOSE_GRACE_MS)
-        last.on('close', () => {
-          clearTimeout(cutOff)
-          resolve()
-        })
-        last.close(1000)
-      })
-    })())
 
   return {
     inspect: (event, run) => {
@@ -238,6 +127,6 @@ export const openStatelyInspector = async (options: StatelyInspectorOptions): Pr
         // Inspection is a window on the run, never a reason for it to fail.
       }
     },
-    stop
+    stop: link.stop
   }
 }

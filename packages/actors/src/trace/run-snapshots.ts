@@ -1,6 +1,6 @@
 import { jsonTextTooDeep, MAX_NESTING_DEPTH } from '@agentvisor/core'
-import { type Executor, getRun, getRunRow, type JournalEntryRow, type JournalTransition, listJournalEntries } from '@agentvisor/store'
-import { Either } from 'effect'
+import { type Executor, getRun, getRunRow, type JournalEntryRow, type JournalTransition, listJournalEntries, type StoreError } from '@agentvisor/store'
+import { Effect, Either } from 'effect'
 import { machineInput, type RunEvent, type RunMachineInput } from '../machine/run-machine.js'
 import {
   decodeRunSnapshot,
@@ -37,18 +37,14 @@ const MAX_ENTRY_DEPTH = 4 * MAX_NESTING_DEPTH
  * previous entry's snapshot (or the machine's first, for the run's first entry) with the entry's
  * events replayed through the pure machine, exactly what the driver's actor did when it took them.
  */
-export const loadRunSnapshots = async (db: Executor, runId: string): Promise<ReadonlyArray<SnapshotAt> | undefined> => {
-  const [row, entries] = await Promise.all([getRunRow(db, runId), listJournalEntries(db, runId)])
-  if (row === undefined) return undefined
-  let input: RunMachineInput | undefined
-  try {
-    const run = await getRun(db, runId)
-    if (run !== undefined) input = machineInput(run.contract)
-  } catch {
+export const loadRunSnapshots = (db: Executor, runId: string): Effect.Effect<ReadonlyArray<SnapshotAt> | undefined, StoreError> =>
+  Effect.gen(function* () {
+    const [row, entries] = yield* Effect.all([getRunRow(db, runId), listJournalEntries(db, runId)], { concurrency: 'unbounded' })
+    if (row === undefined) return undefined
     // A corrupt contract (a StoreError, docs/durability.md): each entry still shows its own snapshot.
-  }
-  return replayJournal(entries, input)
-}
+    const run = yield* Effect.orElseSucceed(getRun(db, runId), () => undefined)
+    return replayJournal(entries, run === undefined ? undefined : machineInput(run.contract))
+  })
 
 /** `loadRunSnapshots` over a run's entries already read, in seq order; `input` is the run's machine input, if known. */
 export const replayJournal = (entries: ReadonlyArray<JournalEntryRow>, input: RunMachineInput | undefined): SnapshotAt[] => {

@@ -1,6 +1,8 @@
 import { inSpawnOrder, spawnRanks } from '../protocol/spawn-order.js'
 import { BUILTIN_TOOLS, FINAL_ANSWER, jsonTextTooDeep, MAX_NESTING_DEPTH, type RunError, type ToolEffect, type Usage } from '@agentvisor/core'
 import {
+  type ApprovalRow,
+  type AttemptRow,
   type Executor,
   getRunRow,
   listAttempts,
@@ -11,11 +13,12 @@ import {
   listRuns,
   listSteps,
   listTransitions,
+  type PolicyEventRow,
   type RunRecord,
   recordedUsage,
   runContracts,
   type StepRow,
-  StoreError,
+  type StoreError,
   toRunRecord
 } from '@agentvisor/store'
 import { Effect } from 'effect'
@@ -152,116 +155,137 @@ const parseArguments = (raw: string): unknown => {
  * const trace = await Effect.runPromise(loadRunTrace(store.db, runId))
  */
 export const loadRunTrace = (db: Executor, runId: string): Effect.Effect<RunTrace | undefined, StoreError> =>
-  Effect.tryPromise({
-    try: () => readRunTrace(db, runId),
-    // A corrupt row's StoreError already names the run and column (docs/durability.md, "Corrupt rows").
-    catch: (cause) =>
-      cause instanceof StoreError
-        ? cause
-        : new StoreError({ message: `store: cannot read the trace of run ${runId}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+  Effect.gen(function* () {
+    const run = yield* getRunRow(db, runId)
+    if (run === undefined) return undefined
+    const [transitions, steps, attempts, listed, approvals, policyEvents, forks] = yield* Effect.all(
+      [
+        listTransitions(db, runId),
+        listSteps(db, runId),
+        listAttempts(db, runId),
+        listRuns(db, { parentId: runId }),
+        listApprovals(db, runId),
+        listPolicyEvents(db, runId),
+        listForks(db, runId)
+      ],
+      { concurrency: 'unbounded' }
+    )
+    // In spawn order: the children of one step share a timestamp; the parent's calls order them.
+    const children = inSpawnOrder(listed, spawnRanks(runId, steps))
+    const usage = recordedUsage(run.usage_json) ?? (yield* usageFromReceipts(db, runId))
+    const treeUsage = children.length > 0 ? yield* treeUsageOf(db, runId) : undefined
+    return {
+      run: {
+        ...toRunRecord(run),
+        usage,
+        ...(treeUsage !== undefined ? { treeUsage } : {}),
+        ...(run.error !== null ? { error: run.error } : {}),
+        ...(run.forked_from_run != null ? { forkedFrom: { runId: run.forked_from_run, seq: run.forked_from_seq ?? 0 } } : {})
+      },
+      ...(forks.length > 0 ? { forks: forks.map((fork) => ({ runId: fork.id, seq: fork.seq })) } : {}),
+      transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
+      steps: steps.map(stepTrace),
+      receipts: receiptsOf(attempts),
+      policyEvents: policyEvents.map(policyEventTrace),
+      approvals: approvals.map(approvalTrace),
+      children: children.map((c) => ({ id: c.id, status: c.status, createdAt: c.created_at })),
+      ...outputOf(run.status, steps),
+      turns: yield* turnsOf(db, runId, transitions)
+    }
   })
 
-const readRunTrace = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
-  const run = await getRunRow(db, runId)
-  if (run === undefined) return undefined
-  const [transitions, steps, attempts, listed, approvals, policyEvents, forks] = await Promise.all([
-    listTransitions(db, runId),
-    listSteps(db, runId),
-    listAttempts(db, runId),
-    listRuns(db, { parentId: runId }),
-    listApprovals(db, runId),
-    listPolicyEvents(db, runId),
-    listForks(db, runId)
-  ])
-  // In spawn order: the children of one step share a timestamp; the parent's calls order them.
-  const children = inSpawnOrder(listed, spawnRanks(runId, steps))
-  const usage = recordedUsage(run.usage_json) ?? (await usageFromReceipts(db, runId))
-  const treeUsage = children.length > 0 ? await treeUsageOf(db, runId) : undefined
+// Each row as the trace shows it (docs/cli.md, `--json`): optional fields only when the row has them.
+
+const stepTrace = (s: StepRow): RunTrace['steps'][number] => ({
+  step: s.step,
+  provider: s.provider,
+  promptSummary: s.prompt_summary,
+  text: s.text,
+  toolCalls: s.tool_calls.map((c) => ({ name: c.name, arguments: parseArguments(c.arguments), ...toolOf(s, c) })),
+  results: s.results === null ? [] : s.results.map((r) => r.output),
+  tokens: s.tokens_in + s.tokens_out,
+  at: s.at
+})
+
+const attemptTrace = (a: AttemptRow): AttemptTrace => ({
+  provider: a.provider,
+  reason: a.reason,
+  outcome: a.outcome,
+  ...(a.error_kind !== null ? { errorKind: a.error_kind } : {}),
+  ...(a.http_status !== null ? { httpStatus: a.http_status } : {}),
+  ...(a.error_message !== null ? { message: a.error_message } : {}),
+  ...(a.latency_ms !== null ? { latencyMs: a.latency_ms } : {}),
+  ttftMs: a.ttft_ms,
+  ...(a.tokens_in !== null ? { tokensIn: a.tokens_in } : {}),
+  ...(a.tokens_out !== null ? { tokensOut: a.tokens_out } : {}),
+  ...(a.partial_text !== null ? { partialText: a.partial_text } : {}),
+  startedAt: a.started_at,
+  ...(a.settled_at !== null ? { settledAt: a.settled_at } : {})
+})
+
+/** Each step's attempts in order, and which of them answered. */
+const receiptsOf = (attempts: ReadonlyArray<AttemptRow>): RunTrace['receipts'] => {
   const receipts = new Map<number, AttemptTrace[]>()
   const winners = new Map<number, number>()
   for (const a of attempts) {
     const list = receipts.get(a.step) ?? []
     if (a.outcome === 'ok') winners.set(a.step, list.length)
-    list.push({
-      provider: a.provider,
-      reason: a.reason,
-      outcome: a.outcome,
-      ...(a.error_kind !== null ? { errorKind: a.error_kind } : {}),
-      ...(a.http_status !== null ? { httpStatus: a.http_status } : {}),
-      ...(a.error_message !== null ? { message: a.error_message } : {}),
-      ...(a.latency_ms !== null ? { latencyMs: a.latency_ms } : {}),
-      ttftMs: a.ttft_ms,
-      ...(a.tokens_in !== null ? { tokensIn: a.tokens_in } : {}),
-      ...(a.tokens_out !== null ? { tokensOut: a.tokens_out } : {}),
-      ...(a.partial_text !== null ? { partialText: a.partial_text } : {}),
-      startedAt: a.started_at,
-      ...(a.settled_at !== null ? { settledAt: a.settled_at } : {})
-    })
+    list.push(attemptTrace(a))
     receipts.set(a.step, list)
   }
-  return {
-    run: {
-      ...toRunRecord(run),
-      usage,
-      ...(treeUsage !== undefined ? { treeUsage } : {}),
-      ...(run.error !== null ? { error: run.error } : {}),
-      ...(run.forked_from_run != null ? { forkedFrom: { runId: run.forked_from_run, seq: run.forked_from_seq ?? 0 } } : {})
-    },
-    ...(forks.length > 0 ? { forks: forks.map((fork) => ({ runId: fork.id, seq: fork.seq })) } : {}),
-    transitions: transitions.map((t) => ({ seq: t.seq, from: t.from_state, event: t.event, to: t.to_state, at: t.at })),
-    steps: steps.map((s) => ({
-      step: s.step,
-      provider: s.provider,
-      promptSummary: s.prompt_summary,
-      text: s.text,
-      toolCalls: s.tool_calls.map((c) => ({ name: c.name, arguments: parseArguments(c.arguments), ...toolOf(s, c) })),
-      results: s.results === null ? [] : s.results.map((r) => r.output),
-      tokens: s.tokens_in + s.tokens_out,
-      at: s.at
-    })),
-    receipts: [...receipts.entries()].map(([step, list]) => ({ step, attempts: list, winner: winners.get(step) ?? null })),
-    policyEvents: policyEvents.map((e) => ({
-      step: e.step,
-      kind: e.kind,
-      act: e.act,
-      target: e.target,
-      rule: e.rule,
-      layer: e.layer,
-      decision: e.decision,
-      source: e.source,
-      ...(e.request_id !== null ? { requestId: e.request_id } : {}),
-      ...(e.performed_target !== null ? { performedTarget: e.performed_target } : {}),
-      at: e.at
-    })),
-    approvals: approvals.map((a) => ({
-      id: a.id,
-      step: a.step,
-      act: a.act,
-      target: a.target,
-      status: a.status,
-      rule: a.rule,
-      layer: a.layer,
-      ...(a.source !== null ? { source: a.source } : {}),
-      ...(a.remember === 1 ? { remember: true } : {}),
-      ...(a.kind !== 'policy' ? { kind: a.kind } : {}),
-      ...(a.resolution !== null ? { resolution: a.resolution } : {}),
-      ...(a.account !== null ? { account: a.account } : {}),
-      ...(a.edited_payload !== null ? { editedArguments: parseArguments(a.edited_payload.arguments) } : {}),
-      createdAt: a.created_at,
-      ...(a.decided_at !== null ? { decidedAt: a.decided_at } : {})
-    })),
-    children: children.map((c) => ({ id: c.id, status: c.status, createdAt: c.created_at })),
-    ...outputOf(run.status, steps),
-    turns: await turnsOf(db, runId, transitions)
-  }
+  return [...receipts.entries()].map(([step, list]) => ({ step, attempts: list, winner: winners.get(step) ?? null }))
 }
 
+const policyEventTrace = (e: PolicyEventRow): PolicyEventTrace => ({
+  step: e.step,
+  kind: e.kind,
+  act: e.act,
+  target: e.target,
+  rule: e.rule,
+  layer: e.layer,
+  decision: e.decision,
+  source: e.source,
+  ...(e.request_id !== null ? { requestId: e.request_id } : {}),
+  ...(e.performed_target !== null ? { performedTarget: e.performed_target } : {}),
+  at: e.at
+})
+
+const approvalTrace = (a: ApprovalRow): ApprovalTrace => ({
+  id: a.id,
+  step: a.step,
+  act: a.act,
+  target: a.target,
+  status: a.status,
+  rule: a.rule,
+  layer: a.layer,
+  ...(a.source !== null ? { source: a.source } : {}),
+  ...(a.remember === 1 ? { remember: true } : {}),
+  ...(a.kind !== 'policy' ? { kind: a.kind } : {}),
+  ...(a.resolution !== null ? { resolution: a.resolution } : {}),
+  ...(a.account !== null ? { account: a.account } : {}),
+  ...(a.edited_payload !== null ? { editedArguments: parseArguments(a.edited_payload.arguments) } : {}),
+  createdAt: a.created_at,
+  ...(a.decided_at !== null ? { decidedAt: a.decided_at } : {})
+})
+
 /** The turns of a run: where each began (`FOLLOW_UP` transitions), with its message read from the journal. */
-const turnsOf = async (db: Executor, runId: string, transitions: ReadonlyArray<{ seq: number; event: string; at: string }>): Promise<RunTrace['turns']> => {
+const turnsOf = (
+  db: Executor,
+  runId: string,
+  transitions: ReadonlyArray<{ seq: number; event: string; at: string }>
+): Effect.Effect<RunTrace['turns'], StoreError> => {
   const turns: Array<RunTrace['turns'][number]> = [{ turn: 1, seq: 1, firstStep: 1, at: transitions[0]?.at ?? '' }]
-  if (!transitions.some((t) => t.event === 'FOLLOW_UP')) return turns
+  if (!transitions.some((t) => t.event === 'FOLLOW_UP')) return Effect.succeed(turns)
+  return Effect.map(listJournalEntries(db, runId), (entries) => turnsFrom(turns, entries, transitions))
+}
+
+const turnsFrom = (
+  turns: Array<RunTrace['turns'][number]>,
+  entries: ReadonlyArray<{ readonly transitions_json: string }>,
+  transitions: ReadonlyArray<{ seq: number; event: string; at: string }>
+): RunTrace['turns'] => {
   const messages = new Map<number, string>()
-  for (const entry of await listJournalEntries(db, runId)) {
+  for (const entry of entries) {
     try {
       const events = JSON.parse(entry.transitions_json) as Array<{ seq: number; event: { type?: unknown; text?: unknown } }>
       for (const t of events) if (t.event?.type === 'FOLLOW_UP' && typeof t.event.text === 'string') messages.set(t.seq, t.event.text)
@@ -284,13 +308,14 @@ const turnsOf = async (db: Executor, runId: string, transitions: ReadonlyArray<{
  * contract. A contract that does not read leaves the tokens without dollars: a trace never
  * depends on the contract (docs/durability.md, "Corrupt rows").
  */
-const usageFromReceipts = async (db: Executor, runId: string): Promise<Usage> => {
-  const contract = await runContracts(db, [runId]).then(
-    (found) => found.get(runId),
-    () => undefined
-  )
-  return (await runUsageOf(db, runId, contract)).usage
-}
+const usageFromReceipts = (db: Executor, runId: string): Effect.Effect<Usage, StoreError> =>
+  Effect.gen(function* () {
+    const contract = yield* runContracts(db, [runId]).pipe(
+      Effect.map((found) => found.get(runId)),
+      Effect.orElseSucceed(() => undefined)
+    )
+    return (yield* runUsageOf(db, runId, contract)).usage
+  })
 
 const outputOf = (status: string, steps: ReadonlyArray<StepRow>): { output?: unknown } => {
   if (status !== 'succeeded') return {}

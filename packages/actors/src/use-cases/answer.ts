@@ -3,7 +3,6 @@ import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { answerRequest } from '../approval/answer-request.js'
 import { AmbiguousRequestError, NothingPendingError, RequestDecidedError, RequestNotFoundError, RunNotFoundError } from '../errors.js'
-import { query } from '../io/store-query.js'
 
 /** What a question is answered with: the text, and which question when the run has several. */
 export interface AnswerInput {
@@ -38,9 +37,9 @@ export const answerRun = (
 ): Effect.Effect<AnswerOutcome, AnswerError> =>
   Effect.gen(function* () {
     const { db } = deps
-    const run = yield* query(`load run ${runId}`, () => getRunRow(db, runId))
+    const run = yield* getRunRow(db, runId)
     if (run === undefined) return yield* new RunNotFoundError({ runId })
-    const requests = yield* query(`load the requests of run ${runId}`, () => listApprovals(db, runId))
+    const requests = yield* listApprovals(db, runId)
     const questions = requests.filter((r) => r.kind === 'input')
     const open = questions.filter((r) => r.status === 'pending')
     let chosen = open[0]

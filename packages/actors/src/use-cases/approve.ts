@@ -14,7 +14,6 @@ import {
   RunNotFoundError,
   RunUnreadableError
 } from '../errors.js'
-import { query } from '../io/store-query.js'
 
 /**
  * A decision on a run's pending requests: all of them, or the one `requestId` names.
@@ -87,9 +86,9 @@ export const approveRun = (deps: ApproveDeps, runId: string, answer: ApproveAnsw
     if (edit !== undefined && valueTooDeepAt(edit, MAX_NESTING_DEPTH) !== undefined) {
       return yield* new EditRefusedError({ reason: `the edit nests deeper than ${MAX_NESTING_DEPTH} levels` })
     }
-    const run = yield* query(`load run ${runId}`, () => getRun(db, runId))
+    const run = yield* getRun(db, runId)
     if (run === undefined) return yield* new RunNotFoundError({ runId })
-    const requests = yield* query(`load the requests of run ${runId}`, () => listApprovals(db, runId))
+    const requests = yield* listApprovals(db, runId)
     // Questions are answered (`answerRun`), never approved.
     const pending = requests.filter((r) => r.status === 'pending' && r.kind !== 'input' && (requestId === undefined || r.id === requestId))
     if (pending.length === 0) {
@@ -102,10 +101,7 @@ export const approveRun = (deps: ApproveDeps, runId: string, answer: ApproveAnsw
     if (edit !== undefined && pending.length > 1) return yield* new AmbiguousRequestError({ runId, what: 'edit', count: pending.length })
     const recovery = pending.filter((r) => r.kind === 'recovery')
     const at = () => new Date().toISOString()
-    const remaining = Effect.map(
-      query(`load the requests of run ${runId}`, () => listApprovals(db, runId)),
-      (rows) => rows.filter((r) => r.status === 'pending').length
-    )
+    const remaining = Effect.map(listApprovals(db, runId), (rows) => rows.filter((r) => r.status === 'pending').length)
 
     if (isRecoveryAnswer(answer)) {
       if (recovery.length === 0) return yield* new NothingPendingError({ runId, kind: 'recovery' })

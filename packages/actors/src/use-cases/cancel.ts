@@ -3,7 +3,6 @@ import { Clock, Duration, Effect } from 'effect'
 import type { Kysely } from 'kysely'
 import { CancelTimeoutError, RunNotFoundError } from '../errors.js'
 import { isUndriven, requestRunCancel } from '../io/run-cancel.js'
-import { query } from '../io/store-query.js'
 import type { LaunchError, RunResult } from '../supervisor/run-handle.js'
 
 /** How a cancel went: the run's status at the end, and whether it had ended before the request. */
@@ -57,7 +56,7 @@ export const cancelRun = (
         )
         if (ended !== undefined) return { runId, status: ended, alreadyEnded: false }
       }
-      const run = yield* query(`load run ${runId}`, () => getRunRow(deps.db, runId))
+      const run = yield* getRunRow(deps.db, runId)
       if (run === undefined) return yield* new RunNotFoundError({ runId })
       if (isFinalStatus(run.status)) return { runId, status: run.status, alreadyEnded: false }
       const now = yield* Clock.currentTimeMillis

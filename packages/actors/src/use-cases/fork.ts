@@ -15,7 +15,6 @@ import { machineInput } from '../machine/run-machine.js'
 import { encodeRunSnapshot, restoreRunSnapshot } from '../machine/run-snapshot.js'
 import { statusOfState } from '../machine/run-state.js'
 import { replayJournal } from '../trace/run-snapshots.js'
-import { query } from '../io/store-query.js'
 
 /** A fork made: its id, and where it came from. */
 export interface ForkOutcome {
@@ -42,9 +41,9 @@ const unforkable = (state: string): string | undefined => {
 export const forkRun = (db: Kysely<Database>, runId: string, seq: number): Effect.Effect<ForkOutcome, RunNotFoundError | ForkRefusedError | StoreError> =>
   Effect.gen(function* () {
     const refuse = (reason: string) => Effect.fail(new ForkRefusedError({ runId, seq, reason }))
-    const run = yield* query(`load run ${runId}`, () => getRun(db, runId))
+    const run = yield* getRun(db, runId)
     if (run === undefined) return yield* new RunNotFoundError({ runId })
-    const entries = yield* query(`load run ${runId}'s journal`, () => listJournalEntries(db, runId))
+    const entries = yield* listJournalEntries(db, runId)
     const last = entries.at(-1)?.seq ?? 0
     if (!Number.isInteger(seq) || seq < 1 || seq > last) return yield* refuse(last === 0 ? 'it has no transition yet' : `the seq must be 1 to ${last}`)
     const transitions = entries.flatMap((entry) => JSON.parse(entry.transitions_json) as JournalTransition[])
@@ -76,22 +75,20 @@ export const forkRun = (db: Kysely<Database>, runId: string, seq: number): Effec
       const upTo = (JSON.parse(entry.transitions_json) as JournalTransition[]).filter((t) => t.seq <= seq)
       return { run_id: forkId, seq, first_seq: entry.first_seq, transitions_json: JSON.stringify(upTo), snapshot_json: encoded }
     })
-    yield* query(`fork run ${runId}`, () =>
-      insertFork(db, {
-        from: runId,
-        to: forkId,
-        seq,
-        at: at.at,
-        now: new Date(now).toISOString(),
-        goal: run.goal,
-        status: statusOfState(at.to),
-        state: at.to,
-        contractJson: JSON.stringify(contract),
-        entries: journal,
-        answered: context.completedSteps,
-        toolsPending: /^(acting|awaitingApproval|awaitingInput)/.test(at.to),
-        feedbackGiven: /^(dispatching|retrying|fallingOver)/.test(at.to)
-      })
-    )
+    yield* insertFork(db, {
+      from: runId,
+      to: forkId,
+      seq,
+      at: at.at,
+      now: new Date(now).toISOString(),
+      goal: run.goal,
+      status: statusOfState(at.to),
+      state: at.to,
+      contractJson: JSON.stringify(contract),
+      entries: journal,
+      answered: context.completedSteps,
+      toolsPending: /^(acting|awaitingApproval|awaitingInput)/.test(at.to),
+      feedbackGiven: /^(dispatching|retrying|fallingOver)/.test(at.to)
+    })
     return { runId: forkId, forkedFrom: { runId, seq } }
   })

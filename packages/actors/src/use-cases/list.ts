@@ -1,7 +1,6 @@
 import { type Database, listRuns, type RunRecord, type RunStatus, type StoreError, toRunRecord } from '@agentvisor/store'
 import { Effect } from 'effect'
 import type { Kysely } from 'kysely'
-import { query } from '../io/store-query.js'
 
 /** Which runs `Agentvisor.list` returns; without a field, all of them. */
 export interface RunFilter {
@@ -15,7 +14,4 @@ export interface RunFilter {
  * createdAt, updatedAt}`, oldest first (then by id).
  */
 export const listRunRecords = (db: Kysely<Database>, filter: RunFilter = {}): Effect.Effect<RunRecord[], StoreError> =>
-  Effect.map(
-    query('list runs', () => listRuns(db, { status: filter.status, parentId: filter.parentId })),
-    (rows) => rows.map(toRunRecord)
-  )
+  Effect.map(listRuns(db, { status: filter.status, parentId: filter.parentId }), (rows) => rows.map(toRunRecord))

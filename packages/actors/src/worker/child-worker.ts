@@ -22,7 +22,6 @@ import { childRunRow, narrowChildRequest } from '../protocol/child-contract.js'
 import type { ChildRunRequest } from '../protocol/messages.js'
 import { oneLine } from '../loop/one-line.js'
 import { causeLine } from '../loop/survive.js'
-import { store } from '../io/driver-io.js'
 import { isOwnedByThisProcess } from '../supervisor/lease.js'
 import type { RunHandle, RunResult, StartOptions } from '../supervisor/run-handle.js'
 
@@ -47,7 +46,7 @@ const refuse = (reason: string): Admission => ({ refused: reason })
  */
 const admit = (db: Kysely<Database>, runId: string, parentId: string | null, asked: unknown): Effect.Effect<Admission, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
-    const row = yield* store('load the child run', () => getRunRow(db, runId))
+    const row = yield* getRunRow(db, runId)
     if (row !== undefined) {
       if (row.parent_id === parentId) return { drive: row }
       if (parentId === null) return refuse(`it is a child of ${row.parent_id}, not a submitted run`)
@@ -56,7 +55,7 @@ const admit = (db: Kysely<Database>, runId: string, parentId: string | null, ask
     // A root run's row is written by the worker that took its submission (docs/nats.md,
     // "Submitting runs"): a root run that arrives on the start subject without one is not one.
     if (parentId === null) return refuse("a root run is taken on the submit subject, which stores it first; none is in this worker's store")
-    const parent = yield* store('load the parent run', () => getRun(db, parentId)).pipe(
+    const parent = yield* getRun(db, parentId).pipe(
       // A parent whose row is corrupt (docs/durability.md, "Corrupt rows") will not read better later.
       Effect.catchIf(
         (error): error is StoreError => error instanceof StoreError && error.column !== undefined,
@@ -70,15 +69,15 @@ const admit = (db: Kysely<Database>, runId: string, parentId: string | null, ask
     const caps = parentContract.children ?? DEFAULT_CHILD_LIMITS
     const depth = parentContract.lineage?.depth ?? 0
     if (depth >= caps.maxDepth) return refuse(`its parent ${parentId} may not start children (depth ${depth} of at most ${caps.maxDepth})`)
-    const siblings = yield* store('load the sibling runs', () => listChildren(db, parentId))
+    const siblings = yield* listChildren(db, parentId)
     if (siblings.length >= caps.maxChildren) return refuse(`its parent ${parentId} has started its ${caps.maxChildren} children already`)
     const contract = narrowChildRequest(parentContract, parentId, asked)
     if (Either.isLeft(contract)) return refuse(contract.left)
-    const creation = yield* store('create the child run', () => insertRunOnce(db, childRunRow(runId, parentId, contract.right, new Date().toISOString())))
+    const creation = yield* insertRunOnce(db, childRunRow(runId, parentId, contract.right, new Date().toISOString()))
     if (creation !== RunCreation.differs) return { drive: undefined }
     // Its row was written meanwhile (by its parent, or for another delivery of this request): the
     // stored run is the one that runs, as when it was there from the start.
-    const written = yield* store('load the child run', () => getRunRow(db, runId))
+    const written = yield* getRunRow(db, runId)
     if (written?.parent_id === parentId) return { drive: written }
     return refuse(`it is a child of ${written?.parent_id ?? 'no run'}, not of ${parentId}`)
   })
@@ -146,7 +145,7 @@ export const handleChildDelivery = (deps: ChildWorkerDeps, delivery: ChildDelive
 export const giveUpChild = (db: Kysely<Database>, request: ChildRunRequest, cause: Cause.Cause<unknown>): Effect.Effect<void, StoreError | LeaseLostError> =>
   Effect.gen(function* () {
     if (invalidRunId(request.runId) !== undefined) return
-    const row = yield* store('load the child run', () => getRunRow(db, request.runId))
+    const row = yield* getRunRow(db, request.runId)
     if (row === undefined || isFinalStatus(row.status)) return
     if (row.lease_owner !== null && (row.lease_expires_at ?? 0) > Date.now()) return
     yield* failUnstartedChild(db, request.runId, `the worker gave this run up after its request failed ${MAX_FAILURES_TEXT}: ${causeLine(cause)}`)
@@ -157,17 +156,15 @@ const MAX_FAILURES_TEXT = `${MAX_CHILD_HANDLING_FAILURES} times`
 const failUnstartedChild = (db: Kysely<Database>, runId: string, message: string): Effect.Effect<void, StoreError | LeaseLostError> => {
   const at = new Date().toISOString()
   const error: RunError = { kind: 'internal', message }
-  return store('end the child run', () =>
-    updateRun(db, runId, {
-      status: 'failed',
-      state: 'finished.failed',
-      error_json: JSON.stringify(error),
-      ended_at: at,
-      updated_at: at,
-      lease_owner: null,
-      lease_expires_at: null
-    })
-  )
+  return updateRun(db, runId, {
+    status: 'failed',
+    state: 'finished.failed',
+    error_json: JSON.stringify(error),
+    ended_at: at,
+    updated_at: at,
+    lease_owner: null,
+    lease_expires_at: null
+  })
 }
 
 /** How a worker names itself in a run's error: its host and process. */

@@ -10,7 +10,6 @@ import { type ApproveAnswer, type ApproveError, approveRun } from '../use-cases/
 import { pendingRequests } from '../use-cases/pending.js'
 import { requestRunCancel } from '../io/run-cancel.js'
 import type { LogLine } from '../loop/survive.js'
-import { query } from '../io/store-query.js'
 
 export interface ControlDeps {
   readonly db: Kysely<Database>
@@ -53,7 +52,7 @@ export const makeControlHandler =
       const parsed = parseControlBody(verb, body)
       if (Either.isLeft(parsed)) return controlError(parsed.left)
       if (verb === 'status') {
-        const run = yield* query(`load run ${runId}`, () => getRunRow(deps.db, runId))
+        const run = yield* getRunRow(deps.db, runId)
         if (run === undefined) return controlError(new RunNotFoundError({ runId }).message)
         return { v: PROTOCOL_VERSION, ok: true as const, ...toRunRecord(run) }
       }
@@ -68,7 +67,7 @@ export const makeControlHandler =
         return { v: PROTOCOL_VERSION, ok: true as const }
       }
       if (verb === 'tree') {
-        const rows = yield* query(`load run ${runId}'s tree`, () => listRunTree(deps.db, runId))
+        const rows = yield* listRunTree(deps.db, runId)
         if (rows.length === 0) return controlError(new RunNotFoundError({ runId }).message)
         return { v: PROTOCOL_VERSION, ok: true as const, runs: rows.map(toRunRecord) }
       }

@@ -1,12 +1,4 @@
-import {
-  ApprovalError,
-  type ApproveAnswer,
-  type ApproveOutcome,
-  type ApproveRefusal,
-  approveRun,
-  isApproveRefusal,
-  type RecoveryResolution
-} from '@agentvisor/actors'
+import { type ApproveAnswer, type ApproveOutcome, type ApproveRefusal, approveRun, isApproveRefusal, type RecoveryResolution } from '@agentvisor/actors'
 import { MAX_NESTING_DEPTH, valueTooDeepAt } from '@agentvisor/core'
 import { Cause, Effect, Exit } from 'effect'
 import { openCliStore } from '../open-store.js'
@@ -101,5 +93,3 @@ const cliMessage = (runId: string, error: ApproveRefusal): string => {
       return error.message
   }
 }
-
-export { ApprovalError }

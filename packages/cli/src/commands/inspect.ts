@@ -1,3 +1,4 @@
+import { runPromise } from '@agentvisor/actors'
 import { getRunRow, openStore } from '@agentvisor/store'
 import { existingStorePath } from '../store-path.js'
 import { DEFAULT_INSPECTOR_PORT, startInspector } from '../inspector/server.js'
@@ -52,7 +53,7 @@ export const inspectCommand = async (argv: string[], io: InspectIo = {}): Promis
   if (runId !== undefined) {
     const store = await openStore(db, { readOnly: true })
     try {
-      if ((await getRunRow(store.db, runId)) === undefined) throw new UsageError(`no run with id ${runId}`)
+      if ((await runPromise(getRunRow(store.db, runId))) === undefined) throw new UsageError(`no run with id ${runId}`)
     } finally {
       await store.close()
     }

@@ -1,4 +1,4 @@
-import { Agentvisor, loadRecording, type Recording, type ReplayReport, replayRecording } from '@agentvisor/actors'
+import { Agentvisor, loadRecording, type Recording, type ReplayReport, replayRecording, runPromise } from '@agentvisor/actors'
 import { isFinalStatus, listRuns, RunStatus } from '@agentvisor/store'
 import { Effect, Either } from 'effect'
 import { openCliReader } from '../open-store.js'
@@ -63,7 +63,7 @@ const loadRecordings = async (db: string | undefined, which: { readonly runId?: 
     const ids =
       which.runId !== undefined
         ? [which.runId]
-        : (await listRuns(store.db, which.status === undefined ? {} : { status: which.status }))
+        : (await runPromise(listRuns(store.db, which.status === undefined ? {} : { status: which.status })))
             .filter((row) => isFinalStatus(row.status))
             // Oldest first: a regression run reads in the order the runs were made.
             .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))

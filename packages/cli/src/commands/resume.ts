@@ -1,4 +1,4 @@
-import { Agentvisor, type RunResult } from '@agentvisor/actors'
+import { Agentvisor, type RunResult, runPromise } from '@agentvisor/actors'
 import { getRunRow, isFinalStatus, isInterrupted, listRuns, openStore } from '@agentvisor/store'
 import { openCliReader } from '../open-store.js'
 import { printJson, say } from '../output.js'
@@ -39,7 +39,7 @@ const resumeAll = async (flags: DriveFlags): Promise<number> => {
   let ids: string[]
   try {
     const now = Date.now()
-    ids = (await listRuns(store.db, { status: 'running' })).filter((run) => isInterrupted(run, now)).map((run) => run.id)
+    ids = (await runPromise(listRuns(store.db, { status: 'running' }))).filter((run) => isInterrupted(run, now)).map((run) => run.id)
   } finally {
     await store.close()
   }
@@ -76,7 +76,7 @@ const resumeAll = async (flags: DriveFlags): Promise<number> => {
 const endedStatus = async (db: string | undefined, runId: string): Promise<string | undefined> => {
   const store = await openCliReader(db)
   try {
-    const row = await getRunRow(store.db, runId)
+    const row = await runPromise(getRunRow(store.db, runId))
     return row !== undefined && isFinalStatus(row.status) ? row.status : undefined
   } finally {
     await store.close()

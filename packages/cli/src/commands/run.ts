@@ -1,4 +1,4 @@
-import { Agentvisor, invalidNatsServers, natsBusOptionsFromEnv, type RunResult, type StartedRun } from '@agentvisor/actors'
+import { Agentvisor, invalidNatsServers, natsBusOptionsFromEnv, type RunResult, type StartedRun, runPromise } from '@agentvisor/actors'
 import { ApprovalMode, loadTaskFile, type TaskContract, unsetApiKeys, quoteName } from '@agentvisor/core'
 import { listApprovals, openStore, resolveDbPath } from '@agentvisor/store'
 import { Effect, Either, Schema } from 'effect'
@@ -38,7 +38,7 @@ export const reportResult = async (result: RunResult, json: boolean, startedAt: 
 const reportPending = async (runId: string, dbPath: string): Promise<void> => {
   const store = await openStore(dbPath)
   try {
-    const all = (await listApprovals(store.db, runId)).filter((a) => a.status === 'pending')
+    const all = (await runPromise(listApprovals(store.db, runId))).filter((a) => a.status === 'pending')
     const questions = all.filter((a) => a.kind === 'input')
     for (const question of questions) say(`agentvisor: the model asks: ${question.target}  [${question.id}]`)
     if (questions.length > 0) {

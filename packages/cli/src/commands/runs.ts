@@ -4,7 +4,7 @@ import {
   decodeRows,
   isInterrupted,
   isPostgresUrl,
-  listRuns,
+  listRunsAsync,
   openCurrentSqlite,
   RUN_LIST_COLUMNS,
   type RunListRow,
@@ -42,7 +42,7 @@ export const runsCommand = async (argv: string[]): Promise<number> => {
       printJsonText(reader !== undefined ? sqliteRecordsJson(reader, status) : await recordsJson(store!, status))
       return 0
     }
-    const rows = reader !== undefined ? sqliteRows(reader, status) : await listRuns(store!.db, status === undefined ? {} : { status: status as RunStatus })
+    const rows = reader !== undefined ? sqliteRows(reader, status) : await listRunsAsync(store!.db, status === undefined ? {} : { status: status as RunStatus })
     const now = Date.now()
     // Interrupted runs (running, but nobody drives them) are what `resume --all` picks up.
     const runs = rows.map((row) => ({ ...toRunRecord(row), status: isInterrupted(row, now) ? `${row.status} (interrupted)` : row.status }))

@@ -1,4 +1,4 @@
-import { followEvents, type RunStreamEvent } from '@agentvisor/actors'
+import { followEvents, type RunStreamEvent, runPromise } from '@agentvisor/actors'
 import { getRunRow } from '@agentvisor/store'
 import { openCliReader } from '../open-store.js'
 import { describeUsage, printJsonText, say } from '../output.js'
@@ -22,7 +22,7 @@ export const watchCommand = async (argv: string[]): Promise<number> => {
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
   try {
-    if ((await getRunRow(store.db, runId)) === undefined) throw new UsageError(`no run with id ${runId}`)
+    if ((await runPromise(getRunRow(store.db, runId))) === undefined) throw new UsageError(`no run with id ${runId}`)
     let status: string | undefined
     for await (const event of followEvents(store.db, runId, { fromSeq, signal: stop.signal })) {
       if (values.json === true) printJsonText(JSON.stringify(event))

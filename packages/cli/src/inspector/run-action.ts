@@ -1,4 +1,4 @@
-import type { Agentvisor, CancelOutcome } from '@agentvisor/actors'
+import { type Agentvisor, type CancelOutcome, runPromise } from '@agentvisor/actors'
 import { type Executor, getRunRow, isFinalStatus, isInterrupted, listApprovals } from '@agentvisor/store'
 import { HttpError } from './http.js'
 
@@ -23,10 +23,10 @@ export interface RunActionDeps {
  * ended, still waits for a decision or an answer, or is driven elsewhere is a 409 saying which.
  */
 export const resumeFromInspector = async (deps: RunActionDeps, runId: string): Promise<ResumeOutcome> => {
-  const row = await getRunRow(deps.db, runId)
+  const row = await runPromise(getRunRow(deps.db, runId))
   if (row === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
   if (isFinalStatus(row.status)) throw new HttpError({ status: 409, message: `run ${runId} has ended (${row.status}): there is nothing to resume` })
-  const open = (await listApprovals(deps.db, runId)).filter((request) => request.status === 'pending').length
+  const open = (await runPromise(listApprovals(deps.db, runId))).filter((request) => request.status === 'pending').length
   if (open > 0) {
     throw new HttpError({
       status: 409,
@@ -51,7 +51,7 @@ export const resumeFromInspector = async (deps: RunActionDeps, runId: string): P
  * A run that has ended is a 409.
  */
 export const cancelFromInspector = async (deps: RunActionDeps, runId: string): Promise<CancelOutcome> => {
-  const row = await getRunRow(deps.db, runId)
+  const row = await runPromise(getRunRow(deps.db, runId))
   if (row === undefined) throw new HttpError({ status: 404, message: `no run with id ${runId}` })
   if (isFinalStatus(row.status)) throw new HttpError({ status: 409, message: `run ${runId} has ended (${row.status}): there is nothing to cancel` })
   return (await deps.agentvisor()).cancel(runId, { waitMs: 5_000 })

@@ -4,6 +4,7 @@ import {
   loadRunSnapshots,
   loadRunTrace,
   pendingRequestOf,
+  runPromise,
   type RunTrace,
   type SnapshotAt,
   spawnRanks,
@@ -21,7 +22,7 @@ import {
   type RunStatus,
   toRunRecord
 } from '@agentvisor/store'
-import { Effect, Either } from 'effect'
+import { Either } from 'effect'
 
 /** A `runs --json` row plus what the list shows beside it. */
 export interface RunListItem extends RunRecord {
@@ -78,7 +79,7 @@ const listItemOf = (row: RunListRow, now: number): RunListItem => ({
  */
 export const listRunItems = async (db: Executor, status: RunStatus | undefined): Promise<RunListItem[]> => {
   const now = Date.now()
-  const rows = await listRuns(db, status === undefined ? {} : { status })
+  const rows = await runPromise(listRuns(db, status === undefined ? {} : { status }))
   // Only parents with children created in the same instant need their steps read.
   const seen = new Set<string>()
   const tied = new Set<string>()
@@ -89,7 +90,7 @@ export const listRunItems = async (db: Executor, status: RunStatus | undefined):
     seen.add(key)
   }
   const ranks = new Map<string, number>()
-  for (const parentId of tied) for (const [id, rank] of spawnRanks(parentId, await listSteps(db, parentId))) ranks.set(id, rank)
+  for (const parentId of tied) for (const [id, rank] of spawnRanks(parentId, await runPromise(listSteps(db, parentId)))) ranks.set(id, rank)
   return inSpawnOrder(rows, ranks).map((row) => listItemOf(row, now))
 }
 
@@ -109,7 +110,7 @@ const rootOf = async (db: Executor, row: RunListRow): Promise<RunListRow> => {
   let current = row
   const seen = new Set([row.id])
   for (let i = 0; i < MAX_ANCESTORS && current.parent_id !== null; i++) {
-    const parent = await getRunRow(db, current.parent_id)
+    const parent = await runPromise(getRunRow(db, current.parent_id))
     if (parent === undefined || seen.has(parent.id)) break
     seen.add(parent.id)
     current = parent
@@ -122,8 +123,8 @@ const treeOf = async (db: Executor, root: RunListRow): Promise<RunTreeNode> => {
   const build = async (row: RunListRow): Promise<RunTreeNode> => {
     budget -= 1
     // Rows without their contracts: the tree shows none, and a corrupt one is no reason not to show it.
-    const listed = budget > 0 ? await listRuns(db, { parentId: row.id }) : []
-    const children = listed.length > 1 ? inSpawnOrder(listed, spawnRanks(row.id, await listSteps(db, row.id))) : listed
+    const listed = budget > 0 ? await runPromise(listRuns(db, { parentId: row.id })) : []
+    const children = listed.length > 1 ? inSpawnOrder(listed, spawnRanks(row.id, await runPromise(listSteps(db, row.id)))) : listed
     const built: RunTreeNode[] = []
     for (const child of children) {
       if (budget <= 0) break
@@ -134,16 +135,14 @@ const treeOf = async (db: Executor, root: RunListRow): Promise<RunTreeNode> => {
   return build(root)
 }
 
-/** The trace, or the store's own error (a corrupt row names run and column) thrown as it is. */
-const traceOf = async (db: Executor, runId: string): Promise<RunTrace | undefined> => {
-  const loaded = await Effect.runPromise(Effect.either(loadRunTrace(db, runId)))
-  if (Either.isLeft(loaded)) throw loaded.left
-  return loaded.right
-}
-
 /** The run view of `runId`, or undefined when there is no such run. */
 export const loadRunView = async (db: Executor, runId: string): Promise<RunView | undefined> => {
-  const [row, trace, snapshots, requests] = await Promise.all([getRunRow(db, runId), traceOf(db, runId), loadRunSnapshots(db, runId), listApprovals(db, runId)])
+  const [row, trace, snapshots, requests] = await Promise.all([
+    runPromise(getRunRow(db, runId)),
+    runPromise(loadRunTrace(db, runId)),
+    runPromise(loadRunSnapshots(db, runId)),
+    runPromise(listApprovals(db, runId))
+  ])
   if (row === undefined || trace === undefined || snapshots === undefined) return undefined
   const pending = new Map(requests.filter((request) => request.status === 'pending').map((request) => [request.id, pendingRequestOf(request)]))
   return {

@@ -1,5 +1,5 @@
 import { loadScenarios, type MockScenarios } from './scenarios.js'
-import { startMockLlm } from './server.js'
+import { type MockLlm, startMockLlm } from './server.js'
 import { terminalSafe } from '../terminal-text.js'
 
 /** The `agentvisor mock-llm` options, as parsed by the CLI. */
@@ -27,7 +27,7 @@ export const runMockLlmCommand = async (options: MockLlmCommandOptions): Promise
     process.stderr.write(`agentvisor: ${terminalSafe(oneLine(error))}\n`)
     return 2
   }
-  let mock: Awaited<ReturnType<typeof startMockLlm>>
+  let mock: MockLlm
   try {
     mock = await startMockLlm({ scenarios, port: options.port, recordFile: options.record })
   } catch (error) {

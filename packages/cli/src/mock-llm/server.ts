@@ -1,4 +1,3 @@
-import { appendFile } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { ScriptedStep } from '@agentvisor/core'
@@ -7,23 +6,7 @@ import { answerOf, type MockAnswer } from './answer.js'
 import { openAiCompletion, openAiErrorBody, openAiStreamEvents } from './openai-wire.js'
 import { ANY_MODEL, makeScenarioPlayer, type MockScenarios } from './scenarios.js'
 import { writeSseEvents, writeSseHead, type SseEvent } from './sse.js'
-import { terminalSafe } from '../terminal-text.js'
-
-/**
- * One request as the mock saw it. Credentials are never kept: only whether an `Authorization`
- * or `x-api-key` header was present.
- */
-export interface RecordedRequest {
-  /** ISO timestamp of arrival. */
-  readonly at: string
-  readonly method: string
-  readonly path: string
-  readonly model: string | null
-  readonly stream: boolean
-  /** The parsed JSON body (null for a GET or a body that is not JSON). */
-  readonly body: unknown
-  readonly hasAuthorization: boolean
-}
+import { arrivedRequest, isObject, makeRequestLog, type RecordedRequest } from './request-log.js'
 
 export interface MockLlmOptions {
   readonly scenarios: MockScenarios
@@ -63,86 +46,34 @@ type Dialect = 'openai' | 'anthropic'
  */
 export const startMockLlm = async (options: MockLlmOptions): Promise<MockLlm> => {
   const player = makeScenarioPlayer(options.scenarios)
-  const requests: RecordedRequest[] = []
-  const abandoned: RecordedRequest[] = []
-  const pendingDelays = new Set<() => void>()
-  // Appends are chained so the file keeps arrival order, and close() can wait for the last one.
-  let recording: Promise<void> = Promise.resolve()
+  const log = makeRequestLog(options.recordFile)
+  const delays = cancellableDelays()
   let sequence = 0
 
-  const record = (entry: RecordedRequest): void => {
-    requests.push(entry)
-    if (options.recordFile !== undefined) {
-      const file = options.recordFile
-      recording = recording
-        .then(() => appendFile(file, `${JSON.stringify(entry)}\n`))
-        .catch((error: unknown) => {
-          process.stderr.write(`mock-llm: ${terminalSafe(`cannot append to ${file}: ${error instanceof Error ? error.message : String(error)}`)}\n`)
-        })
-    }
-  }
-
-  /** Waits `ms`; resolves false if the client went away (or the server closed) first. */
-  const delay = (ms: number, res: ServerResponse): Promise<boolean> =>
-    new Promise((resolve) => {
-      const finish = (answered: boolean) => {
-        clearTimeout(timer)
-        res.off('close', onClose)
-        pendingDelays.delete(cancel)
-        resolve(answered)
-      }
-      const onClose = () => finish(false)
-      const cancel = () => finish(false)
-      const timer = setTimeout(() => finish(true), ms)
-      res.on('close', onClose)
-      pendingDelays.add(cancel)
-    })
-
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '/').split('?')[0]!
-    const raw = await readBody(req)
-    let body: unknown = null
-    let badJson = false
-    if (raw.length > 0) {
-      try {
-        body = JSON.parse(raw)
-      } catch {
-        badJson = true
-      }
-    }
-    const fields = isObject(body) ? body : {}
-    const entry: RecordedRequest = {
-      at: new Date().toISOString(),
-      method: req.method ?? 'GET',
-      path,
-      model: typeof fields['model'] === 'string' ? fields['model'] : null,
-      stream: fields['stream'] === true,
-      body,
-      hasAuthorization: req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined
-    }
-    record(entry)
-
-    if (req.method === 'GET' && path === '/v1/models') {
+    const { entry, fields, badJson } = arrivedRequest(req, await readBody(req))
+    log.record(entry)
+    const route = routeOf(entry.method, entry.path)
+    if (route === 'models') {
       const ids = Object.keys(options.scenarios.models).filter((id) => id !== ANY_MODEL)
       return sendJson(res, 200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: 0, owned_by: 'agentvisor-mock' })) })
     }
-    const dialect: Dialect | undefined =
-      req.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : req.method === 'POST' && path === '/v1/messages' ? 'anthropic' : undefined
-    if (dialect === undefined) return sendError(res, 'openai', 404, `no route for ${req.method} ${path}`)
-    if (badJson || !isObject(body)) return sendError(res, dialect, 400, 'request body is not a JSON object')
+    if (route === undefined) return sendError(res, 'openai', 404, `no route for ${req.method} ${entry.path}`)
+    const body = entry.body
+    if (badJson || !isObject(body)) return sendError(res, route, 400, 'request body is not a JSON object')
 
     const turn = Array.isArray(body['messages']) ? body['messages'].filter((m: unknown) => isObject(m) && m['role'] === 'assistant').length : 0
     const { step, number } = player.next(entry.model ?? '', turn, firstUserText(body))
     if (step?.delayMs !== undefined && step.delayMs > 0) {
-      const answered = await delay(step.delayMs, res)
+      const answered = await delays.wait(step.delayMs, res)
       if (!answered) {
-        abandoned.push(entry)
+        log.abandon(entry)
         if (!res.destroyed) res.destroy()
         return
       }
     }
     sequence += 1
-    await play(req, res, dialect, entry, step, number, sequence, fields)
+    await play(req, res, route, entry, step, number, sequence, fields)
   }
 
   const server = createServer((req, res) => {
@@ -167,18 +98,56 @@ export const startMockLlm = async (options: MockLlmOptions): Promise<MockLlm> =>
   return {
     url: `http://${urlHost}:${port}/v1`,
     port,
-    requests,
-    abandoned,
+    requests: log.requests,
+    abandoned: log.abandoned,
     close: () => {
       closing ??= (async () => {
-        for (const cancel of [...pendingDelays]) cancel()
+        delays.cancelAll()
         const closed = new Promise<void>((resolve) => server.close(() => resolve()))
         // Keep-alive sockets would hold close() open until the client's idle timeout.
         server.closeAllConnections()
         await closed
-        await recording
+        await log.flushed()
       })()
       return closing
+    }
+  }
+}
+
+/** What a request asks for, by its method and path: the model list, or a chat in one of the two dialects. */
+const routeOf = (method: string, path: string): 'models' | Dialect | undefined => {
+  if (method === 'GET' && path === '/v1/models') return 'models'
+  if (method === 'POST' && path === '/v1/chat/completions') return 'openai'
+  if (method === 'POST' && path === '/v1/messages') return 'anthropic'
+  return undefined
+}
+
+/** Scripted waits (`delayMs`) that end early when their client goes away, or all at once when the server closes. */
+interface CancellableDelays {
+  /** Waits `ms`; resolves false if the client went away (or the server closed) first. */
+  readonly wait: (ms: number, res: ServerResponse) => Promise<boolean>
+  readonly cancelAll: () => void
+}
+
+const cancellableDelays = (): CancellableDelays => {
+  const pending = new Set<() => void>()
+  return {
+    wait: (ms, res) =>
+      new Promise((resolve) => {
+        const finish = (answered: boolean) => {
+          clearTimeout(timer)
+          res.off('close', onClose)
+          pending.delete(cancel)
+          resolve(answered)
+        }
+        const onClose = () => finish(false)
+        const cancel = () => finish(false)
+        const timer = setTimeout(() => finish(true), ms)
+        res.on('close', onClose)
+        pending.add(cancel)
+      }),
+    cancelAll: () => {
+      for (const cancel of [...pending]) cancel()
     }
   }
 }
@@ -252,8 +221,6 @@ const firstUserText = (body: Record<string, unknown>): string => {
   if (typeof content === 'string') return content
   return Array.isArray(content) ? content.map((part: unknown) => (isObject(part) && typeof part['text'] === 'string' ? part['text'] : '')).join('') : ''
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 const readBody = (req: IncomingMessage): Promise<string> =>
   new Promise((resolve, reject) => {

@@ -70,35 +70,66 @@ const HARMLESS_INPUT = new Set(['/dev/null'])
 const HARMLESS_OUTPUT = new Set(['/dev/null', '/dev/stdout', '/dev/stderr'])
 
 /**
+ * The simple command being read in one list: its text so far, and its slot in `state.segments`,
+ * reserved when its first word is seen so that outer commands precede the commands nested in
+ * them. A top-level one also tells `state` where it began, for the fallback segment when
+ * parsing fails.
+ */
+class SegmentInProgress {
+  private buffer = ''
+  private slot = -1
+  /** The next character starts a word (where `#` starts a comment). */
+  wordStart = true
+
+  constructor(
+    private readonly state: ScanState,
+    private readonly top: boolean
+  ) {}
+
+  get text(): string {
+    return this.buffer
+  }
+
+  reserve(): void {
+    if (this.slot !== -1) return
+    this.slot = this.state.segments.push('') - 1
+    if (this.top) this.state.topSlot = this.slot
+  }
+
+  append(text: string): void {
+    this.buffer += text
+  }
+
+  /** Ends the segment; the next one begins at `next`. */
+  flush(next: number): void {
+    if (this.slot !== -1) this.state.segments[this.slot] = this.buffer.trim()
+    this.buffer = ''
+    this.slot = -1
+    this.wordStart = true
+    if (this.top) {
+      this.state.topSegmentStart = next
+      this.state.topSlot = -1
+    }
+  }
+}
+
+/**
  * Scans a command list up to `closer` (`)` for `$(`, `(`, `<(`, `>(`) or to the end. Returns the
- * index just after the closer. Each list keeps its own segment; the segment's slot in
- * `state.segments` is reserved when its first word is seen, so outer commands precede the
- * commands nested in them.
+ * index just after the closer. Each list keeps its own segment (`SegmentInProgress`).
  */
 const scanList = (state: ScanState, start: number, closer: ')' | undefined, openedAt: number): number => {
   const { src } = state
   const top = closer === undefined
+  const segment = new SegmentInProgress(state, top)
   let i = start
-  let buffer = ''
-  let slot = -1
-  let wordStart = true
-  const reserve = (): void => {
-    if (slot !== -1) return
-    slot = state.segments.push('') - 1
-    if (top) state.topSlot = slot
-  }
-  const append = (text: string): void => {
-    buffer += text
-  }
-  const flush = (next: number): void => {
-    if (slot !== -1) state.segments[slot] = buffer.trim()
-    buffer = ''
-    slot = -1
-    wordStart = true
-    if (top) {
-      state.topSegmentStart = next
-      state.topSlot = -1
-    }
+  // A piece of the segment's words read by `scan` from `i`: the slot is reserved before the
+  // scan, which may find nested commands.
+  const take = (scan: (at: number) => number): void => {
+    segment.reserve()
+    const end = scan(i)
+    segment.append(src.slice(i, end))
+    i = end
+    segment.wordStart = false
   }
 
   while (i < src.length) {
@@ -106,70 +137,54 @@ const scanList = (state: ScanState, start: number, closer: ')' | undefined, open
     const next = src[i + 1]
     if (c === ')') {
       if (top) throw new Unparsable(i, 'unbalanced ")"')
-      flush(i + 1)
+      segment.flush(i + 1)
       return i + 1
     }
     if (c === '\n') {
       const after = readHeredocBodies(state, i + 1)
-      flush(after)
+      segment.flush(after)
       i = after
     } else if (c === ';') {
-      flush(i + 1)
+      segment.flush(i + 1)
       i += 1
     } else if (c === '|') {
       const length = next === '|' || next === '&' ? 2 : 1
-      flush(i + length)
+      segment.flush(i + length)
       i += length
     } else if (c === '&' && next === '&') {
-      flush(i + 2)
+      segment.flush(i + 2)
       i += 2
     } else if (c === '&' && next === '>') {
-      reserve()
-      const end = scanRedirection(state, i)
-      append(src.slice(i, end))
-      i = end
-      wordStart = false
+      take((at) => scanRedirection(state, at))
     } else if (c === '&') {
-      state.risky.push({ kind: RiskKind.background, text: `${buffer.trim()} &`.trim() })
-      flush(i + 1)
+      state.risky.push({ kind: RiskKind.background, text: `${segment.text.trim()} &`.trim() })
+      segment.flush(i + 1)
       i += 1
     } else if (c === '\\' && next === '\n') {
       // A line continuation joins the two lines into one word list.
-      append(' ')
+      segment.append(' ')
       i += 2
-      wordStart = true
+      segment.wordStart = true
     } else if (isBlank(c)) {
-      append(c)
+      segment.append(c)
       i += 1
-      wordStart = true
-    } else if (c === '#' && wordStart) {
+      segment.wordStart = true
+    } else if (c === '#' && segment.wordStart) {
       while (i < src.length && src[i] !== '\n') i += 1
     } else if ((c === '<' || c === '>') && next === '(') {
-      reserve()
-      const end = scanNested(state, i, 2, RiskKind.processSubstitution)
-      append(src.slice(i, end))
-      i = end
-      wordStart = false
+      take((at) => scanNested(state, at, 2, RiskKind.processSubstitution))
     } else if (c === '<' || c === '>') {
-      reserve()
-      const end = scanRedirection(state, i)
-      append(src.slice(i, end))
-      i = end
-      wordStart = false
+      take((at) => scanRedirection(state, at))
     } else if (c === '(') {
       // The group itself is not a command; the commands inside it become segments.
       i = scanNested(state, i, 1, RiskKind.subshell)
-      wordStart = false
+      segment.wordStart = false
     } else {
-      reserve()
-      const end = scanWordPart(state, i)
-      append(src.slice(i, end))
-      i = end
-      wordStart = false
+      take((at) => scanWordPart(state, at))
     }
   }
   if (!top) throw new Unparsable(openedAt, 'unbalanced "("')
-  flush(i)
+  segment.flush(i)
   return i
 }
 

@@ -124,8 +124,16 @@ const terminateGroup = async (pgid: number, graceMs: number): Promise<void> => {
   }
 }
 
+/** What a command wrote on one of its pipes, as much of it as is kept. */
+interface OutputCapture {
+  readonly push: (chunk: Buffer) => void
+  readonly text: () => string
+  /** More was written than kept. */
+  readonly truncated: boolean
+}
+
 /** Keeps the first `max` bytes of a stream and keeps draining the rest, so the child never blocks on a full pipe. */
-const capture = (max: number) => {
+const capture = (max: number): OutputCapture => {
   const chunks: Buffer[] = []
   let size = 0
   let truncated = false
@@ -154,6 +162,26 @@ const notStarted = (error: unknown): CommandResult => ({
   truncated: false
 })
 
+/** The shell of `options.command` spawned as the leader of a new process group; what it says when it cannot start. */
+const spawnShell = (options: RunCommandOptions): Either.Either<ChildProcessByStdio<null, Readable, Readable>, CommandResult> => {
+  const launch = shellLaunch(options.command, options.cwd, options.sandbox)
+  // Failing closed: a command the task wants confined never runs unconfined.
+  if (Either.isLeft(launch)) return Either.left(notStarted(launch.left))
+  try {
+    return Either.right(
+      spawn(launch.right.file, launch.right.args, {
+        cwd: options.cwd,
+        env: options.env ?? process.env,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe']
+      })
+    )
+  } catch (error) {
+    // Arguments Node rejects up front (a NUL byte in the command, say) never reach a process.
+    return Either.left(notStarted(error))
+  }
+}
+
 /**
  * Runs `/bin/sh -c command` as the leader of a new process group, with stdin closed; with
  * `sandbox`, bwrap leads the group and the shell runs inside it, in the same group.
@@ -177,25 +205,12 @@ export const runCommand = (options: RunCommandOptions): Effect.Effect<CommandRes
     let timedOut = false
     let finished = false
 
-    const launch = shellLaunch(options.command, options.cwd, options.sandbox)
-    if (Either.isLeft(launch)) {
-      // Failing closed: a command the task wants confined never runs unconfined.
-      resume(Effect.succeed(notStarted(launch.left)))
+    const spawned = spawnShell(options)
+    if (Either.isLeft(spawned)) {
+      resume(Effect.succeed(spawned.left))
       return
     }
-    let child: ChildProcessByStdio<null, Readable, Readable>
-    try {
-      child = spawn(launch.right.file, launch.right.args, {
-        cwd: options.cwd,
-        env: options.env ?? process.env,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe']
-      })
-    } catch (error) {
-      // Arguments Node rejects up front (a NUL byte in the command, say) never reach a process.
-      resume(Effect.succeed(notStarted(error)))
-      return
-    }
+    const child = spawned.right
     const pgid = child.pid
     child.stdout.on('data', stdout.push)
     child.stderr.on('data', stderr.push)

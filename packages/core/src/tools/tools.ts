@@ -5,34 +5,6 @@ import type { ToolOutcome } from './tool-outcome.js'
 import { SPAWN_CHILD_SPEC } from './tool-specs.js'
 import type { Workspace } from './workspace.js'
 
-export type { ToolOutcome } from './tool-outcome.js'
-export { commandEnv, contractSecretNames, runCommandSettings, type CommandSettings } from './command-env.js'
-export { findBwrap, sandboxUnavailable } from './sandbox.js'
-export {
-  ToolEffect,
-  type ToolSource,
-  type ToolAct,
-  type ToolArguments,
-  type ToolContext,
-  type CallableTool,
-  type ChildRunTool,
-  type ToolDefinition,
-  toolActOf,
-  RunToolContext
-} from './tool-definition.js'
-export {
-  BUILTIN_TOOLS,
-  builtinCatalogue,
-  makeToolCatalogue,
-  runToolCall,
-  runToolCallNow,
-  type ToolCallRequest,
-  type ToolCatalogue
-} from './tool-catalogue.js'
-export { agentCatalogue, type AgentTools, DEFAULT_AGENT_TOOLS } from './agent-catalogue.js'
-export { FINAL_ANSWER, FINAL_ANSWER_ACCEPTED, finalAnswerTool } from './final-answer.js'
-export { execDefinition, listDirDefinition, readFileDefinition, spawnChildDefinition, writeFileDefinition } from './builtin-tools.js'
-
 /**
  * The tools offered to the model for working in its workspace (docs/task-file.md): the built-in
  * catalogue's offer to a run that may not start children.

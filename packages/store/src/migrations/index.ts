@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely'
+import type { Migration, MigrationProvider } from 'kysely'
 import * as initial from './2026-11-29T120000-initial.js'
 import * as policy from './2026-11-29T150000-policy.js'
 import * as durability from './2026-11-29T170000-durability.js'
@@ -17,11 +17,14 @@ import * as postgresStepKeys from './2026-12-02T160000-postgres-step-keys.js'
 import * as postgresStepRows from './2026-12-02T200000-postgres-step-rows.js'
 import * as postgresPlainTables from './2026-12-05T000000-postgres-plain-tables.js'
 import * as postgresBaseline from './2026-12-05T000000-postgres-baseline.js'
+import * as sqliteBaseline from './2026-12-05T000000-sqlite-baseline.js'
+import type { StoreDialect } from '../dialect.js'
 
 /**
- * Every migration, by name. Listed in code rather than scanned from a folder so the store
- * migrates the same way from `src` (tests), `dist` (the CLI) or a bundle. Names sort in the
- * order they must run; append new ones, never edit or rename an old one.
+ * The chain, by name: every migration a store made before the baselines walks, frozen (names.ts
+ * `CHAIN_NAMES`). Listed in code rather than scanned from a folder so the store migrates the same
+ * way from `src` (tests), `dist` (the CLI) or a bundle. Names sort in the order they must run;
+ * never edit, rename or append to it: a new migration goes to `laterMigrations`.
  */
 export const migrations: Readonly<Record<string, Migration>> = {
   '2026-11-29T120000-initial': initial,
@@ -43,25 +46,35 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '2026-12-05T000000-postgres-plain-tables': postgresPlainTables
 }
 
-/** What a new PostgreSQL store runs instead of the chain: the same schema, in one migration (names.ts). */
-export const postgresBaselineMigrations: Readonly<Record<string, Migration>> = {
-  '2026-12-05T000000-postgres-baseline': postgresBaseline
-}
-
-/** The `MigrationProvider` a Kysely `Migrator` reads `migrations` (the chain) through: SQLite's, and an older PostgreSQL store's. */
-export const migrationProvider: MigrationProvider = {
-  getMigrations: async () => ({ ...migrations })
+/**
+ * What a new store runs instead of the chain, by dialect: the schema the chain ends with, in one
+ * migration each (names.ts `BASELINE_NAMES`; a test holds each equal to the chain's end).
+ */
+export const baselineMigrations: Readonly<Record<StoreDialect, Readonly<Record<string, Migration>>>> = {
+  sqlite: { '2026-12-05T000000-sqlite-baseline': sqliteBaseline },
+  postgres: { '2026-12-05T000000-postgres-baseline': postgresBaseline }
 }
 
 /**
- * The provider `openStore` migrates a PostgreSQL store with: the chain for a store that has run
- * any of it (it walks the rest, 2026-12-05T000000-postgres-plain-tables among them), the baseline
- * for a new one. Kysely's migrator asks after taking its lock and creating its `kysely_migration`
- * table, so a store that another opener is migrating is seen as that opener left it.
+ * Migrations added after the baselines (names.ts `LATER_NAMES`): every store runs them, a new one
+ * after its baseline, an older one after the chain. Append new migrations here, never to the
+ * chain or a baseline (docs/deploy.md, "Migrations").
  */
-export const postgresMigrationProvider = (db: Kysely<any>): MigrationProvider => ({
-  getMigrations: async () => {
-    const chain = await sql<{ n: number }>`select count(*)::int as n from kysely_migration where name in (${sql.join(Object.keys(migrations))})`.execute(db)
-    return Number(chain.rows[0]?.n) > 0 ? { ...migrations } : { ...postgresBaselineMigrations }
-  }
+export const laterMigrations: Readonly<Record<string, Migration>> = {}
+
+/** The `MigrationProvider` a Kysely `Migrator` reads the chain (and the later migrations) through: to upgrade a store made before the baselines. */
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => ({ ...migrations, ...laterMigrations })
+}
+
+/**
+ * The provider `openStore` migrates a store with: the chain for a store that has run any of it
+ * (it walks the rest), its dialect's baseline for a new one; the later migrations after either.
+ * `appliedChain` counts the chain's names in `kysely_migration`, on the connection the migrator
+ * runs on (SQLite's one, whose Kysely connection the migrator holds meanwhile) or any (PostgreSQL's
+ * pool). Kysely's migrator asks after creating its `kysely_migration` table and taking its lock, so
+ * a store that another opener is migrating is seen as that opener left it.
+ */
+export const storeMigrationProvider = (dialect: StoreDialect, appliedChain: (names: ReadonlyArray<string>) => Promise<number>): MigrationProvider => ({
+  getMigrations: async () => ({ ...((await appliedChain(Object.keys(migrations))) > 0 ? migrations : baselineMigrations[dialect]), ...laterMigrations })
 })

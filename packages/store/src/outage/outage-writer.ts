@@ -1,5 +1,5 @@
 import { StoreError } from '../errors.js'
-import { FIRST_LEASE_TOKEN, type RunWriter } from '../run-writer/run-writer.js'
+import { FIRST_LEASE_TOKEN, type RawRunWriter } from '../run-writer/run-writer.js'
 import { isStoreOutage, isUniqueViolation } from './store-outage.js'
 
 /** How long a driving process rides out a store outage when nobody says (docs/durability.md). */
@@ -18,7 +18,7 @@ const FIRST_WAIT_MS = 100
 const MAX_WAIT_MS = 5_000
 
 /**
- * A `RunWriter` that rides out store outages (docs/durability.md, "A store outage"): a call
+ * A `RawRunWriter` that rides out store outages (docs/durability.md, "A store outage"): a call
  * that fails for an outage (`isStoreOutage`) is made again, the same call with the same
  * arguments, after a capped, jittered exponential backoff, until it succeeds or the outage has
  * lasted `limitMs`; then it fails with a `StoreError` naming the outage, and the run is
@@ -40,7 +40,7 @@ const MAX_WAIT_MS = 5_000
  * Only for writers whose calls answer later (PostgreSQL); SQLite's synchronous hot path has no
  * outage to ride out (store-outage.ts) and is never wrapped.
  */
-export function rideOutStoreOutages(writer: RunWriter, policy: StoreOutagePolicy): OutageRidingWriter {
+export function rideOutStoreOutages(writer: RawRunWriter, policy: StoreOutagePolicy): RawOutageRidingWriter {
   /** When the current outage began (the first call that failed for it), or undefined. */
   let since: number | undefined
   let gaveUp = false
@@ -128,7 +128,7 @@ export function rideOutStoreOutages(writer: RunWriter, policy: StoreOutagePolicy
 }
 
 /** The writer, and how a closing process stops its calls from waiting any longer. */
-export interface OutageRidingWriter extends RunWriter {
+export interface RawOutageRidingWriter extends RawRunWriter {
   /** Calls waiting for the store fail at once (as past the limit): the process is closing. */
   readonly stopWaiting: () => void
 }

@@ -4,8 +4,8 @@ import { withTextCodec } from '../text-codec-dialect.js'
 import type { RememberedRuleRow } from '../tables/remembered-rules.table.js'
 import type { Pool, QueryResultRow } from 'pg'
 import { LeaseLostError } from '../errors.js'
-import { FIRST_LEASE_TOKEN, kyselyRunWriter, type LeaseRequest, type LoadedRun, leasedRun, type RunWriter } from '../run-writer/run-writer.js'
-import type { LeaseAcquisition } from '../repositories/leases.repository.js'
+import { FIRST_LEASE_TOKEN, kyselyRawWriter, type LoadedRun, leasedRun, type RawRunWriter } from '../run-writer/run-writer.js'
+import type { LeaseAcquisition, LeaseRequest } from '../repositories/leases.repository.js'
 import { type JournalHead, journalEntry } from '../repositories/journal-entries.repository.js'
 import { decodeApprovalRow } from '../tables/approvals.columns.js'
 import type { StoredApprovalRow } from '../tables/approvals.table.js'
@@ -24,24 +24,24 @@ import { RUN_ATTEMPT_TOTALS_GROUP, RUN_ATTEMPT_TOTALS_SELECT, type TotalsRow, to
 const MAX_PREPARED = 200
 
 /**
- * The PostgreSQL `RunWriter`: every call one statement on the store's `pg` pool, one round trip.
+ * The PostgreSQL `RawRunWriter`: every call one statement on the store's `pg` pool, one round trip.
  * A step's commit is one call of `agentvisor_commit` with the rows it writes as records (migration
  * 2026-12-05T000000-postgres-plain-tables); any other commit or write list one statement of plain
  * SQL (postgres-statement.ts): the fence (the head's UPDATE under the lease token, or for a commit
  * that leaves the row for later a locked read of it), one data-modifying CTE per write, the journal
  * entry. A superseded driver's call writes nothing and answers that it was fenced out. Writes whose order matters to each other (a receipt settled by the
  * commit that writes it) cannot share one statement: they go in order in one Kysely transaction,
- * through the repositories (`kyselyRunWriter`).
+ * through the repositories (`kyselyRawWriter`).
  *
  * Queries are named, so `pg` prepares each once per connection. Text goes through the store's
  * codec (text-codec.ts) exactly as through Kysely: text parameters by `encodeText`, rows back
  * through `decodeRow(s)`.
  */
-export function postgresRunWriter(pool: Pool): RunWriter {
+export function postgresRawWriter(pool: Pool): RawRunWriter {
   const query = async <R extends QueryResultRow>(name: string | undefined, text: string, values: ReadonlyArray<unknown>): Promise<R[]> =>
     (await pool.query<R>(name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] })).rows
   // The writes that must go in order, on the same pool; never destroyed here (that would end the store's pool).
-  const inOrder = kyselyRunWriter(new Kysely<Database>({ dialect: withTextCodec(new PostgresDialect({ pool })) }))
+  const inOrder = kyselyRawWriter(new Kysely<Database>({ dialect: withTextCodec(new PostgresDialect({ pool })) }))
 
   /** A statement's name by its text: each shape of commit prepared once per connection (a bounded number of them). */
   const names = new Map<string, string>()

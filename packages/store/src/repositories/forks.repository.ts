@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
+import type { Effect } from 'effect/Effect'
+import type { StoreError } from '../errors.js'
 import type { Executor } from '../executor.js'
+import { storeCall } from '../store-call.js'
 import type { NewJournalEntry } from '../tables/journal-entries.table.js'
 import type { RunStatus } from '../tables/runs.table.js'
 
@@ -33,8 +36,13 @@ export interface ForkPlan {
  * stood at `seq`. A request decided after `seq` is copied pending: the fork asks it again. Tool
  * effects are not copied: the fork performs its own.
  */
-export async function insertFork(db: Executor, plan: ForkPlan): Promise<void> {
-  if (!db.isTransaction) return db.transaction().execute((trx) => insertFork(trx, plan))
+export const insertFork = (db: Executor, plan: ForkPlan): Effect<void, StoreError> =>
+  storeCall(
+    () => `fork run ${plan.from}`,
+    () => (db.isTransaction ? writeFork(db, plan) : db.transaction().execute((trx) => writeFork(trx, plan)))
+  )
+
+async function writeFork(db: Executor, plan: ForkPlan): Promise<void> {
   const { from, to, at } = plan
   await db
     .insertInto('runs')
@@ -117,13 +125,17 @@ export async function insertFork(db: Executor, plan: ForkPlan): Promise<void> {
 }
 
 /** The runs forked from `runId`, oldest first: `[{id, seq}]`. */
-export async function listForks(db: Executor, runId: string): Promise<Array<{ readonly id: string; readonly seq: number }>> {
-  const rows = await db
-    .selectFrom('runs')
-    .select(['id', 'forked_from_seq', 'created_at'])
-    .where('forked_from_run', '=', runId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute()
-  return rows.map((row) => ({ id: row.id, seq: row.forked_from_seq ?? 0 }))
-}
+export const listForks = (db: Executor, runId: string): Effect<Array<{ readonly id: string; readonly seq: number }>, StoreError> =>
+  storeCall(
+    () => `load the forks of run ${runId}`,
+    async () => {
+      const rows = await db
+        .selectFrom('runs')
+        .select(['id', 'forked_from_seq', 'created_at'])
+        .where('forked_from_run', '=', runId)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute()
+      return rows.map((row) => ({ id: row.id, seq: row.forked_from_seq ?? 0 }))
+    }
+  )

@@ -1,5 +1,6 @@
 // Apart from runs.repository.ts: `agentvisor runs` lists runs through the narrow entry (runs.ts),
-// which must not load the Schemas that decode the other reads' JSON columns (and Effect with them).
+// which must not load the Schemas that decode the other reads' JSON columns, nor Effect: here the
+// list is a promise, and runs.repository.ts makes the store's `listRuns` Effect of it.
 import type { Executor } from '../executor.js'
 import type { RunListRow, RunStatus } from '../tables/runs.table.js'
 
@@ -29,8 +30,8 @@ export const RUN_LIST_COLUMNS = [
   'usage_json'
 ] as const satisfies ReadonlyArray<keyof RunListRow>
 
-/** Runs oldest first (by `created_at`, then `id` so equal timestamps keep a stable order). */
-export async function listRuns(db: Executor, options: ListRunsOptions = {}): Promise<RunListRow[]> {
+/** `listRuns` (runs.repository.ts) as a promise: runs oldest first (by `created_at`, then `id` so equal timestamps keep a stable order). */
+export async function listRunsAsync(db: Executor, options: ListRunsOptions = {}): Promise<RunListRow[]> {
   let query = db.selectFrom('runs').select(RUN_LIST_COLUMNS)
   if (options.status !== undefined) query = query.where('status', '=', options.status)
   if (options.parentId !== undefined) query = query.where('parent_id', '=', options.parentId)

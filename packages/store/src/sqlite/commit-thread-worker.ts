@@ -7,7 +7,8 @@ import { LeaseLostError } from '../errors.js'
 import type { CommitThreadData, FromCommitThread, ToCommitThread, WireError, WireOutcome } from './commit-protocol.js'
 import { useWriterPragmas } from './connection-pragmas.js'
 import type { Wire } from './commit-wire.js'
-import { type CommitOutcome, sqliteCommits } from './sqlite-commits.js'
+import type { CommitOutcome } from './batch-commit.js'
+import { sqliteCommits } from './sqlite-commits.js'
 
 const data = workerData as CommitThreadData
 const port = parentPort!

@@ -6,7 +6,7 @@ import * as Data from 'effect/Data'
 import { LeaseLostError } from '../errors.js'
 import type { CommitThreadData, FromCommitThread, ToCommitThread, WireError, WireOutcome } from './commit-protocol.js'
 import type { Wire } from './commit-wire.js'
-import type { CommitOutcome } from './sqlite-commits.js'
+import type { CommitOutcome } from './batch-commit.js'
 
 /** How long a stopping commit thread may take to close before it is terminated. */
 const STOP_GRACE_MS = 5_000

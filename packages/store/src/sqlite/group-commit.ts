@@ -1,5 +1,5 @@
 import type { GroupWrite } from '../run-writer/run-write.js'
-import type { CommitOutcome } from './sqlite-commits.js'
+import type { CommitOutcome } from './batch-commit.js'
 
 /**
  * Where the batches of a group commit are committed (docs/durability.md, "Group commit"): on

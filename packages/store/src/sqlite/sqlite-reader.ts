@@ -21,7 +21,7 @@ export function openCurrentSqlite(file: string): BetterSqlite3.Database | undefi
   let sqlite: BetterSqlite3.Database | undefined
   try {
     sqlite = openReadOnlySqlite(file)
-    if (isCurrentSchema(appliedMigrations(sqlite))) return sqlite
+    if (isCurrentSchema(appliedMigrations(sqlite), 'sqlite')) return sqlite
   } catch {
     // not a store, or not one this version reads as it is: left to openStore
   }

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import * as path from 'node:path'
-import { Migrator } from 'kysely'
+import BetterSqlite3 from 'better-sqlite3'
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import { inject, onTestFinished } from 'vitest'
 import {
@@ -40,11 +41,17 @@ export async function tempLocation(dialect: TestDialect, options: { readonly mig
   return fresh.location
 }
 
-/** A store on a real SQLite file, or a real PostgreSQL database, closed then deleted when the test finishes. */
-export async function tempStore(dialect: TestDialect = 'sqlite'): Promise<Store> {
-  const fresh = await freshLocation(dialect, true)
+/**
+ * A store on a real SQLite file, or a real PostgreSQL database, closed then deleted when the test
+ * finishes. `byChain`: made by the chain (`migrateByChain`), as a store of the releases before the
+ * baselines, rather than by its dialect's baseline as `openStore` makes a new store.
+ */
+export async function tempStore(dialect: TestDialect = 'sqlite', options: { readonly byChain?: boolean } = {}): Promise<Store> {
+  const byChain = options.byChain ?? false
+  const fresh = await freshLocation(dialect, !byChain)
   let store: Store
   try {
+    if (byChain) await migrateByChain(fresh.location)
     store = await openStore(fresh.location)
   } catch (error) {
     await fresh.remove()
@@ -58,11 +65,40 @@ export async function tempStore(dialect: TestDialect = 'sqlite'): Promise<Store>
 }
 
 /**
- * Makes `file` a SQLite store as the version before the newest migration left it: created by
- * `openStore`, then that migration undone (its record with it), so the next `openStore` has one
+ * Makes the fresh `location` a store as the releases before the baselines made it: every migration
+ * of the chain (and those after it) applied one by one, as an older store was upgraded, where
+ * `openStore` gives a new store its dialect's baseline (migrations/index.ts); with `to`, only the
+ * chain up to that migration, as an older release left it. For the tests that walk the chain
+ * back and forth, which only a store made by it can.
+ */
+export async function migrateByChain(location: string, options: { readonly to?: string } = {}): Promise<void> {
+  const db = rawKysely(location)
+  try {
+    const migrator = new Migrator({ db, provider: migrationProvider })
+    const { error } = await (options.to === undefined ? migrator.migrateToLatest() : migrator.migrateTo(options.to))
+    if (error !== undefined) throw error
+  } finally {
+    await db.destroy()
+  }
+}
+
+/** A Kysely of its own on `location` (a SQLite file or a PostgreSQL URL), without `openStore`, which would migrate it to the newest. */
+export function rawKysely(location: string): Kysely<unknown> {
+  if (location.startsWith('postgres'))
+    return new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: location, max: 1 }) }) })
+  const sqlite = new BetterSqlite3(location)
+  // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
+  sqlite.unsafeMode(true)
+  return new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) })
+}
+
+/**
+ * Makes `file` a SQLite store as the version before the newest migration left it: made by the
+ * chain, then that migration undone (its record with it), so the next `openStore` has one
  * migration to apply.
  */
 export async function olderSqliteStore(file: string): Promise<void> {
+  await migrateByChain(file)
   const store = await openStore(file)
   // Migrations run with defensive mode off, as openStore runs them (2026-12-02T090000).
   store.sqlite?.unsafeMode(true)
