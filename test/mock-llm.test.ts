@@ -5,27 +5,25 @@ import * as path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SCRIPT_EXHAUSTED_TEXT } from '@agentvisor/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { loadScenarios, startMockLlm, type MockLlm, type MockScenarios } from '../packages/cli/src/mock-llm/index.js'
+import { loadScenarios, type MockLlm, type MockScenarios } from '../packages/cli/src/mock-llm/index.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 let dir: string
-const mocks: MockLlm[] = []
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'agentvisor-mock-llm-'))
 })
 
 afterEach(async () => {
-  await Promise.all(mocks.splice(0).map((mock) => mock.close()))
   await rm(dir, { recursive: true, force: true })
 })
 
-const serve = async (scenarios: MockScenarios, recordFile?: string): Promise<MockLlm> => {
-  const mock = await startMockLlm({ scenarios, recordFile })
-  mocks.push(mock)
-  return mock
-}
+// Registered after the file's own teardown, so it runs first: every mock is closed (its record
+// file flushed) before the folders go.
+const startMock = mockLlmPerTest()
+const serve = (scenarios: MockScenarios, recordFile?: string): Promise<MockLlm> => startMock.scenarios(scenarios, { recordFile })
 
 const post = (mock: MockLlm, route: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${mock.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })

@@ -17,14 +17,13 @@ import {
 } from '@agentvisor/core'
 import { Effect, Either, Fiber } from 'effect'
 import { afterEach, describe, expect, it } from 'vitest'
-import { startMockLlm, type MockLlm, type MockScenarios } from '../packages/cli/src/mock-llm/index.js'
+import type { MockLlm, MockScenarios } from '../packages/cli/src/mock-llm/index.js'
+import { mockLlmPerTest } from './support/mock-llm.js'
 
-const mocks: MockLlm[] = []
 const servers: Array<Server | net.Server> = []
 const tempDirs: string[] = []
 
 afterEach(async () => {
-  await Promise.all(mocks.splice(0).map((mock) => mock.close()))
   await Promise.all(
     servers.splice(0).map(
       (server) =>
@@ -37,11 +36,10 @@ afterEach(async () => {
   await Promise.all(tempDirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })))
 })
 
-const serve = async (scenarios: MockScenarios, recordFile?: string): Promise<MockLlm> => {
-  const mock = await startMockLlm({ scenarios, recordFile })
-  mocks.push(mock)
-  return mock
-}
+// Registered after the file's own teardown, so it runs first: every mock is closed (its record
+// file flushed) before the folders go.
+const startMock = mockLlmPerTest()
+const serve = (scenarios: MockScenarios, recordFile?: string): Promise<MockLlm> => startMock.scenarios(scenarios, { recordFile })
 
 /** A one-off HTTP server for wire shapes the mock never produces (a bare Retry-After, a stream without finish). */
 const serveRaw = async (handler: Parameters<typeof createServer>[1]): Promise<string> => {
