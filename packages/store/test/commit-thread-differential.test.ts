@@ -170,7 +170,8 @@ const sequenceOf = (random: () => number, runs: number, rounds: number): Call[] 
       calls.push({ kind: 'write', runId, writes: [{ op: 'insertAttempt', row: attempt({ run_id: runId, step: steps.get(runId)! + 1, attempt: 5 + i }) }] })
     }
     calls.push({ kind: 'settle', runId: pick(ids) })
-    if (random() < 0.5) calls.push({ kind: 'steal', runId: pick(ids) })
+    // The first round always steals a lease, so that every sequence has fenced-out commits after it.
+    if (round === 0 || random() < 0.5) calls.push({ kind: 'steal', runId: pick(ids) })
     if (random() < 0.3) calls.push({ kind: 'release', runId: pick(ids), usageJson: `{"round":${round}}` })
   }
   return calls

@@ -24,7 +24,7 @@ export type TestDialect = (typeof DIALECTS)[number]
 /** A fresh folder for this test, removed when it finishes. */
 export function tempDir(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'agentvisor-store-'))
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true, maxRetries: 5 }))
   return dir
 }
 
@@ -118,7 +118,7 @@ interface FreshLocation {
 async function freshLocation(dialect: TestDialect, migrated: boolean): Promise<FreshLocation> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(path.join(tmpdir(), 'agentvisor-store-'))
-    return { location: path.join(dir, 'agentvisor.db'), remove: async () => rmSync(dir, { recursive: true, force: true }) }
+    return { location: path.join(dir, 'agentvisor.db'), remove: async () => rmSync(dir, { recursive: true, force: true, maxRetries: 5 }) }
   }
   const name = migrated ? await takeSpare() : await createDatabase('template1')
   return {
