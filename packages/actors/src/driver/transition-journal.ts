@@ -242,13 +242,22 @@ export class TransitionJournal {
             (this.concurrentRuns?.() ?? 1) > 1 ? BATCH : undefined
           )
     ).now()
-    if (Exit.isExit(made)) {
-      if (Exit.isFailure(made)) return this.failed(made)
-      this.durableNow(batch, deferred)
-      return undefined
-    }
-    // One match for the wait: a group commit is every step of every run when many run at once,
-    // and each wrapper is one more Effect step per step.
+    if (!Exit.isExit(made)) return this.durableLater(made, batch, deferred)
+    if (Exit.isFailure(made)) return this.failed(made)
+    this.durableNow(batch, deferred)
+    return undefined
+  }
+
+  /**
+   * A commit the store answers later (a group commit, an async store), uninterruptible like every
+   * flush. One match for the wait: a group commit is every step of every run when many run at
+   * once, and each wrapper is one more Effect step per step.
+   */
+  private durableLater(
+    made: Effect.Effect<void, StoreError | LeaseLostError>,
+    batch: Staged,
+    deferred: boolean
+  ): Effect.Effect<void, StoreError | LeaseLostError> {
     this.row.started()
     return Effect.uninterruptible(
       Effect.matchEffect(made, {
