@@ -128,15 +128,17 @@ export const recordDecision = (
 export const answerApproval = (db: Executor, id: string, text: string, source: DecisionSource, at: string): Effect<boolean, StoreError> =>
   storeCall(
     () => `answer request ${id}`,
-    async () => {
-      const result = await db
-        .updateTable('approvals')
-        .set({ status: 'approved', resolution: 'answered', account: text, source, decided_at: at })
-        .where('id', '=', id)
-        .where('status', '=', 'pending')
-        .executeTakeFirst()
-      return result.numUpdatedRows > 0n
-    }
+    // A pending request is neither remembered nor edited, so those columns keep what they hold.
+    () =>
+      decideApprovalAsync(db, id, {
+        status: 'approved',
+        source,
+        remember: false,
+        editedPayloadJson: null,
+        decidedAt: at,
+        resolution: 'answered',
+        account: text
+      })
   )
 
 /**

@@ -31,16 +31,7 @@ async function keepPartialTextAsync(db: Executor, runId: string, step: number, a
       where run_id = ${runId} and step = ${step} and kind = 'a' and n = ${attempt} and outcome = 'pending' returning run_id`.execute(db)
     return kept.rows.length > 0
   }
-  const kept = await db
-    .updateTable('attempts')
-    .set({ partial_text: text })
-    .where('run_id', '=', runId)
-    .where('step', '=', step)
-    .where('attempt', '=', attempt)
-    .where('outcome', '=', AttemptOutcome.pending)
-    .returning(UPDATED)
-    .execute()
-  return kept.length > 0
+  return updatePending(db, runId, step, attempt, { partial_text: text })
 }
 
 /**
@@ -57,10 +48,21 @@ export const keepPartialText = (db: Executor, runId: string, step: number, attem
 
 /** `settleAttempt` as a promise, for a transaction of the Kysely writer (run-writer.ts). */
 export async function settleAttemptAsync(db: Executor, runId: string, step: number, attempt: number, patch: AttemptSettlement): Promise<boolean> {
+  return updatePending(db, runId, step, attempt, patch)
+}
+
+/** Changes a receipt that is still pending; false when there is none (absent, or settled already). */
+async function updatePending(
+  db: Executor,
+  runId: string,
+  step: number,
+  attempt: number,
+  set: AttemptSettlement | { readonly partial_text: string }
+): Promise<boolean> {
   // Counted by RETURNING: on SQLite `attempts` is a view, whose writes SQLite does not count (see UPDATED).
   const updated = await db
     .updateTable('attempts')
-    .set(patch)
+    .set(set)
     .where('run_id', '=', runId)
     .where('step', '=', step)
     .where('attempt', '=', attempt)
